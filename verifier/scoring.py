@@ -1,0 +1,128 @@
+"""Score a document set with a target model: the score table every later step reads.
+
+The table keeps the texts and labels beside the signal columns, so evaluation (and the blind
+baselines, which need only texts) runs from the table alone. What produced the numbers (model
+digest, tokenizer, precision, cut, signal parameters, code version) travels in the Parquet
+file's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from verifier import __version__
+from verifier.atomic import atomic_output
+from verifier.data import Documents
+from verifier.errors import VerifierError
+from verifier.signals import LOWER, REFERENCE, ScoredDocument, compute_signals, make_signals
+from verifier.targets import CausalLMTarget, ScoreCache
+from verifier.targets.cache import text_digest
+
+SIGNAL_PREFIX = "signal."
+METADATA_KEY = b"verifier"
+
+# progress(description, total) -> advance(k); the CLI passes a rich progress bar.
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class ScoreTable:
+    """Per-document rows (``doc``, ``text``, ``text_sha256``, ``label``, ``n_tokens``, signal columns)."""
+
+    frame: pd.DataFrame
+    metadata: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def signal_names(self) -> list[str]:
+        return [c.removeprefix(SIGNAL_PREFIX) for c in self.frame.columns if c.startswith(SIGNAL_PREFIX)]
+
+    def signal(self, name: str) -> np.ndarray:
+        return self.frame[SIGNAL_PREFIX + name].to_numpy(dtype=np.float64)
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        column = self.frame["label"]
+        return None if column.isna().all() else column.to_numpy(dtype=np.int8)
+
+    def write(self, path: str | Path) -> None:
+        table = pa.Table.from_pandas(self.frame, preserve_index=False)
+        meta = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        with atomic_output(path) as tmp:
+            pq.write_table(table.replace_schema_metadata(meta), tmp)
+
+    @classmethod
+    def read(cls, path: str | Path) -> ScoreTable:
+        path = Path(path)
+        if not path.is_file():
+            raise VerifierError(f"{path}: score table not found")
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise VerifierError(f"{path}: not a readable Parquet score table ({exc})") from None
+        raw = (table.schema.metadata or {}).get(METADATA_KEY)
+        if raw is None or "text" not in table.column_names:
+            raise VerifierError(f"{path}: not a score table written by 'verifier score'")
+        return cls(frame=table.to_pandas(), metadata=json.loads(raw))
+
+
+def score_documents(
+    docs: Documents,
+    target: CausalLMTarget,
+    reference: CausalLMTarget | None = None,
+    signal_names: Sequence[str] | None = None,
+    cache: ScoreCache | None = None,
+    progress: Progress | None = None,
+) -> ScoreTable:
+    """Run the forward passes each requested signal needs and compute every signal column.
+
+    Default signals: all those the available views allow. The lowercase signal costs a second
+    pass over lowercased text, so it runs only when asked for by name.
+    """
+    views = {REFERENCE} if reference is not None else set()
+    if signal_names is not None and "lowercase" in signal_names:
+        views.add(LOWER)
+    signals = make_signals(signal_names, views)
+
+    def run(model: CausalLMTarget, texts: list[str], what: str):  # noqa: ANN202
+        advance = progress(what, len(texts)) if progress else None
+        return model.score(texts, cache=cache, on_progress=advance)
+
+    target_scores = run(target, docs.texts, "scoring")
+    lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in views else None
+    reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None else None
+    scored = [
+        ScoredDocument(
+            text=text,
+            target=target_scores[i],
+            lower=lower_scores[i] if lower_scores else None,
+            reference=reference_scores[i] if reference_scores else None,
+        )
+        for i, text in enumerate(docs.texts)
+    ]
+    columns = compute_signals(scored, signals)
+    frame = pd.DataFrame(
+        {
+            "doc": np.arange(len(docs), dtype=np.int64),
+            "text": docs.texts,
+            "text_sha256": [text_digest(t) for t in docs.texts],
+            "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
+            "n_tokens": np.array([s.n_scored + 1 for s in target_scores], dtype=np.int64),
+            **{SIGNAL_PREFIX + name: values for name, values in columns.items()},
+        }
+    )
+    metadata = {
+        "verifier_version": __version__,
+        "data": Path(docs.source).name,  # a name, never a private path
+        "target": {"spec": target.source.spec, **target.fingerprint},
+        "reference": {"spec": reference.source.spec, **reference.fingerprint} if reference else None,
+        "signals": {s.name: s.params() for s in signals},
+    }
+    return ScoreTable(frame=frame, metadata=metadata)

