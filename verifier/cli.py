@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -21,6 +22,8 @@ from rich.table import Table
 from verifier.errors import VerifierError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
+testbed_app = typer.Typer(no_args_is_help=True, help="Ground-truth testbeds: small models with known training membership.")
+app.add_typer(testbed_app, name="testbed")
 err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -68,7 +71,7 @@ def score(
     reference: Annotated[Optional[str], typer.Option(help="Reference model SPEC for the reference-difference signal.")] = None,
     signal: Annotated[Optional[list[str]], typer.Option(help="Signals to compute (repeatable); default: all available.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
+    dtype: Annotated[str, typer.Option(help="fp32, bf16 or int8 (CPU: body linears dynamically quantised).")] = "fp32",
     batch_size: Annotated[int, typer.Option(help="Documents per forward pass.")] = 16,
     max_tokens: Annotated[int, typer.Option(help="Tokens scored per document.")] = 256,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
@@ -133,3 +136,73 @@ def evaluate(
         "If a blind row separates the sets, the signal rows measure a distribution shift, not training."
     )
 
+
+
+@testbed_app.command("build")
+def testbed_build(
+    preset: Annotated[str, typer.Option(help="small (about a minute) or standard (the full pool).")] = "small",
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, canaries and training.")] = None,
+    epochs: Annotated[Optional[int], typer.Option(help="Training epochs (overrides the preset).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
+) -> None:
+    """Train a testbed model on a seeded member half of the bundled text pool (cached by config)."""
+    from verifier.testbed import PRESETS, build_testbed
+
+    if preset not in PRESETS:
+        _fail(VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}"))
+    overrides = {k: v for k, v in {"seed": seed, "epochs": epochs}.items() if v is not None}
+    config = PRESETS[preset].model_copy(update=overrides)
+    with progress_bars() as progress:
+        advance = progress("training", config.epochs)
+        testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
+    m = testbed.manifest
+    members = sum(d["member"] for d in m["documents"])
+    err.print(f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
+    out.print(str(testbed.folder))
+    err.print(f"score it: verifier score --model {testbed.model_dir} --data {testbed.documents} --label-field member --max-tokens {config.seq_len}")
+
+
+@app.command()
+def power(
+    scores: Annotated[Path, typer.Argument(help="Labelled score table (1 = member), e.g. of a testbed.")],
+    sizes: Annotated[str, typer.Option(help="Comma-separated set sizes.")] = "25,50,100,200,500,1000",
+    trials: Annotated[int, typer.Option(help="Trials per set size.")] = 500,
+    alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    signal: Annotated[Optional[list[str]], typer.Option(help="Signals used as features (default: all in the table).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draws and splits.")] = 0,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the table as JSON (data for a plot).")] = None,
+) -> None:
+    """Power and false-positive rate of dataset inference at each set size, with Wilson CIs."""
+    from verifier.atomic import atomic_output
+    from verifier.scoring import ScoreTable
+    from verifier.stats.power import simulate_power
+
+    try:
+        table = ScoreTable.read(scores)
+        labels = table.labels
+        if labels is None:
+            raise VerifierError(f"{scores}: no labels; power needs known members (1) and non-members (0)")
+        names = signal or table.signal_names
+        unknown = sorted(set(names) - set(table.signal_names))
+        if unknown:
+            raise VerifierError(f"{scores}: no signal column {', '.join(unknown)}")
+        features = np.column_stack([table.signal(n) for n in names])
+        try:
+            size_list = [int(s) for s in sizes.split(",")]
+        except ValueError:
+            raise VerifierError(f"--sizes {sizes!r}: expected comma-separated integers") from None
+        result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=size_list, trials=trials, alpha=alpha, seed=seed)
+    except VerifierError as exc:
+        _fail(exc)
+    view = Table(title=f"dataset inference, {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")
+    for column in ("n per set", "power", "95% CI", "FPR (member-free)", "95% CI "):
+        view.add_column(column, justify="right", no_wrap=True)
+    cell = lambda r: ("-", "-") if r is None else (f"{r.value:.3f}", f"[{r.ci_low:.3f}, {r.ci_high:.3f}]")  # noqa: E731
+    for row in result.rows:
+        view.add_row(str(row.n), *cell(row.power), *cell(row.fpr))
+    out.print(view)
+    if result.skipped_sizes:
+        out.print(f"skipped (pools of {result.n_members} members, {result.n_nonmembers} non-members too small): {result.skipped_sizes}")
+    if out_path:
+        with atomic_output(out_path) as tmp:
+            tmp.write_text(json.dumps(asdict(result), indent=1))

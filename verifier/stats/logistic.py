@@ -1,0 +1,34 @@
+"""L2-regularised logistic regression fitted for many problems at once.
+
+Dataset inference learns a weighting of the signals on one half of the data, and the power
+simulation does that for thousands of (trial, split) problems. Fitting them one by one with
+scikit-learn costs milliseconds each; here all problems share one batched Newton iteration. The
+objective is scikit-learn's ``LogisticRegression(C=C)`` (lbfgs, L2 on the weights, not on the
+intercept), and a test holds the two to the same solution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def fit_logistic_batch(x: np.ndarray, y: np.ndarray, c: float = 1.0, iterations: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """Fit ``x`` [problems, rows, features] to 0/1 ``y`` [problems, rows]; returns weights and intercepts.
+
+    Minimises ``C * sum(log-loss) + |w|^2 / 2`` by Newton's method, which converges in a handful
+    of steps on these small, well-conditioned problems (standardised features, an L2 penalty).
+    """
+    problems, rows, features = x.shape
+    design = np.concatenate([x, np.ones((problems, rows, 1))], axis=2)  # last column: intercept
+    theta = np.zeros((problems, features + 1))
+    penalty = np.eye(features + 1)
+    penalty[-1, -1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.einsum("tnf,tf->tn", design, theta)))
+        gradient = c * np.einsum("tnf,tn->tf", design, p - y) + theta @ penalty
+        hessian = c * np.einsum("tnf,tn,tng->tfg", design, p * (1 - p), design) + penalty
+        step = np.linalg.solve(hessian + 1e-10 * np.eye(features + 1), gradient[..., None])[..., 0]
+        theta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return theta[:, :-1], theta[:, -1]

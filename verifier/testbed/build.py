@@ -1,0 +1,190 @@
+"""Build a small causal LM whose training membership is known exactly (``verifier testbed build``).
+
+In the spirit of Pythia's public train/test split and the Hubble suite: every pool text is a
+member or a non-member by a seeded draw independent of its period; optional canaries are
+inserted 1, 4, 16 or 64 times into the training stream; a GPT-2-style model and a byte-level BPE
+tokenizer are trained from scratch on the members only. The output folder holds the model, a
+``documents.jsonl`` ready for ``verifier score`` (fields text, member, period, year) and a
+``manifest.json`` recording everything needed to trust and rebuild it.
+
+Builds are cached: the folder is named by the digest of the configuration and the pool, and a
+build happens once (into a temporary folder renamed into place when complete).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import BaseModel, Field
+
+from verifier import __version__
+from verifier.targets.cache import default_cache_dir, text_digest
+from verifier.testbed.pool import PoolText, bundled_pool
+
+EOS = "<|endoftext|>"
+
+
+class TestbedConfig(BaseModel):
+    """Everything that determines a testbed; its digest names the build."""
+
+    seed: int = 0
+    member_fraction: float = Field(0.5, gt=0, lt=1)
+    max_docs: int | None = Field(None, description="use a seeded subset of the pool of this size")
+    n_layer: int = 4
+    n_embd: int = 256
+    n_head: int = 4
+    seq_len: int = 128
+    vocab_size: int = 4096
+    epochs: int = 10
+    batch_size: int = 16
+    learning_rate: float = 1e-3
+    canary_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64])
+    canaries_per_count: int = 2
+    heldout_canaries: int = 16
+
+    def digest(self, pool: list[PoolText]) -> str:
+        payload = json.dumps({"config": self.model_dump(), "pool": [asdict(p) for p in pool]}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+PRESETS = {
+    # ~1 minute on 2 CPU cores: for tests.
+    "small": TestbedConfig(max_docs=400, n_layer=2, n_embd=128, vocab_size=2048, epochs=8, canary_copies=[1, 4, 16]),
+    # The full pool: for the soundness benchmark and examples.
+    "standard": TestbedConfig(),
+}
+
+
+class Testbed(BaseModel):
+    """A built testbed: where it is and what it knows."""
+
+    folder: Path
+    manifest: dict
+
+    @property
+    def model_dir(self) -> Path:
+        return self.folder / "model"
+
+    @property
+    def documents(self) -> Path:
+        return self.folder / "documents.jsonl"
+
+
+def build_testbed(
+    config: TestbedConfig,
+    out: Path | None = None,
+    pool: list[PoolText] | None = None,
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> Testbed:
+    """Build (or reuse) the testbed for ``config``; ``on_epoch(epoch, mean_loss)`` reports progress."""
+    pool = pool if pool is not None else bundled_pool()
+    digest = config.digest(pool)
+    folder = Path(out) if out is not None else default_cache_dir() / "testbeds" / digest
+    manifest_path = folder / "manifest.json"
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("digest") == digest:
+            return Testbed(folder=folder, manifest=manifest)
+        raise FileExistsError(f"{folder}: holds a different testbed (digest {manifest.get('digest')}, wanted {digest})")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        manifest = _build(config, pool, digest, work, on_epoch)
+        (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.replace(work, folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Testbed(folder=folder, manifest=manifest)
+
+
+def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch) -> dict:  # noqa: ANN001
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    started = time.perf_counter()
+    rng = np.random.default_rng(config.seed)
+    if config.max_docs is not None and config.max_docs < len(pool):
+        pool = [pool[i] for i in sorted(rng.choice(len(pool), config.max_docs, replace=False))]
+    member = rng.random(len(pool)) < config.member_fraction  # independent of period by construction
+    canaries = _make_canaries(config, rng)
+    stream = [p.text for p, m in zip(pool, member) if m] + [c["text"] for c in canaries for _ in range(c["copies"])]
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(stream, vocab_size=config.vocab_size, special_tokens=[EOS])  # members only
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=EOS)
+    torch.manual_seed(config.seed)
+    eos = tokenizer.eos_token_id
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=len(tokenizer), n_positions=config.seq_len, n_embd=config.n_embd, n_layer=config.n_layer,
+            n_head=config.n_head, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
+        )
+    )
+    # Each document is its own sequence, cut to seq_len: exactly the tokens later scored.
+    encoded = [ids[: config.seq_len] for ids in tokenizer(stream)["input_ids"]]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    steps = config.epochs * -(-len(encoded) // config.batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50) * max(0.0, 1 - step / steps))
+    losses = []
+    model.train()
+    for epoch in range(config.epochs):
+        order = rng.permutation(len(encoded))
+        total = 0.0
+        for start in range(0, len(order), config.batch_size):
+            batch = [encoded[i] for i in order[start : start + config.batch_size]]
+            width = max(map(len, batch))
+            ids = torch.full((len(batch), width), eos)
+            labels = torch.full((len(batch), width), -100)
+            for row, seq in enumerate(batch):
+                ids[row, : len(seq)] = torch.tensor(seq)
+                labels[row, : len(seq)] = torch.tensor(seq)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+            total += float(loss) * len(batch)
+        losses.append(total / len(encoded))
+        if on_epoch:
+            on_epoch(epoch + 1, losses[-1])
+    model.eval()
+    model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
+        for p, m in zip(pool, member):
+            handle.write(json.dumps({"id": p.id, "text": p.text, "member": int(m), "period": p.period, "year": p.year}) + "\n")
+    return {
+        "digest": digest,
+        "config": config.model_dump(),
+        "documents": [
+            {"id": p.id, "text_sha256": text_digest(p.text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source}
+            for p, m in zip(pool, member)
+        ],
+        "canaries": canaries,
+        "train_loss_per_epoch": losses,
+        "build_seconds": round(time.perf_counter() - started, 1),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "versions": {"verifier": __version__, "torch": torch.__version__, "python": platform.python_version()},
+    }
+
+
+def _make_canaries(config: TestbedConfig, rng: np.random.Generator) -> list[dict]:
+    """Random-digit secrets: inserted ones carry their copy count, held-out ones (copies 0) calibrate."""
+    counts = [k for k in config.canary_copies for _ in range(config.canaries_per_count)] + [0] * config.heldout_canaries
+    return [
+        {"id": f"canary-{i}", "text": f"The access code of vault {i} is {' '.join(str(d) for d in rng.integers(0, 10, 12))}.", "copies": k}
+        for i, k in enumerate(counts)
+    ]
