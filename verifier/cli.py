@@ -71,7 +71,7 @@ def score(
     reference: Annotated[Optional[str], typer.Option(help="Reference model SPEC for the reference-difference signal.")] = None,
     signal: Annotated[Optional[list[str]], typer.Option(help="Signals to compute (repeatable); default: all available.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="fp32, bf16 or int8 (CPU: body linears dynamically quantised).")] = "fp32",
+    dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
     batch_size: Annotated[int, typer.Option(help="Documents per forward pass.")] = 16,
     max_tokens: Annotated[int, typer.Option(help="Tokens scored per document.")] = 256,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,

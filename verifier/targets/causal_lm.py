@@ -27,9 +27,7 @@ from verifier.targets.cache import ScoreCache, cache_key
 from verifier.targets.model_source import ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
 
-# "int8": fp32 weights with the transformer body's linear layers dynamically quantised to int8
-# (VNNI kernels on CPU); the output layer and the vocabulary statistics stay fp32.
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.float32}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # Bytes of one [rows, vocabulary] float32 chunk of logits reduced at once. Small enough that the
 # allocator reuses memory instead of mapping fresh pages for every temporary (page faults cost
 # more than the arithmetic), large enough to keep each kernel busy.
@@ -42,7 +40,7 @@ class ScoringOptions:
     (``dtype``, ``max_tokens``, ``max_chars``) is part of the cache key."""
 
     device: str = "cpu"
-    dtype: Literal["fp32", "bf16", "int8"] = "fp32"
+    dtype: Literal["fp32", "bf16"] = "fp32"
     batch_size: int = 16
     max_tokens: int = 256
     max_chars: int = 2500
@@ -76,12 +74,6 @@ class CausalLMTarget:
             torch.set_num_threads(self.options.threads)
         self.model, self.tokenizer = _load(self.source)
         self.model.to(device=self.options.device, dtype=DTYPES[self.options.dtype]).eval()
-        if self.options.dtype == "int8":
-            if self.options.device != "cpu":
-                raise VerifierError("dtype int8 (dynamic quantisation) runs on the CPU only")
-            from torch.ao.quantization import quantize_dynamic
-
-            quantize_dynamic(self.model.base_model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
         # A model cannot score past its context window (e.g. a testbed trained on 128 tokens).
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if limit and self.options.max_tokens > limit:

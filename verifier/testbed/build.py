@@ -156,7 +156,7 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            total += float(loss) * len(batch)
+            total += float(loss.detach()) * len(batch)
         losses.append(total / len(encoded))
         if on_epoch:
             on_epoch(epoch + 1, losses[-1])

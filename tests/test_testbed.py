@@ -1,0 +1,119 @@
+"""The ground-truth testbed, and set-level soundness on it: detect members, refuse date shifts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import chi2_contingency
+from typer.testing import CliRunner
+
+import verifier.testbed.build as build_module
+from verifier.cli import app
+from verifier.data import load_documents
+from verifier.scoring import score_documents
+from verifier.set_membership import DocumentSet, run_set_membership
+from verifier.stats import evaluate_scores
+from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.testbed import NEW, OLD, PRESETS, build_testbed
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="session")
+def small_testbed(tmp_path_factory):
+    return build_testbed(PRESETS["small"], out=tmp_path_factory.mktemp("testbed") / "small")
+
+
+@pytest.fixture(scope="session")
+def scored(small_testbed, tmp_path_factory):
+    docs = load_documents(small_testbed.documents, label_field="member")
+    target = CausalLMTarget(str(small_testbed.model_dir), ScoringOptions(batch_size=32))
+    table = score_documents(docs, target, cache=ScoreCache(tmp_path_factory.mktemp("cache")))
+    rows = [json.loads(line) for line in small_testbed.documents.read_text().splitlines()]
+    return table, np.array([r["period"] for r in rows]), target
+
+
+def test_manifest_records_membership_independent_of_period(small_testbed):
+    m = small_testbed.manifest
+    docs = m["documents"]
+    assert len(docs) == PRESETS["small"].max_docs
+    counts = [[sum(d["member"] == member and d["period"] == period for d in docs) for member in (True, False)] for period in (OLD, NEW)]
+    assert min(min(row) for row in counts) > 50  # same-period held-out sets exist in both periods
+    assert chi2_contingency(counts).pvalue > 0.001
+    lines = [json.loads(line) for line in small_testbed.documents.read_text().splitlines()]
+    assert [bool(r["member"]) for r in lines] == [d["member"] for d in docs]
+    assert {c["copies"] for c in m["canaries"]} == {0, 1, 4, 16}
+    assert m["train_loss_per_epoch"][-1] < m["train_loss_per_epoch"][0]
+
+
+def test_rebuild_comes_from_the_cache(small_testbed, monkeypatch):
+    monkeypatch.setattr(build_module, "_build", lambda *a, **k: pytest.fail("rebuilt instead of reusing"))
+    again = build_testbed(PRESETS["small"], out=small_testbed.folder)
+    assert again.manifest == small_testbed.manifest
+    with pytest.raises(FileExistsError, match="different testbed"):
+        build_testbed(PRESETS["small"].model_copy(update={"seed": 1}), out=small_testbed.folder)
+
+
+def test_members_score_higher_than_non_members(scored):
+    table, _, _ = scored
+    loss = evaluate_scores("loss", table.signal("loss"), table.labels)
+    assert loss.auc_ci_low > 0.6
+
+
+def test_canaries_inserted_more_often_are_more_likely(small_testbed, scored):
+    _, _, target = scored
+    canaries = small_testbed.manifest["canaries"]
+    scores = target.score([c["text"] for c in canaries])
+    mean_logprob = {c["id"]: float(s.logprob.mean()) for c, s in zip(canaries, scores)}
+    heldout = max(mean_logprob[c["id"]] for c in canaries if c["copies"] == 0)
+    assert all(mean_logprob[c["id"]] > heldout for c in canaries if c["copies"] == 16)
+
+
+def test_set_test_detects_members_and_passes_its_control(scored):
+    table, period, _ = scored
+    texts = np.array(table.frame["text"].tolist(), dtype=object)
+    features = np.column_stack([table.signal(n) for n in table.signal_names])
+    member = table.labels == 1
+    old_m = np.flatnonzero(member & (period == OLD))
+    old_nm = np.flatnonzero(~member & (period == OLD))
+    n = min(len(old_m), len(old_nm) // 2)
+    pick = lambda idx: DocumentSet(texts[idx].tolist(), features[idx])  # noqa: E731
+    finding = run_set_membership(pick(old_m[:n]), pick(old_nm[:n]), table.signal_names, control=pick(old_nm[n : 2 * n]))
+    assert not finding.refused and finding.shift.blind.auc_ci_low <= 0.6
+    assert finding.result.significant and finding.result.p_value < 0.01
+    assert not finding.control.significant
+
+
+def test_date_shifted_reference_is_refused(scored):
+    table, period, _ = scored
+    texts = np.array(table.frame["text"].tolist(), dtype=object)
+    features = np.column_stack([table.signal(n) for n in table.signal_names])
+    nonmember = table.labels == 0
+    old, new = np.flatnonzero(nonmember & (period == OLD))[:60], np.flatnonzero(nonmember & (period == NEW))[:60]
+    finding = run_set_membership(DocumentSet(texts[old].tolist(), features[old]), DocumentSet(texts[new].tolist(), features[new]), table.signal_names)
+    assert finding.refused and finding.result is None
+    assert "distribution shift" in finding.shift.reason and finding.shift.blind.auc_ci_low > 0.6
+    # Declared dates alone suffice: a reference after the cutoff against a suspect before it.
+    by_date = run_set_membership(
+        DocumentSet(texts[old].tolist(), features[old], years=[2016] * len(old)),
+        DocumentSet(texts[old].tolist()[::-1], features[old][::-1], years=[2024] * len(old)),
+        table.signal_names,
+        cutoff_year=2020,
+    )
+    assert by_date.refused and by_date.shift.dates_straddle_cutoff
+
+
+def test_cli_testbed_and_power(small_testbed, scored, tmp_path):
+    result = runner.invoke(app, ["testbed", "build", "--preset", "small", "--out", str(small_testbed.folder)])
+    assert result.exit_code == 0, result.output
+    assert str(small_testbed.folder) in result.stdout
+    table, _, _ = scored
+    path = tmp_path / "scores.parquet"
+    table.write(path)
+    result = runner.invoke(app, ["power", str(path), "--sizes", "25,50,5000", "--trials", "100", "--out", str(tmp_path / "power.json")])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "power.json").read_text())
+    assert [row["n"] for row in data["rows"]] == [25, 50] and data["skipped_sizes"] == [5000]
+    assert data["rows"][1]["power"]["value"] > data["rows"][1]["fpr"]["value"]

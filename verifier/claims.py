@@ -1,0 +1,100 @@
+"""Claim manifests: what is claimed, about which model, with which evidence (YAML, pydantic).
+
+Paths in a manifest are relative to the manifest's folder. Validation errors name the file and
+the key (``evidence.heldout.path: field required``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from verifier.errors import VerifierError
+
+# The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
+REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
+
+
+class ClaimKind(str, Enum):
+    NOT_TRAINED_ON = "not_trained_on"
+    TRAINED_ON = "trained_on"
+    DECONTAMINATED = "decontaminated"
+    SUMMARY_FIELD = "summary_field"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClaimStatement(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    statement: str
+    kind: ClaimKind
+    made_by: str
+    regulation_fields: list[str] = Field(default_factory=list)
+
+    @field_validator("regulation_fields")
+    @classmethod
+    def known_fields(cls, fields: list[str]) -> list[str]:
+        bad = [f for f in fields if not REGULATION_FIELD.match(f)]
+        if bad:
+            raise ValueError(f"unknown field(s) {bad}; use eu:1.1-1.3, eu:2.1-2.6, eu:3.1-3.3 or osaid:1-3")
+        return fields
+
+
+class ModelUnderTest(Strict):
+    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id")
+    training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
+    declared_summary: dict[str, Any] | None = None
+    max_tokens: int = Field(256, ge=2)
+    dtype: str = "fp32"
+
+
+class DocumentRef(Strict):
+    """A document set: a file, the text field, optional equality filters and a declared year."""
+
+    path: Path
+    text_field: str = "text"
+    where: dict[str, Any] = Field(default_factory=dict)
+    limit: int | None = Field(None, ge=1)
+    year: int | None = Field(None, description="declared year of every document in the set")
+
+
+class Evidence(Strict):
+    suspect: DocumentRef
+    heldout: DocumentRef | None = Field(None, description="private same-period set certainly not trained on")
+    reference: DocumentRef | None = Field(None, description="a comparison set with declared dates")
+    control: DocumentRef | None = Field(None, description="known non-members of the suspect's period")
+    corpus: DocumentRef | None = Field(None, description="a published corpus or index")
+    marks: DocumentRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
+
+
+class ClaimManifest(Strict):
+    claim: ClaimStatement
+    model: ModelUnderTest
+    evidence: Evidence
+    policy: Path = Path("default")
+    seed: int = 0
+
+
+def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
+    """Parse and validate a claim; returns it with the folder its relative paths start from."""
+    path = Path(path)
+    if not path.is_file():
+        raise VerifierError(f"{path}: claim file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise VerifierError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    try:
+        return ClaimManifest.model_validate(raw), path.parent
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise VerifierError(f"{path}: {key}: {error['msg']}{more}") from None
