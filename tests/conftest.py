@@ -64,3 +64,11 @@ def smollm2():
     from verifier.targets import CausalLMTarget
 
     return CausalLMTarget("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def small_testbed(tmp_path_factory: pytest.TempPathFactory):
+    """The 'small' ground-truth testbed (about 30 s to train), built once per session."""
+    from verifier.testbed import PRESETS, build_testbed
+
+    return build_testbed(PRESETS["small"], out=tmp_path_factory.mktemp("testbed") / "small")

@@ -22,11 +22,6 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="session")
-def small_testbed(tmp_path_factory):
-    return build_testbed(PRESETS["small"], out=tmp_path_factory.mktemp("testbed") / "small")
-
-
-@pytest.fixture(scope="session")
 def scored(small_testbed, tmp_path_factory):
     docs = load_documents(small_testbed.documents, label_field="member")
     target = CausalLMTarget(str(small_testbed.model_dir), ScoringOptions(batch_size=32))

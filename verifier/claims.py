@@ -61,6 +61,7 @@ class DocumentRef(Strict):
     path: Path
     text_field: str = "text"
     where: dict[str, Any] = Field(default_factory=dict)
+    offset: int = Field(0, ge=0, description="skip this many matching rows (to split one file into disjoint sets)")
     limit: int | None = Field(None, ge=1)
     year: int | None = Field(None, description="declared year of every document in the set")
 

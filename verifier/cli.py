@@ -206,3 +206,86 @@ def power(
     if out_path:
         with atomic_output(out_path) as tmp:
             tmp.write_text(json.dumps(asdict(result), indent=1))
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles.")
+app.add_typer(keys_app, name="keys")
+
+
+def default_key_path() -> Path:
+    return Path.home() / ".config" / "verifier" / "signing.key"
+
+
+@keys_app.command("generate")
+def keys_generate(
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
+) -> None:
+    """Create an Ed25519 signing key pair."""
+    from verifier.evidence import generate_key
+
+    path = out_path or default_key_path()
+    try:
+        public = generate_key(path)
+    except VerifierError as exc:
+        _fail(exc)
+    err.print(f"private key: {path} (mode 0600)\npublic key:  {public}")
+
+
+@app.command()
+def audit(
+    claim: Annotated[Path, typer.Argument(help="Claim manifest (YAML).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder the bundle is written under.")] = Path("evidence"),
+    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing).")] = None,
+    no_sign: Annotated[bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
+) -> None:
+    """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle."""
+    import time
+
+    from verifier.audit import findings_digest, run_audit
+    from verifier.evidence import generate_key, load_private_key, write_bundle
+    from verifier.report import render_html, render_pdf
+    from verifier.targets import ScoreCache
+
+    try:
+        key = None
+        if not no_sign:
+            key_path = sign_key or default_key_path()
+            if sign_key is None and not key_path.exists():
+                generate_key(key_path)
+                err.print(f"created signing key {key_path} (public key {key_path}.pub)")
+            key = load_private_key(key_path)
+        with progress_bars() as progress:
+            result = run_audit(claim, cache=ScoreCache(cache_dir), progress=progress)
+        digest = findings_digest(result.findings)
+        started = time.perf_counter()
+        html = render_html(result.findings, digest)
+        html_s = time.perf_counter() - started
+        started = time.perf_counter()
+        pdf = render_pdf(html)
+        pdf_s = time.perf_counter() - started
+        folder = write_bundle(result, html, pdf, out_dir, key)
+    except VerifierError as exc:
+        _fail(exc)
+    err.print(f"rendered HTML in {html_s:.2f} s, PDF in {pdf_s:.2f} s")
+    out.print(result.findings["verdict_sentence"], highlight=False)
+    out.print(f"bundle: {folder}{'' if key else ' (unsigned)'}")
+
+
+@app.command()
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
+    key: Annotated[Optional[Path], typer.Option(help="Signer's public key to pin (default: the key in the bundle).")] = None,
+) -> None:
+    """Exit 0 only if every file's digest and the signature hold; otherwise name the first file that differs."""
+    from verifier.evidence import verify_bundle
+
+    try:
+        statement = verify_bundle(bundle, key.read_bytes() if key else None)
+    except VerifierError as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(VerifierError(f"{key}: cannot read ({exc.strerror})"))
+    predicate = statement["predicate"]
+    out.print(f"OK: {len(statement['subject'])} files intact, signature valid ({'pinned key' if key else 'key embedded in the bundle'}); "
+              f"claim {predicate['claim_id']}: {predicate['verdict']}", highlight=False)

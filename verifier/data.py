@@ -35,8 +35,19 @@ class Documents:
         return len(self.texts)
 
 
-def load_documents(path: str | Path, text_field: str = "text", label_field: str | None = None) -> Documents:
-    """Read a document set; ``label_field=None`` reads unlabelled data."""
+def load_documents(
+    path: str | Path,
+    text_field: str = "text",
+    label_field: str | None = None,
+    where: dict[str, Any] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> Documents:
+    """Read a document set; ``label_field=None`` reads unlabelled data.
+
+    ``where`` keeps only rows whose fields equal the given values (e.g. ``{"member": 0}``), then
+    ``offset`` and ``limit`` take a slice of those, so a claim can point into one shared file.
+    """
     path = Path(path)
     if not path.is_file():
         raise VerifierError(f"{path}: file not found")
@@ -44,8 +55,11 @@ def load_documents(path: str | Path, text_field: str = "text", label_field: str 
     if fmt is None:
         raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
     rows = {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}[fmt](path)
+    if where:
+        rows = [(at, row) for at, row in rows if all(row.get(key) == value for key, value in where.items())]
+    rows = rows[offset : offset + limit if limit is not None else None]
     if not rows:
-        raise VerifierError(f"{path}: no rows")
+        raise VerifierError(f"{path}: no rows" + (f" where {where}" if where else ""))
     texts: list[str] = []
     labels: list[int] = []
     for where, row in rows:

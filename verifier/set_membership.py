@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifier.baselines.shift import DEFAULT_THRESHOLD, ShiftCheck, check_shift
-from verifier.stats.dataset_inference import DEFAULT_SPLITS, DatasetInferenceResult, dataset_inference
+from verifier.stats.dataset_inference import DEFAULT_SPLITS, MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ def run_set_membership(
     cutoff_year: int | None = None,
     n_splits: int = DEFAULT_SPLITS,
     seed: int = 0,
+    min_set_size: int = MIN_SET_SIZE,
 ) -> SetMembershipFinding:
     """Shift check, then dataset inference, then the member-free control (if given)."""
     shift = check_shift(
@@ -57,9 +58,10 @@ def run_set_membership(
     )
     if shift.refused:
         return SetMembershipFinding(refused=True, shift=shift, result=None, control=None, control_shift=None)
-    result = dataset_inference(suspect.features, heldout.features, features, alpha=alpha, n_splits=n_splits, seed=seed)
+    common = {"alpha": alpha, "n_splits": n_splits, "seed": seed, "min_set_size": min_set_size}
+    result = dataset_inference(suspect.features, heldout.features, features, **common)
     control_result = control_shift = None
     if control is not None:
         control_shift = check_shift(control.texts, heldout.texts, threshold=shift_threshold, seed=seed)
-        control_result = dataset_inference(control.features, heldout.features, features, alpha=alpha, n_splits=n_splits, seed=seed)
+        control_result = dataset_inference(control.features, heldout.features, features, **common)
     return SetMembershipFinding(refused=False, shift=shift, result=result, control=control_result, control_shift=control_shift)

@@ -1,0 +1,168 @@
+"""The main job end to end: claim -> policy walk -> verdict -> HTML/PDF -> signed bundle -> verify."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from verifier.audit import findings_digest, run_audit
+from verifier.cli import app
+from verifier.errors import VerifierError
+from verifier.report import render_html
+from verifier.targets import ScoreCache
+
+runner = CliRunner()
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="module")
+def testbed_claim(small_testbed, tmp_path_factory):
+    """The examples/testbed claim, next to a copy of the session's small testbed as build/."""
+    folder = tmp_path_factory.mktemp("testbed-claim")
+    shutil.copy(EXAMPLES / "testbed" / "claim.yaml", folder / "claim.yaml")
+    shutil.copytree(small_testbed.folder, folder / "build")
+    return folder / "claim.yaml"
+
+
+@pytest.fixture(scope="module")
+def bundle(testbed_claim, tmp_path_factory):
+    work = tmp_path_factory.mktemp("audit")
+    assert runner.invoke(app, ["keys", "generate", "--out", str(work / "k.key")]).exit_code == 0
+    result = runner.invoke(app, ["audit", str(testbed_claim), "--out", str(work / "evidence"), "--sign-key", str(work / "k.key"), "--cache-dir", str(work / "c")])
+    assert result.exit_code == 0, result.output
+    (folder,) = (work / "evidence").iterdir()
+    return folder
+
+
+def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
+    assert sorted(p.name for p in bundle.iterdir()) == sorted(
+        ["claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf", "manifest.json", "public_key.pem", "envelope.dsse.json"]
+    )
+    findings = json.loads((bundle / "findings.json").read_text())
+    assert findings["verdict"] == "SUPPORTED" and findings["decided_by"] == "dataset_inference"
+    di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert di["outcome"]["metrics"]["test"]["p_value"] < 0.05
+    assert not di["outcome"]["metrics"]["control"]["significant"]
+    assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached"]
+    assert bundle.name.endswith(findings_digest(findings)[:16])
+    result = runner.invoke(app, ["verify", str(bundle), "--key", str(bundle.parent.parent / "k.key.pub")])
+    assert result.exit_code == 0 and "signature valid" in result.stdout
+
+
+def test_any_changed_byte_fails_verify_and_names_the_file(bundle, tmp_path):
+    for path in sorted(bundle.iterdir()):
+        copy = tmp_path / path.name
+        shutil.copytree(bundle, copy)
+        data = bytearray((copy / path.name).read_bytes())
+        data[len(data) // 2] ^= 0x01
+        (copy / path.name).write_bytes(bytes(data))
+        result = runner.invoke(app, ["verify", str(copy)])
+        assert result.exit_code == 2, path.name
+        assert path.name in result.output, (path.name, result.output)
+
+
+def test_verify_with_another_key_fails(bundle, tmp_path):
+    assert runner.invoke(app, ["keys", "generate", "--out", str(tmp_path / "other.key")]).exit_code == 0
+    result = runner.invoke(app, ["verify", str(bundle), "--key", str(tmp_path / "other.key.pub")])
+    assert result.exit_code == 2 and "signature does not verify" in result.output
+
+
+def test_same_inputs_give_the_same_findings_digest(testbed_claim, tmp_path):
+    cache = ScoreCache(tmp_path)
+    first, second = (run_audit(testbed_claim, cache=cache) for _ in range(2))
+    assert findings_digest(first.findings) == findings_digest(second.findings)
+    assert "/" not in first.findings["model"]["spec"]  # a name, never a private path
+    assert str(testbed_claim.parent) not in json.dumps(first.findings)
+
+
+def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
+    policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
+    next(r for r in policy["routes"] if r["route"] == "dataset_inference")["strongest_verdict"] = "INCONCLUSIVE"
+    (testbed_claim.parent / "strict.yaml").write_text(yaml.safe_dump(policy))
+    claim = yaml.safe_load(testbed_claim.read_text())
+    claim["policy"] = "strict.yaml"
+    strict_claim = testbed_claim.parent / "strict-claim.yaml"
+    strict_claim.write_text(yaml.safe_dump(claim))
+    findings = run_audit(strict_claim, cache=ScoreCache(tmp_path)).findings
+    di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert findings["verdict"] == "INCONCLUSIVE" and di["uncapped_verdict"] == "SUPPORTED"
+
+
+def test_unavailable_routes_say_so_and_disclosure_decides(testbed_claim, tmp_path):
+    claim = yaml.safe_load(testbed_claim.read_text())
+    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "corpus": {"path": "build/documents.jsonl"}}
+    path = testbed_claim.parent / "corpus-claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
+    statuses = {r["route"]: (r["status"], r["reason"]) for r in findings["path"]}
+    assert statuses["corpus_lookup"][0] == "not_available" and "not available" in statuses["corpus_lookup"][1]
+    assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
+
+
+def test_claim_errors_name_the_file_and_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("claim: {id: x, statement: s, kind: maybe, made_by: me}\nmodel: {target: smollm2-135m}\nevidence: {suspect: {path: a.jsonl}}\n")
+    with pytest.raises(VerifierError, match=r"bad.yaml: claim.kind: Input should be"):
+        run_audit(bad)
+    result = runner.invoke(app, ["audit", str(bad), "--no-sign"])
+    assert result.exit_code == 2 and "claim.kind" in result.output
+
+
+def test_untrusted_text_renders_inert(testbed_claim, tmp_path):
+    findings = run_audit(testbed_claim, cache=ScoreCache(tmp_path)).findings
+    findings["claim"]["claim"]["statement"] = '<script>alert("x")</script><img src=x onerror="alert(1)">'
+    findings["verdict_sentence"] = "</p><script>document.title='pwned'</script>"
+    html = render_html(findings, "0" * 64)
+    assert "<script" not in html and "onerror=\"alert" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+
+
+@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="needs poppler-utils (installed by .ci/run)")
+def test_pdf_pages_render_with_text(bundle, tmp_path):
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(bundle / "report.pdf"), str(tmp_path / "page")], check=True)
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) >= 3 and all(p.stat().st_size > 5_000 for p in pages)
+    text = subprocess.run(["pdftotext", str(bundle / "report.pdf"), "-"], check=True, capture_output=True, text=True).stdout
+    for needed in ("Evidence report", "SUPPORTED", "Path through the decision tree", "Regulation mapping", "eu:2.2", "Limitations"):
+        assert needed in text
+
+
+def chromium_load(page, tmp_path):
+    """Load ``page`` in headless Chromium: (DOM after load, console messages)."""
+    run = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--no-first-run", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=3000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    return run.stdout, [line for line in run.stderr.splitlines() if "CONSOLE" in line]
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (installed by .ci/run)")
+def test_html_report_renders_in_chromium_without_console_errors(bundle, tmp_path):
+    dom, console = chromium_load(bundle / "report.html", tmp_path)
+    assert "Evidence report" in dom and dom.count("<svg") >= 4
+    assert console == []
+    # The console check is live: a page that logs an error is caught.
+    broken = tmp_path / "broken.html"
+    broken.write_text("<html><body><script>console.error('boom')</script></body></html>")
+    assert any("boom" in line for line in chromium_load(broken, tmp_path)[1])
+
+
+@pytest.mark.slow
+def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
+    result = run_audit(EXAMPLES / "wikimia-smollm2" / "claim.yaml", cache=ScoreCache(tmp_path), target_factory=lambda: smollm2)
+    findings = result.findings
+    assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
+    route = next(r for r in findings["path"] if r["route"] == "date_shift")
+    metrics = route["outcome"]["metrics"]
+    assert metrics["shift_check"]["blind_auc"] > 0.95 and metrics["shift_check"]["blind_auc_ci"][0] > 0.6
+    assert metrics["best_signal_auc"] < metrics["shift_check"]["blind_auc"]
+    assert "blind bag-of-words AUC" in findings["verdict_sentence"]
+    assert len(result.scores) == 542

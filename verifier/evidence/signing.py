@@ -1,0 +1,107 @@
+"""Ed25519 signatures over a DSSE envelope carrying an in-toto Statement.
+
+The Statement's subjects are the bundle's files with their SHA-256 digests, so one signature
+covers every byte of the bundle. DSSE signs the pre-authentication encoding
+PAE(type, body) = "DSSEv1" SP len(type) SP type SP len(body) SP body, which binds the payload type.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from verifier.errors import VerifierError
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://github.com/verifier/verifier/audit/v1"
+
+
+def pae(payload_type: str, body: bytes) -> bytes:
+    kind = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
+
+
+def generate_key(path: Path) -> Path:
+    """Write a new private key (PEM, mode 0600) and its public key beside it (``.pub``)."""
+    if path.exists():
+        raise VerifierError(f"{path}: exists; refusing to overwrite a key")
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+    public = public_pem(key.public_key())
+    path.with_name(path.name + ".pub").write_bytes(public)
+    return path.with_name(path.name + ".pub")
+
+
+def public_pem(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def key_id(public: bytes) -> str:
+    return hashlib.sha256(public).hexdigest()
+
+
+def load_private_key(path: Path) -> Ed25519PrivateKey:
+    try:
+        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise VerifierError(f"{path}: not a readable private key ({exc})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise VerifierError(f"{path}: not an Ed25519 key")
+    return key
+
+
+def load_public_key(pem: bytes, where: str) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except ValueError:
+        raise VerifierError(f"{where}: not a readable public key") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise VerifierError(f"{where}: not an Ed25519 public key")
+    return key
+
+
+def statement(subjects: dict[str, str], predicate: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": name, "digest": {"sha256": digest}} for name, digest in sorted(subjects.items())],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def sign_envelope(body: bytes, key: Ed25519PrivateKey) -> dict[str, Any]:
+    public = public_pem(key.public_key())
+    return {
+        "payloadType": PAYLOAD_TYPE,
+        "payload": base64.b64encode(body).decode(),
+        "signatures": [{"keyid": key_id(public), "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, body))).decode()}],
+    }
+
+
+def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey) -> bytes:
+    """The payload, if some signature in the envelope verifies under ``public``; else an error."""
+    try:
+        body = base64.b64decode(envelope["payload"], validate=True)
+        signatures = envelope["signatures"]
+        payload_type = envelope["payloadType"]
+    except (KeyError, TypeError, ValueError):
+        raise VerifierError("envelope.dsse.json: differs: malformed DSSE envelope") from None
+    for entry in signatures:
+        try:
+            public.verify(base64.b64decode(entry["sig"]), pae(payload_type, body))
+            return body
+        except (InvalidSignature, KeyError, TypeError, ValueError):
+            continue
+    raise VerifierError("envelope.dsse.json: differs: signature does not verify under the public key")

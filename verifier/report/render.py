@@ -1,0 +1,41 @@
+"""Findings -> HTML (Jinja2, autoescaped: document text and claims are untrusted) -> PDF (WeasyPrint).
+
+Rendering never computes: every number comes from the findings; the templates only format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from verifier.policy.schema import load_regulation_map
+from verifier.report.svg import histogram_svg, power_svg, roc_svg, tree_svg
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals |= {"roc_svg": roc_svg, "histogram_svg": histogram_svg, "power_svg": power_svg, "tree_svg": tree_svg}
+    env.filters["num"] = lambda v, digits=4: "-" if v is None else f"{v:.{digits}f}"
+    env.filters["pval"] = lambda v: "-" if v is None else f"{v:.3g}"
+    return env
+
+
+def render_html(findings: dict[str, Any], findings_sha256: str) -> str:
+    regulation = load_regulation_map()["fields"]
+    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation)
+
+
+def render_pdf(html: str) -> bytes:
+    from weasyprint import HTML
+
+    return HTML(string=html, base_url=str(TEMPLATES)).write_pdf()

@@ -1,0 +1,61 @@
+"""Route: a reference set with dates -> refuse tests that would measure the date, not training.
+
+Text published after the training cutoff is certainly unseen, which makes it tempting as a
+"non-member" set; but it differs from older text in topic, names and years, and every membership
+signal picks that up (the seed study: Min-K%++ AUC 0.6675 with members, 0.6669 with none). This
+route scores both sets so the report can show the membership AUCs, puts the blind baseline
+beside them, and refuses (REJECTED-METHOD) when the dates straddle the cutoff or the blind
+baseline separates the sets. A reference set that passes both checks still has unknown
+membership, so this route then grants nothing and hands on to the next route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verifier.baselines.shift import check_shift
+from verifier.policy.schema import Verdict
+from verifier.routes.base import Route, RouteContext, RouteOutcome, register
+from verifier.routes.comparison import best_signal, compare_sets
+
+LIMITATIONS = [
+    "A reference set of later text is a different population, not a set of non-members of the same one.",
+    "Membership AUCs on shifted sets are shown for comparison only; they are not evidence of training.",
+]
+
+
+@register
+class DateShiftRoute(Route):
+    name = "date_shift"
+
+    def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
+        evidence, model = ctx.claim.evidence, ctx.claim.model
+        signals = list(params["signals"])
+        suspect, reference = ctx.load(evidence.suspect), ctx.load(evidence.reference)
+        s_feat = ctx.features("suspect", suspect, signals)
+        r_feat = ctx.features("reference", reference, signals)
+        rows, figures = compare_sets(signals, s_feat, r_feat, suspect.texts, reference.texts, ctx.claim.seed)
+        shift = check_shift(
+            suspect.texts, reference.texts, threshold=params["blind_threshold"], seed=ctx.claim.seed,
+            suspect_years=[evidence.suspect.year] if evidence.suspect.year else None,
+            reference_years=[evidence.reference.year] if evidence.reference.year else None,
+            cutoff_year=model.training_cutoff,
+        )
+        best = best_signal(rows)
+        metrics = {
+            "n_suspect": len(suspect),
+            "n_reference": len(reference),
+            "shift_check": {"refused": shift.refused, "reason": shift.reason, "blind_auc": shift.blind.auc,
+                            "blind_auc_ci": [shift.blind.auc_ci_low, shift.blind.auc_ci_high], "threshold": shift.threshold,
+                            "dates_straddle_cutoff": shift.dates_straddle_cutoff},
+            "best_signal": best["name"],
+            "best_signal_auc": best["auc"],
+        }
+        compared = (f"best membership signal ({best['name']}) AUC {best['auc']:.3f} against a blind bag-of-words AUC "
+                    f"{shift.blind.auc:.3f} that never looks at the model")
+        if shift.refused:
+            summary = f"The suspect-vs-reference comparison {shift.reason}; {compared}."
+            return RouteOutcome(Verdict.REJECTED_METHOD, summary, metrics, rows, figures, list(LIMITATIONS))
+        summary = (f"The reference set passes the shift checks ({shift.reason}) but its membership is unknown, "
+                   f"so it cannot serve as held-out data; {compared}.")
+        return RouteOutcome(None, summary, metrics, rows, figures, list(LIMITATIONS))
