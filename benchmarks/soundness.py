@@ -26,9 +26,10 @@ from verifier.data import load_documents
 from verifier.evaluation import evaluate_table
 from verifier.scoring import score_documents
 from verifier.stats import evaluate_scores
+from verifier.stats.dataset_inference import DEFAULT_SPLITS
 from verifier.stats.power import draw, simulate_power, trial_p_values, wilson
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
-from verifier.testbed import NEW, OLD, PRESETS, build_testbed
+from verifier.testbed import NEW, OLD, PRESETS, Testbed, build_testbed
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (25, 50, 100, 200)
@@ -45,13 +46,23 @@ def main() -> None:
     parser.add_argument("--shift-trials", type=int, default=500)
     parser.add_argument("--shift-n", type=int, default=200)
     parser.add_argument("--skip-smollm2", action="store_true")
+    parser.add_argument("--testbed", type=Path, help="use an already built testbed folder instead of building the preset")
     args = parser.parse_args()
     cache = ScoreCache()
 
+    rng = np.random.default_rng(0)
+    members, nonmembers = rng.normal(0.1, 1, (2000, 4)), rng.normal(0, 1, (2000, 4))
+    t0 = time.perf_counter()
+    simulate_power(members, nonmembers, ["a", "b", "c", "d"], sizes=(25, 50, 100, 200, 500, 1000), trials=500)
+    print(f"== 0. power simulation speed: 500 trials x 6 sizes (25-1000) x 4 signals, power and FPR: {time.perf_counter() - t0:.1f} s")
+
     started = time.perf_counter()
-    testbed = build_testbed(PRESETS[args.preset], on_epoch=lambda e, loss: print(f"  epoch {e}: train loss {loss:.3f}", flush=True))
+    if args.testbed:
+        testbed = Testbed(folder=args.testbed, manifest=json.loads((args.testbed / "manifest.json").read_text()))
+    else:
+        testbed = build_testbed(PRESETS[args.preset], on_epoch=lambda e, loss: print(f"  epoch {e}: train loss {loss:.3f}", flush=True))
     m = testbed.manifest
-    print(f"\n== 1. testbed {m['digest']} ({args.preset}): {m['parameters'] / 1e6:.2f}M parameters, "
+    print(f"\n== 1. testbed {m['digest']} ({m['config']['n_layer']} layers x {m['config']['n_embd']}): {m['parameters'] / 1e6:.2f}M parameters, "
           f"{sum(d['member'] for d in m['documents'])} members of {len(m['documents'])} texts, "
           f"{m['config']['epochs']} epochs, built in {m['build_seconds']} s (this run: {time.perf_counter() - started:.0f} s)")
     docs = load_documents(testbed.documents, label_field="member")
@@ -84,7 +95,7 @@ def main() -> None:
     texts = np.array(docs.texts, dtype=object)
     old_idx, new_idx = np.flatnonzero(old_nm), np.flatnonzero(new_nm)
     s_idx, r_idx = draw(old_idx, trials, n, rng), draw(new_idx, trials, n, rng)
-    for splits, label in ((1, "one split, as the reference code"), (11, "11 splits, 2 x median")):
+    for splits, label in ((1, "one split, as the reference code"), (DEFAULT_SPLITS, f"{DEFAULT_SPLITS} splits, 2 x median")):
         p = trial_p_values(features[s_idx], features[r_idx], n_splits=splits, rng=rng)
         plain = wilson(int((p < 0.05).sum()), trials)
         print(f"  plain dataset inference ({label}) 'detects' training (all false positives): {rate(plain)}")

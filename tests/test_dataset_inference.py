@@ -75,3 +75,24 @@ def test_quantile_aggregation():
 def test_wilson_interval():
     rate = wilson(25, 500)
     assert rate.value == 0.05 and rate.ci_low == pytest.approx(0.0341, abs=1e-3) and rate.ci_high == pytest.approx(0.0728, abs=1e-3)
+
+
+def test_batched_welch_equals_scipy():
+    from scipy.stats import ttest_ind
+
+    from verifier.stats.dataset_inference import split_p_values
+
+    rng = np.random.default_rng(8)
+    suspect, validation = correlated_pool(rng, 60, shift=0.3)[None], correlated_pool(rng, 50)[None]
+    p, _ = split_p_values(suspect, validation, n_splits=3, rng=np.random.default_rng(0))
+    # Recompute split 0 by hand with scipy, from the same permutation stream.
+    again = np.random.default_rng(0)
+    perm_s = again.permuted(np.broadcast_to(np.arange(60), (3, 1, 60)), axis=2)[0, 0]
+    perm_v = again.permuted(np.broadcast_to(np.arange(50), (3, 1, 50)), axis=2)[0, 0]
+    s, v = suspect[0][perm_s].astype(np.float32), validation[0][perm_v].astype(np.float32)
+    a = np.r_[s[:30], v[:25]]
+    mean, std = a.mean(0), a.std(0)
+    ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit((a - mean) / std, np.r_[np.ones(30), np.zeros(25)])
+    w = ref.coef_[0]
+    want = ttest_ind(((s[30:] - mean) / std) @ w, ((v[25:] - mean) / std) @ w, equal_var=False, alternative="greater").pvalue
+    assert p[0, 0] == pytest.approx(want, rel=1e-3)

@@ -32,6 +32,17 @@ class ShiftCheck:
     threshold: float
     dates_straddle_cutoff: bool
 
+    def as_finding(self) -> dict[str, object]:
+        """The numbers a report shows for this check."""
+        return {
+            "refused": self.refused,
+            "reason": self.reason,
+            "blind_auc": self.blind.auc,
+            "blind_auc_ci": [self.blind.auc_ci_low, self.blind.auc_ci_high],
+            "threshold": self.threshold,
+            "dates_straddle_cutoff": self.dates_straddle_cutoff,
+        }
+
 
 def check_shift(
     suspect_texts: Sequence[str],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from verifier.policy.schema import load_regulation_map
@@ -32,10 +33,12 @@ def _environment() -> Environment:
 
 def render_html(findings: dict[str, Any], findings_sha256: str) -> str:
     regulation = load_regulation_map()["fields"]
-    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation)
+    # The stylesheet is ours (trusted) and inlined, so the report is one self-contained file.
+    css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
+    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation, css=css)
 
 
 def render_pdf(html: str) -> bytes:
     from weasyprint import HTML
 
-    return HTML(string=html, base_url=str(TEMPLATES)).write_pdf()
+    return HTML(string=html).write_pdf()

@@ -62,8 +62,7 @@ class DatasetInferenceRoute(Route):
             "n_suspect": len(suspect),
             "n_heldout": len(heldout),
             "n_control": len(control) if control else 0,
-            "shift_check": {"refused": finding.shift.refused, "reason": finding.shift.reason, "blind_auc": finding.shift.blind.auc,
-                            "blind_auc_ci": [finding.shift.blind.auc_ci_low, finding.shift.blind.auc_ci_high], "threshold": finding.shift.threshold},
+            "shift_check": finding.shift.as_finding(),
             "best_signal": best_signal(rows)["name"],
         }
         outcome = RouteOutcome(verdict=None, summary="", metrics=metrics, membership_rows=rows, figures=figures, limitations=list(LIMITATIONS))

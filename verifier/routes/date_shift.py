@@ -45,9 +45,7 @@ class DateShiftRoute(Route):
         metrics = {
             "n_suspect": len(suspect),
             "n_reference": len(reference),
-            "shift_check": {"refused": shift.refused, "reason": shift.reason, "blind_auc": shift.blind.auc,
-                            "blind_auc_ci": [shift.blind.auc_ci_low, shift.blind.auc_ci_high], "threshold": shift.threshold,
-                            "dates_straddle_cutoff": shift.dates_straddle_cutoff},
+            "shift_check": shift.as_finding(),
             "best_signal": best["name"],
             "best_signal_auc": best["auc"],
         }
