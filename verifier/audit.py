@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -23,7 +24,7 @@ from verifier.policy import decision, load_policy, resolve_policy_path, walk
 from verifier.policy.engine import record_to_dict
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
-from verifier.targets import ScoreCache, resolve_model
+from verifier.targets import CausalLMTarget, ScoreCache, resolve_model
 from verifier.targets.model_source import BUNDLED
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
@@ -45,12 +46,21 @@ def findings_digest(findings: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(findings)).hexdigest()
 
 
-def run_audit(claim_path: str | Path, cache: ScoreCache | None = None, progress: Progress | None = None, target_factory=None) -> AuditResult:  # noqa: ANN001
-    """Validate the claim, walk its policy, and return the findings (nothing is written here)."""
+def run_audit(
+    claim_path: str | Path,
+    cache: ScoreCache | None = None,
+    progress: Progress | None = None,
+    target_factory: Callable[[], CausalLMTarget] | None = None,
+) -> AuditResult:
+    """Validate the claim, walk its policy, and return the findings (nothing is written here).
+
+    ``target_factory`` supplies the model (e.g. one already loaded); by default the claim's
+    target is loaded on first use, so routes that need no model never load one.
+    """
     claim, base = load_claim(claim_path)
     policy_path = resolve_policy_path(claim.policy, base)
     policy, policy_sha = load_policy(policy_path)
-    ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress, _target_factory=target_factory)
+    ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress, target_factory=target_factory)
     records = walk(policy, ctx)
     decided = decision(records)
     findings = {
@@ -84,8 +94,8 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext) -> dict[str, Any]:
         "dtype": claim.model.dtype,
         "max_tokens": claim.model.max_tokens,
     }
-    if ctx._target is not None:
-        identity |= {"weights_sha256": ctx.target.model_digest, "tokenizer_sha256": ctx.target.tokenizer_digest}
+    if ctx.loaded_target is not None:
+        identity |= {"weights_sha256": ctx.loaded_target.model_digest, "tokenizer_sha256": ctx.loaded_target.tokenizer_digest}
     elif source.is_local:
         identity["weights_sha256"] = source.digest()
     return identity

@@ -44,21 +44,21 @@ class RouteContext:
     cache: ScoreCache
     progress: Progress | None = None
     scored_rows: list[pd.DataFrame] = field(default_factory=list)
-    _target: CausalLMTarget | None = None
-    _target_factory: Callable[[], CausalLMTarget] | None = None
+    target_factory: Callable[[], CausalLMTarget] | None = None  # e.g. a model already loaded
+    loaded_target: CausalLMTarget | None = None  # set on first use: routes that need no model never load one
 
     @property
     def target(self) -> CausalLMTarget:
-        if self._target is None:
+        if self.loaded_target is None:
             model = self.claim.model
             # A relative model path is relative to the claim file, like every other path in it.
             local = self.base_dir / model.target
             spec = str(local) if local.exists() else model.target
-            factory = self._target_factory or (
+            factory = self.target_factory or (
                 lambda: CausalLMTarget(spec, ScoringOptions(dtype=model.dtype, max_tokens=model.max_tokens))  # type: ignore[arg-type]
             )
-            self._target = factory()
-        return self._target
+            self.loaded_target = factory()
+        return self.loaded_target
 
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
