@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -57,7 +58,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
 
 
 def _fail(exc: VerifierError) -> None:
-    err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)  # messages quote user data
     raise typer.Exit(2)
 
 
@@ -140,7 +141,7 @@ def evaluate(
 
 @testbed_app.command("build")
 def testbed_build(
-    preset: Annotated[str, typer.Option(help="small (about a minute) or standard (the full pool).")] = "small",
+    preset: Annotated[str, typer.Option(help="small (about a minute), standard (the full pool, 6 epochs) or light (the full pool, 2 epochs).")] = "small",
     seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, canaries and training.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Training epochs (overrides the preset).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
