@@ -63,6 +63,11 @@ class RouteContext:
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
 
+    def scored(self, role: str, ref: DocumentRef, signals: list[str]) -> tuple[Documents, np.ndarray]:
+        """Load the set ``ref`` points to and score it: its documents and their features."""
+        docs = self.load(ref)
+        return docs, self.features(role, docs, signals)
+
     def features(self, role: str, docs: Documents, signals: list[str]) -> np.ndarray:
         """[n, signals] membership features of ``docs``, recorded under ``role`` for the bundle."""
         table = score_documents(docs, self.target, signal_names=signals, cache=self.cache, progress=self.progress)

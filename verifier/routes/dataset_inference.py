@@ -39,11 +39,9 @@ class DatasetInferenceRoute(Route):
     def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
         evidence, model = ctx.claim.evidence, ctx.claim.model
         signals = list(params["signals"])
-        suspect, heldout = ctx.load(evidence.suspect), ctx.load(evidence.heldout)
-        control = ctx.load(evidence.control) if evidence.control else None
-        s_feat = ctx.features("suspect", suspect, signals)
-        h_feat = ctx.features("heldout", heldout, signals)
-        c_feat = ctx.features("control", control, signals) if control else None
+        suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
+        heldout, h_feat = ctx.scored("heldout", evidence.heldout, signals)
+        control, c_feat = ctx.scored("control", evidence.control, signals) if evidence.control else (None, None)
         years = lambda ref, docs: [ref.year] * len(docs) if ref and ref.year else None  # noqa: E731
         finding = run_set_membership(
             DocumentSet(suspect.texts, s_feat, years(evidence.suspect, suspect)),

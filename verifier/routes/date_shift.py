@@ -31,9 +31,8 @@ class DateShiftRoute(Route):
     def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
         evidence, model = ctx.claim.evidence, ctx.claim.model
         signals = list(params["signals"])
-        suspect, reference = ctx.load(evidence.suspect), ctx.load(evidence.reference)
-        s_feat = ctx.features("suspect", suspect, signals)
-        r_feat = ctx.features("reference", reference, signals)
+        suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
+        reference, r_feat = ctx.scored("reference", evidence.reference, signals)
         rows, figures = compare_sets(signals, s_feat, r_feat, suspect.texts, reference.texts, ctx.claim.seed)
         shift = check_shift(
             suspect.texts, reference.texts, threshold=params["blind_threshold"], seed=ctx.claim.seed,
