@@ -36,7 +36,6 @@ class SetMembershipFinding:
     shift: ShiftCheck
     result: DatasetInferenceResult | None  # None when refused
     control: DatasetInferenceResult | None  # None when no member-free control set was given
-    control_shift: ShiftCheck | None
 
 
 def run_set_membership(
@@ -57,11 +56,10 @@ def run_set_membership(
         suspect_years=suspect.years, reference_years=heldout.years, cutoff_year=cutoff_year,
     )
     if shift.refused:
-        return SetMembershipFinding(refused=True, shift=shift, result=None, control=None, control_shift=None)
+        return SetMembershipFinding(refused=True, shift=shift, result=None, control=None)
     common = {"alpha": alpha, "n_splits": n_splits, "seed": seed, "min_set_size": min_set_size}
     result = dataset_inference(suspect.features, heldout.features, features, **common)
-    control_result = control_shift = None
+    control_result = None
     if control is not None:
-        control_shift = check_shift(control.texts, heldout.texts, threshold=shift_threshold, seed=seed)
         control_result = dataset_inference(control.features, heldout.features, features, **common)
-    return SetMembershipFinding(refused=False, shift=shift, result=result, control=control_result, control_shift=control_shift)
+    return SetMembershipFinding(refused=False, shift=shift, result=result, control=control_result)

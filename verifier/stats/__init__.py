@@ -1,4 +1,4 @@
-"""Statistics: membership metrics with confidence intervals (later: set-level tests, power)."""
+"""Statistics: membership metrics with CIs; dataset inference and power live in their own modules."""
 
 from verifier.stats.metrics import MembershipMetrics, bootstrap_auc_ci, evaluate_scores, tpr_at_fpr
 
