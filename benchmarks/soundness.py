@@ -1,126 +1,206 @@
-"""Soundness of set-level membership testing, on a testbed whose training data is known.
+"""Soundness of the set-level verdict rules: false verdicts where nothing differs, power where it does.
 
-Prints:
-1. the testbed (size, build time) and per-document AUCs of each signal, members vs non-members;
-2. matched held-out: power (member suspects) and FPR (member-free suspects) of dataset inference
-   at n = 25, 50, 100, 200 over T trials, with Wilson CIs;
-3. a date-shifted setup: suspect = pre-2017 texts the testbed never saw, reference = post-2023
-   texts it never saw. Plain dataset inference "detects" at the rate shown (every detection is
-   false); verifier's shift check refuses the test at the rate shown;
-4. WikiMIA-64 and -128 with SmolLM2-135M: per-signal AUCs beside the blind baselines.
+Every row is a batch of simulated audits run through the real rules (``run_set_membership``:
+overlap removal, declared years, the blind exchangeability check, dataset inference, verdict
+status), on ground-truth testbeds whose training membership is known and on real data:
 
-Usage: python benchmarks/soundness.py [--preset standard] [--trials 500] [--shift-trials 500] [--skip-smollm2]
+1. False verdict rates: the share of audits granted SUPPORTED or CONTRADICTED (status
+   "significant") where no membership difference exists - member-free suspect sets against
+   matched held-out sets (n = 20, 50, 100, 200); held-out sets with surface-form shifts
+   (lowercased, typographic quotes, doubled spaces, boilerplate prepended, cut shorter); partial
+   date shifts (10%, 20%, 50% post-2023 texts); suspect sets *less* member-like than the
+   held-out set. Each rate has a Wilson 95% CI over all audits and its spread (min-max) across
+   independently built testbeds.
+2. Power at n = 50, 100, 200 (suspect = members, held-out = same-period non-members) across the
+   builds: the test alone, the previous 2 x median split design and the permutation test, and
+   the whole rule set (which also demands established exchangeability).
+3. Real data: SmolLM2-135M on WikiMIA-64 pre-2017 texts against a lowercased or partly post-2023
+   held-out set (membership status of both halves the same: any verdict is false).
+
+Usage: python benchmarks/soundness.py [--builds 4] [--trials-per-build 50] [--skip-smollm2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from verifier.baselines.shift import check_shift
 from verifier.data import load_documents
-from verifier.evaluation import evaluate_table
 from verifier.scoring import score_documents
-from verifier.stats import evaluate_scores
-from verifier.stats.dataset_inference import DEFAULT_SPLITS
-from verifier.stats.power import draw, simulate_power, trial_p_values, wilson
+from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.stats.dataset_inference import trial_p_values
+from verifier.stats.power import draw, wilson
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
-from verifier.testbed import NEW, OLD, PRESETS, Testbed, build_testbed
+from verifier.testbed import NEW, OLD, PRESETS, build_testbed
 
 ROOT = Path(__file__).resolve().parent.parent
-SIZES = (25, 50, 100, 200)
+SIGNALS = ["loss", "zlib", "min_k", "min_k_pp", "gap_k"]
+PARAMS = SetTestParams(n_permutations=199, shift_permutations=199)
+TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "lowercased": str.lower,
+    "typographic quotes": lambda t: t.replace('"', "\u201c").replace("'", "\u2019").replace(" - ", " \u2013 "),
+    "doubled spaces": lambda t: t.replace(". ", ".  "),
+    "boilerplate prepended": lambda t: "From Wikipedia, the free encyclopedia. " + t,
+    "cut at 40 words": lambda t: " ".join(t.split()[:40]),
+}
 
 
-def rate(r) -> str:  # noqa: ANN001
-    return "-" if r is None else f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+@dataclass
+class Pool:
+    """Texts and signal features of one testbed (or data set), with views of transformed texts."""
+
+    texts: np.ndarray
+    features: np.ndarray
+    member: np.ndarray
+    period: np.ndarray
+    variants: dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (texts, features), same rows
+
+    def take(self, idx: np.ndarray, variant: str | None = None, year: int = 2016) -> DocumentSet:
+        texts, features = self.variants[variant] if variant else (self.texts, self.features)
+        return DocumentSet(texts[idx].tolist(), features[idx], year, None)
+
+
+def score_pool(target: CausalLMTarget, texts: list[str], cache: ScoreCache) -> np.ndarray:
+    from verifier.data import Documents
+
+    table = score_documents(Documents(texts=texts, labels=None, source="pool"), target, signal_names=SIGNALS, cache=cache)
+    return np.column_stack([table.signal(n) for n in SIGNALS])
+
+
+def testbed_pool(seed: int, cache: ScoreCache) -> tuple[Pool, dict]:
+    config = PRESETS["light"].model_copy(update={"seed": seed})
+    testbed = build_testbed(config)
+    docs = load_documents(testbed.documents, label_field="member")
+    import json
+
+    period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
+    target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_size=32))
+    texts = np.array(docs.texts, dtype=object)
+    variants = {name: (np.array([f(t) for t in texts], dtype=object), None) for name, f in TRANSFORMS.items()}
+    for name, (v_texts, _) in variants.items():
+        variants[name] = (v_texts, score_pool(target, v_texts.tolist(), cache))
+    pool = Pool(texts, score_pool(target, docs.texts, cache), docs.labels == 1, period, variants)
+    return pool, testbed.manifest
+
+
+def audits(pool: Pool, trials: int, rng: np.random.Generator, make: Callable) -> Counter:
+    """Run ``trials`` audits; ``make(rng)`` returns (suspect, heldout) DocumentSets."""
+    counts: Counter = Counter()
+    for trial in range(trials):
+        suspect, heldout = make(rng)
+        counts[run_set_membership(suspect, heldout, SIGNALS, params=PARAMS, seed=trial).status] += 1
+    return counts
+
+
+def false_verdict_rows(pool: Pool) -> dict[str, Callable]:
+    """Scenario name -> audit maker; in every one the suspect set holds no member the held-out set lacks."""
+    old_nm = np.flatnonzero(~pool.member & (pool.period == OLD))
+    new_nm = np.flatnonzero(~pool.member & (pool.period == NEW))
+    old_m = np.flatnonzero(pool.member & (pool.period == OLD))
+
+    def matched(n: int, variant: str | None = None) -> Callable:
+        def make(rng):
+            idx = rng.permutation(old_nm)[: 2 * n]
+            return pool.take(idx[:n]), pool.take(idx[n:], variant)
+        return make
+
+    def partial(n: int, share: float) -> Callable:
+        def make(rng):
+            idx, later = rng.permutation(old_nm)[: 2 * n], rng.permutation(new_nm)[: round(share * n)]
+            held = np.r_[idx[n : 2 * n - len(later)], later]
+            return pool.take(idx[:n]), pool.take(held)
+        return make
+
+    def reversed_(n: int) -> Callable:
+        def make(rng):
+            return pool.take(rng.permutation(old_nm)[:n]), pool.take(rng.permutation(old_m)[:n])
+        return make
+
+    rows = {f"matched member-free, n = {n}": matched(n) for n in (20, 50, 100, 200) if 2 * n <= len(old_nm)}
+    rows |= {f"held-out {name}, n = 100": matched(100, name) for name in TRANSFORMS}
+    rows |= {f"held-out {share:.0%} post-2023, n = 200": partial(200, share) for share in (0.1, 0.2, 0.5) if 400 <= len(old_nm)}
+    rows |= {f"suspect less member-like (held-out = members), n = {n}": reversed_(n) for n in (100, 200)}
+    return rows
+
+
+def rate_text(hits: list[int], trials: list[int]) -> str:
+    total = wilson(sum(hits), sum(trials))
+    per_build = [h / t for h, t in zip(hits, trials)]
+    return f"{total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  builds {min(per_build):.3f}-{max(per_build):.3f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="standard", choices=sorted(PRESETS))
-    parser.add_argument("--trials", type=int, default=500)
-    parser.add_argument("--shift-trials", type=int, default=500)
-    parser.add_argument("--shift-n", type=int, default=200)
+    parser.add_argument("--builds", type=int, default=4, help="independently built light testbeds (seeds 0..B-1)")
+    parser.add_argument("--trials-per-build", type=int, default=50)
     parser.add_argument("--skip-smollm2", action="store_true")
-    parser.add_argument("--testbed", type=Path, help="use an already built testbed folder instead of building the preset")
     args = parser.parse_args()
     cache = ScoreCache()
+    pools = []
+    for seed in range(args.builds):
+        started = time.perf_counter()
+        pool, manifest = testbed_pool(seed, cache)
+        pools.append(pool)
+        print(f"testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}, "
+              f"{manifest['parameters'] / 1e6:.2f}M parameters, built in {manifest['build_seconds']} s (this run {time.perf_counter() - started:.0f} s)", flush=True)
 
-    rng = np.random.default_rng(0)
-    members, nonmembers = rng.normal(0.1, 1, (2000, 4)), rng.normal(0, 1, (2000, 4))
-    t0 = time.perf_counter()
-    simulate_power(members, nonmembers, ["a", "b", "c", "d"], sizes=(25, 50, 100, 200, 500, 1000), trials=500)
-    print(f"== 0. power simulation speed: 500 trials x 6 sizes (25-1000) x 4 signals, power and FPR: {time.perf_counter() - t0:.1f} s")
+    t = args.trials_per_build
+    print(f"\n== 1. false verdicts (SUPPORTED or CONTRADICTED granted, no membership difference): {args.builds} builds x {t} audits per row, alpha 0.05")
+    print(f"  {'scenario':<52}{'rate [95% CI]  spread across builds':<48}statuses")
+    for name in false_verdict_rows(pools[0]):
+        started = time.perf_counter()
+        per_build = [audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name]) for b, pool in enumerate(pools)]
+        hits = [c[SetStatus.SIGNIFICANT] for c in per_build]
+        total = sum(per_build, Counter())
+        statuses = ", ".join(f"{s.value} {k}" for s, k in total.most_common())
+        print(f"  {name:<52}{rate_text(hits, [t] * len(pools)):<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    started = time.perf_counter()
-    if args.testbed:
-        testbed = Testbed(folder=args.testbed, manifest=json.loads((args.testbed / "manifest.json").read_text()))
-    else:
-        testbed = build_testbed(PRESETS[args.preset], on_epoch=lambda e, loss: print(f"  epoch {e}: train loss {loss:.3f}", flush=True))
-    m = testbed.manifest
-    print(f"\n== 1. testbed {m['digest']} ({m['config']['n_layer']} layers x {m['config']['n_embd']}): {m['parameters'] / 1e6:.2f}M parameters, "
-          f"{sum(d['member'] for d in m['documents'])} members of {len(m['documents'])} texts, "
-          f"{m['config']['epochs']} epochs, built in {m['build_seconds']} s (this run: {time.perf_counter() - started:.0f} s)")
-    docs = load_documents(testbed.documents, label_field="member")
-    rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
-    period = np.array([r["period"] for r in rows])
-    target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=m["config"]["seq_len"], batch_size=32))
-    table = score_documents(docs, target, cache=cache)
-    names = table.signal_names
-    features = np.column_stack([table.signal(n) for n in names])
-    member = docs.labels == 1
-    for name in names:
-        e = evaluate_scores(name, table.signal(name), docs.labels)
-        print(f"  {name:<9} member vs non-member AUC {e.auc:.4f} [{e.auc_ci_low:.4f}, {e.auc_ci_high:.4f}]  TPR@1%FPR {e.tpr_at_1_fpr:.3f}")
-
-    print(f"\n== 2. matched held-out (same pool, same periods), dataset inference over {names}, {args.trials} trials, alpha 0.05")
-    power = simulate_power(features[member], features[~member], names, sizes=SIZES, trials=args.trials, seed=1)
-    print(f"  {'n':>5}  {'power [95% CI]':<26}{'FPR, member-free suspect [95% CI]'}")
-    for row in power.rows:
-        print(f"  {row.n:>5}  {rate(row.power):<26}{rate(row.fpr)}")
-    old_nm, new_nm = (~member) & (period == OLD), (~member) & (period == NEW)
-    old_m = member & (period == OLD)
-    within = simulate_power(features[old_m], features[old_nm], names, sizes=SIZES, trials=args.trials, seed=2)
-    print(f"  within {OLD} only:")
-    for row in within.rows:
-        print(f"  {row.n:>5}  {rate(row.power):<26}{rate(row.fpr)}")
-
-    n, trials = args.shift_n, args.shift_trials
-    print(f"\n== 3. date-shifted: suspect = {OLD} non-members ({old_nm.sum()}), reference = {NEW} non-members ({new_nm.sum()}), n = {n}, {trials} trials")
-    rng = np.random.default_rng(3)
-    texts = np.array(docs.texts, dtype=object)
-    old_idx, new_idx = np.flatnonzero(old_nm), np.flatnonzero(new_nm)
-    s_idx, r_idx = draw(old_idx, trials, n, rng), draw(new_idx, trials, n, rng)
-    for splits, label in ((1, "one split, as the reference code"), (DEFAULT_SPLITS, f"{DEFAULT_SPLITS} splits, 2 x median")):
-        p = trial_p_values(features[s_idx], features[r_idx], n_splits=splits, rng=rng)
-        plain = wilson(int((p < 0.05).sum()), trials)
-        print(f"  plain dataset inference ({label}) 'detects' training (all false positives): {rate(plain)}")
-    t0 = time.perf_counter()
-    checks = [check_shift(texts[s].tolist(), texts[r].tolist(), seed=i) for i, (s, r) in enumerate(zip(s_idx, r_idx))]
-    refused = wilson(sum(c.refused for c in checks), trials)
-    blind = np.array([c.blind.auc for c in checks])
-    print(f"  verifier refuses (blind bag-of-words CI above 0.60): {rate(refused)}; blind AUC median {np.median(blind):.3f} "
-          f"(min {blind.min():.3f}); {time.perf_counter() - t0:.0f} s for {trials} checks")
-    matched = [check_shift(texts[s].tolist(), texts[r].tolist(), seed=i)
-               for i, (s, r) in enumerate(zip(draw(old_idx, 50, n // 2, rng), draw(old_idx, 50, n // 2, rng)))]
-    print(f"  for contrast, same-period sets ({OLD} vs {OLD}, n = {n // 2}, 50 trials): refused {sum(c.refused for c in matched)} of 50")
+    print(f"\n== 2. power: suspect = pre-2017 members, held-out = pre-2017 non-members; {args.builds} builds x {t} trials")
+    print(f"  {'n':>4}  {'split design, 2 x median':<42}{'permutation test alone':<42}{'whole rule set (verdict granted)'}")
+    for n in (50, 100, 200):
+        split_hits, perm_hits, rule_hits = [], [], []
+        for b, pool in enumerate(pools):
+            rng = np.random.default_rng(2000 * b + n)
+            old_m = np.flatnonzero(pool.member & (pool.period == OLD))
+            old_nm = np.flatnonzero(~pool.member & (pool.period == OLD))
+            s_idx, h_idx = draw(old_m, t, n, rng), draw(old_nm, t, n, rng)
+            split_hits.append(int((trial_p_values(pool.features[s_idx], pool.features[h_idx], rng, method="split_median") < 0.05).sum()))
+            perm_hits.append(int((trial_p_values(pool.features[s_idx], pool.features[h_idx], rng, n_permutations=199) < 0.05).sum()))
+            statuses = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=PARAMS, seed=i).status for i, (s, h) in enumerate(zip(s_idx, h_idx))]
+            rule_hits.append(sum(s == SetStatus.SIGNIFICANT for s in statuses))
+        trials = [t] * len(pools)
+        print(f"  {n:>4}  {rate_text(split_hits, trials):<42}{rate_text(perm_hits, trials):<42}{rate_text(rule_hits, trials)}", flush=True)
 
     if args.skip_smollm2:
         return
-    print("\n== 4. WikiMIA with SmolLM2-135M (fp32, 256 tokens): per-signal AUC beside blind baselines")
+    print("\n== 3. real data: SmolLM2-135M (fp32, 256 tokens), WikiMIA-64 pre-2017 texts, suspect and held-out random halves")
+    wiki = load_documents(ROOT / "examples" / "data" / "wikimia" / "length64.jsonl", label_field="label")
     smol = CausalLMTarget("smollm2-135m")
-    for split in ("length64", "length128"):
-        wiki = load_documents(ROOT / "examples" / "data" / "wikimia" / f"{split}.jsonl", label_field="label")
-        evaluated = evaluate_table(score_documents(wiki, smol, cache=cache))
-        best = max((r.metrics for r in evaluated if r.kind == "signal"), key=lambda x: x.auc)
-        print(f"  WikiMIA {split} ({int(wiki.labels.sum())} of {len(wiki)} members); best MIA: {best.name} {best.auc:.4f}")
-        for r in evaluated:
-            e = r.metrics
-            print(f"    {e.name:<13}{'(blind)' if r.kind == 'blind' else '':<8}AUC {e.auc:.4f} [{e.auc_ci_low:.4f}, {e.auc_ci_high:.4f}]  TPR@1%FPR {e.tpr_at_1_fpr:.3f}")
+    texts = np.array(wiki.texts, dtype=object)
+    old = wiki.labels == 1
+    lower = np.array([t.lower() for t in texts], dtype=object)
+    pool = Pool(texts, score_pool(smol, wiki.texts, cache), np.zeros(len(texts), bool), np.where(old, OLD, NEW),
+                {"lowercased": (lower, score_pool(smol, lower.tolist(), cache))})
+    old_idx, new_idx = np.flatnonzero(old), np.flatnonzero(~old)
+
+    def real(variant: str | None = None, share: float = 0.0) -> Callable:
+        def make(rng):
+            idx, later = rng.permutation(old_idx)[:200], rng.permutation(new_idx)[: round(share * 100)]
+            held = np.r_[idx[100 : 200 - len(later)], later]
+            return pool.take(idx[:100]), pool.take(held, variant)
+        return make
+
+    for name, make in {"lowercased held-out, n = 100": real("lowercased"), "held-out 20% post-2023, n = 100": real(share=0.2),
+                       "held-out 50% post-2023, n = 100": real(share=0.5), "matched, n = 100": real()}.items():
+        counts = audits(pool, args.builds * t, np.random.default_rng(3), make)
+        print(f"  {name:<40}{rate_text([counts[SetStatus.SIGNIFICANT]], [args.builds * t]):<48}"
+              f"{', '.join(f'{s.value} {k}' for s, k in counts.most_common())}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,16 @@
-"""An independent, deliberately plain float64 implementation of every signal.
+"""An independent, deliberately plain float64 implementation of every signal, as published.
 
 One text per forward pass, no padding, no cache, full-vocabulary arrays in float64, sorting
-instead of partitioning: what the reference implementations do. The library's batched, cached
-fp32 path must agree with it to 1e-4.
+instead of partitioning, and the published definitions rather than the project's own code:
+- loss, zlib, Min-K% and Min-K%++ as the Min-K%++ reference code computes them
+  (``ll = -loss``; ``zlib = ll / len(zlib.compress(bytes(text, "utf-8")))`` over the whole text
+  given to the model; ``k_length = int(len(token_log_probs) * ratio)``, mean of the ``k_length``
+  lowest; Min-K%++ standardises each token log-prob by the mean ``mu`` and the square root of the
+  variance ``sigma`` of the log-prob under the model's own next-token distribution);
+- gap_k, lowercase and reference as the project documents them (no single published code).
+The library's batched, cached fp32 path must agree with it to 1e-4. Where the published code is
+undefined (fewer than 5 scored tokens: ``k_length`` 0, the mean of nothing), the project takes
+the lowest token; ``published_defined`` says which texts that is.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import zlib
 import numpy as np
 import torch
 
-K = 0.2
+RATIO = 0.2
 
 
 def float64_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -21,41 +29,48 @@ def float64_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def plain_arrays(model, tokenizer, text: str, max_chars: int = 2500, max_tokens: int = 256) -> dict:
-    enc = tokenizer(text[:max_chars], truncation=True, max_length=max_tokens, return_offsets_mapping=True)
+    given = text[:max_chars]
+    enc = tokenizer(given, truncation=True, max_length=max_tokens, return_offsets_mapping=True)
     ids = enc["input_ids"]
     with torch.no_grad():
         logits = model(torch.tensor([ids])).logits[0].double()
-    logp = torch.log_softmax(logits[:-1], dim=-1)
-    p = torch.softmax(logits[:-1], dim=-1)
-    positions = torch.arange(len(ids) - 1)
-    mu = (p * logp).sum(-1)
-    var = (p * logp**2).sum(-1) - mu**2
+    log_probs = torch.log_softmax(logits[:-1], dim=-1)
+    probs = torch.softmax(logits[:-1], dim=-1)
+    token_log_probs = log_probs.gather(dim=-1, index=torch.tensor(ids[1:])[:, None])[:, 0]
+    mu = (probs * log_probs).sum(-1)
+    sigma = (probs * torch.square(log_probs)).sum(-1) - torch.square(mu)
     return {
-        "logprob": logp[positions, torch.tensor(ids[1:])].numpy(),
+        "text": given,
+        "token_log_probs": token_log_probs.numpy(),
         "mu": mu.numpy(),
-        "sigma": var.clamp_min(0).sqrt().numpy(),
-        "top1": logp.max(-1).values.numpy(),
+        "sigma": sigma.numpy(),
+        "top1": log_probs.max(-1).values.numpy(),
         "char_start": enc["offset_mapping"][1][0],
         "char_end": enc["offset_mapping"][-1][1],
     }
 
 
+def published_defined(a: dict) -> bool:
+    return int(len(a["token_log_probs"]) * RATIO) > 0
+
+
 def lowest_mean(values: np.ndarray) -> float:
-    return float(np.sort(values)[: max(1, int(len(values) * K))].mean())
+    k_length = int(len(values) * RATIO) or 1  # the project's convention where the published one is undefined
+    return float(np.mean(np.sort(values)[:k_length]))
 
 
-def plain_signals(text: str, a: dict, lower: dict | None = None, ref: dict | None = None) -> dict[str, float]:
-    loss = float(a["logprob"].mean())
+def plain_signals(a: dict, lower: dict | None = None, ref: dict | None = None) -> dict[str, float]:
+    ll = float(a["token_log_probs"].mean())
     out = {
-        "loss": loss,
-        "zlib": loss / len(zlib.compress(text[: a["char_end"]].encode("utf-8"))),
-        "min_k": lowest_mean(a["logprob"]),
-        "min_k_pp": lowest_mean((a["logprob"] - a["mu"]) / a["sigma"]),
-        "gap_k": lowest_mean(a["logprob"] - a["top1"]),
+        "loss": ll,
+        "zlib": ll / len(zlib.compress(bytes(a["text"], "utf-8"))),
+        "min_k": lowest_mean(a["token_log_probs"]),
+        "min_k_pp": lowest_mean((a["token_log_probs"] - a["mu"]) / np.sqrt(a["sigma"])),
+        "gap_k": lowest_mean(a["token_log_probs"] - a["top1"]),
     }
     if lower is not None:
-        out["lowercase"] = float(lower["logprob"].mean()) / loss
+        out["lowercase"] = float(lower["token_log_probs"].mean()) / ll
     if ref is not None:
-        per_char = lambda x: x["logprob"].sum() / (x["char_end"] - x["char_start"])  # noqa: E731
+        per_char = lambda x: x["token_log_probs"].sum() / (x["char_end"] - x["char_start"])  # noqa: E731
         out["reference"] = float(per_char(a) - per_char(ref))
     return out

@@ -47,8 +47,12 @@ def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
     findings = json.loads((bundle / "findings.json").read_text())
     assert findings["verdict"] == "SUPPORTED" and findings["decided_by"] == "dataset_inference"
     di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
-    assert di["outcome"]["metrics"]["test"]["p_value"] < 0.05
-    assert not di["outcome"]["metrics"]["control"]["significant"]
+    metrics = di["outcome"]["metrics"]
+    assert metrics["test"]["p_value"] < 0.05 and metrics["test"]["method"] == "permutation"
+    assert metrics["shift_check"]["exchangeable"] and metrics["set_test"]["status"] == "significant"
+    assert all(min(w.values()) >= 0 for w in metrics["test"]["weights"])
+    assert "control" not in metrics and "no member-free control was run" in findings["verdict_sentence"]
+    assert "not exchangeable under the model" in findings["verdict_sentence"]
     assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached"]
     assert bundle.name.endswith(findings_digest(findings)[:16])
     result = runner.invoke(app, ["verify", str(bundle), "--key", str(bundle.parent.parent / "k.key.pub")])
@@ -92,6 +96,36 @@ def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
     findings = run_audit(strict_claim, cache=ScoreCache(tmp_path)).findings
     di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
     assert findings["verdict"] == "INCONCLUSIVE" and di["uncapped_verdict"] == "SUPPORTED"
+
+
+def write_variant(testbed_claim, name: str, **changes) -> object:
+    claim = yaml.safe_load(testbed_claim.read_text())
+    for key, value in changes.items():
+        section, field = key.split("__")
+        claim[section][field] = value
+    path = testbed_claim.parent / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    return path
+
+
+def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(testbed_claim, tmp_path):
+    cache = ScoreCache(tmp_path)
+    contradicted = run_audit(write_variant(testbed_claim, "denial", claim__kind="not_trained_on"), cache=cache).findings
+    assert contradicted["verdict"] == "CONTRADICTED"
+    claim = yaml.safe_load(testbed_claim.read_text())
+    claim["policy"] = "strict"
+    path = testbed_claim.parent / "strict-policy.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    strict = run_audit(path, cache=cache).findings
+    assert strict["verdict"] == "INCONCLUSIVE" and "requires a validated member-free control" in strict["verdict_sentence"]
+    # A control split off the held-out set's own file and filter is named as unable to validate anything.
+    claim["evidence"]["heldout"]["limit"] = 50
+    claim["evidence"]["control"] = dict(claim["evidence"]["heldout"], offset=50, limit=None)
+    path.write_text(yaml.safe_dump(claim))
+    vacuous = run_audit(path, cache=cache).findings
+    metrics = next(r for r in vacuous["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    assert vacuous["verdict"] in ("INCONCLUSIVE", "REJECTED-METHOD") and metrics["control"]["validated"] is False
+    assert "split of the held-out population" in vacuous["verdict_sentence"]
 
 
 def test_unavailable_routes_say_so_and_disclosure_decides(testbed_claim, tmp_path):
@@ -162,7 +196,8 @@ def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
     route = next(r for r in findings["path"] if r["route"] == "date_shift")
     metrics = route["outcome"]["metrics"]
-    assert metrics["shift_check"]["blind_auc"] > 0.95 and metrics["shift_check"]["blind_auc_ci"][0] > 0.6
-    assert metrics["best_signal_auc"] < metrics["shift_check"]["blind_auc"]
-    assert "blind bag-of-words AUC" in findings["verdict_sentence"]
+    assert metrics["shift_check"]["auc_corrected"] > 0.95 and metrics["shift_check"]["ci_low"] > 0.6 and metrics["shift_check"]["detected"]
+    assert metrics["dates"] and "2016" in metrics["dates"] and "2023" in metrics["dates"]
+    assert metrics["best_signal_auc"] < metrics["shift_check"]["auc_corrected"]
+    assert "blind classifier AUC" in findings["verdict_sentence"]
     assert len(result.scores) == 542

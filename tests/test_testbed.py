@@ -13,7 +13,7 @@ import verifier.testbed.build as build_module
 from verifier.cli import app
 from verifier.data import load_documents
 from verifier.scoring import score_documents
-from verifier.set_membership import DocumentSet, run_set_membership
+from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.stats import evaluate_scores
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
 from verifier.testbed import NEW, OLD, PRESETS, build_testbed
@@ -74,11 +74,12 @@ def test_set_test_detects_members_and_passes_its_control(scored):
     old_m = np.flatnonzero(member & (period == OLD))
     old_nm = np.flatnonzero(~member & (period == OLD))
     n = min(len(old_m), len(old_nm) // 2)
-    pick = lambda idx: DocumentSet(texts[idx].tolist(), features[idx])  # noqa: E731
-    finding = run_set_membership(pick(old_m[:n]), pick(old_nm[:n]), table.signal_names, control=pick(old_nm[n : 2 * n]))
-    assert not finding.refused and finding.shift.blind.auc_ci_low <= 0.6
-    assert finding.result.significant and finding.result.p_value < 0.01
-    assert not finding.control.significant
+    pick = lambda idx, origin: DocumentSet(texts[idx].tolist(), features[idx], 2016, origin)  # noqa: E731
+    finding = run_set_membership(pick(old_m[:n], "members"), pick(old_nm[:n], "heldout"), table.signal_names,
+                                 control=pick(old_nm[n : 2 * n], "control"), params=SetTestParams(n_permutations=199, shift_permutations=199))
+    assert finding.shift.exchangeable
+    assert finding.status == SetStatus.SIGNIFICANT and finding.result.p_value < 0.01
+    assert not finding.control.result.significant
 
 
 def test_date_shifted_reference_is_refused(scored):
@@ -87,17 +88,18 @@ def test_date_shifted_reference_is_refused(scored):
     features = np.column_stack([table.signal(n) for n in table.signal_names])
     nonmember = table.labels == 0
     old, new = np.flatnonzero(nonmember & (period == OLD))[:60], np.flatnonzero(nonmember & (period == NEW))[:60]
-    finding = run_set_membership(DocumentSet(texts[old].tolist(), features[old]), DocumentSet(texts[new].tolist(), features[new]), table.signal_names)
-    assert finding.refused and finding.result is None
-    assert "distribution shift" in finding.shift.reason and finding.shift.blind.auc_ci_low > 0.6
-    # Declared dates alone suffice: a reference after the cutoff against a suspect before it.
+    params = SetTestParams(n_permutations=199, shift_permutations=199)
+    finding = run_set_membership(DocumentSet(texts[old].tolist(), features[old]), DocumentSet(texts[new].tolist(), features[new]),
+                                 table.signal_names, params=params)
+    assert finding.status == SetStatus.SHIFT_DETECTED and finding.result is None
+    assert "distribution shift" in finding.reason and finding.shift.ci_low > 0.6
+    # Declared years alone suffice, whatever the texts look like and with no cutoff given.
     by_date = run_set_membership(
-        DocumentSet(texts[old].tolist(), features[old], years=[2016] * len(old)),
-        DocumentSet(texts[old].tolist()[::-1], features[old][::-1], years=[2024] * len(old)),
-        table.signal_names,
-        cutoff_year=2020,
+        DocumentSet(texts[old[:30]].tolist(), features[old[:30]], year=2016),
+        DocumentSet(texts[old[30:]].tolist(), features[old[30:]], year=2024),
+        table.signal_names, params=params,
     )
-    assert by_date.refused and by_date.shift.dates_straddle_cutoff
+    assert by_date.status == SetStatus.DATES_DIFFER
 
 
 def test_cli_testbed_and_power(small_testbed, scored, tmp_path):
@@ -107,7 +109,7 @@ def test_cli_testbed_and_power(small_testbed, scored, tmp_path):
     table, _, _ = scored
     path = tmp_path / "scores.parquet"
     table.write(path)
-    result = runner.invoke(app, ["power", str(path), "--sizes", "25,50,5000", "--trials", "100", "--out", str(tmp_path / "power.json")])
+    result = runner.invoke(app, ["power", str(path), "--sizes", "25,50,5000", "--trials", "100", "--permutations", "49", "--out", str(tmp_path / "power.json")])
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "power.json").read_text())
     assert [row["n"] for row in data["rows"]] == [25, 50] and data["skipped_sizes"] == [5000]

@@ -169,6 +169,8 @@ def power(
     sizes: Annotated[str, typer.Option(help="Comma-separated set sizes.")] = "25,50,100,200,500,1000",
     trials: Annotated[int, typer.Option(help="Trials per set size.")] = 500,
     alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    method: Annotated[str, typer.Option(help="permutation (exact, cross-fitted) or split_median (2 x median of split p-values).")] = "permutation",
+    permutations: Annotated[int, typer.Option(help="Relabellings per trial (permutation method); p-values are exact for any count.")] = 199,
     signal: Annotated[Optional[list[str]], typer.Option(help="Signals used as features (default: all in the table).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the draws and splits.")] = 0,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Write the table as JSON (data for a plot).")] = None,
@@ -176,6 +178,7 @@ def power(
     """Power and false-positive rate of dataset inference at each set size, with Wilson CIs."""
     from verifier.atomic import atomic_output
     from verifier.scoring import ScoreTable
+    from verifier.stats.dataset_inference import METHODS
     from verifier.stats.power import simulate_power
 
     try:
@@ -192,10 +195,13 @@ def power(
             size_list = [int(s) for s in sizes.split(",")]
         except ValueError:
             raise VerifierError(f"--sizes {sizes!r}: expected comma-separated integers") from None
-        result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=size_list, trials=trials, alpha=alpha, seed=seed)
+        if method not in METHODS:
+            raise VerifierError(f"--method {method!r}: use one of {', '.join(METHODS)}")
+        result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=size_list, trials=trials, alpha=alpha,
+                                method=method, n_permutations=permutations, seed=seed)
     except VerifierError as exc:
         _fail(exc)
-    view = Table(title=f"dataset inference, {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")
+    view = Table(title=f"dataset inference ({method}), {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")
     for column in ("n per set", "power", "95% CI", "FPR (member-free)", "95% CI "):
         view.add_column(column, justify="right", no_wrap=True)
     cell = lambda r: ("-", "-") if r is None else (f"{r.value:.3f}", f"[{r.ci_low:.3f}, {r.ci_high:.3f}]")  # noqa: E731

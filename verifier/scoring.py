@@ -100,7 +100,7 @@ def score_documents(
     reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None else None
     scored = [
         ScoredDocument(
-            text=text,
+            text=text[: target.options.max_chars],  # what the model was given, before the token cut
             target=target_scores[i],
             lower=lower_scores[i] if lower_scores else None,
             reference=reference_scores[i] if reference_scores else None,

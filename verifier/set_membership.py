@@ -1,41 +1,136 @@
-"""The set-level membership test as an auditor must run it: shift check, test, member-free control.
+"""The set-level membership test as an auditor must run it, and the verdict rules it follows.
 
-1. Before the held-out (or reference) set is used, the blind baseline compares it with the
-   suspect set (``baselines.shift``). If the sets differ in ways a model-free classifier sees,
-   or their declared dates straddle the training cutoff, the test is refused: it would measure
-   the distribution shift, not training.
-2. Otherwise dataset inference tests "suspect scores higher than held-out" (``stats.dataset_inference``).
-3. Where known non-members from the suspect's period exist, the same test runs with them in
-   place of the suspect: a member-free control. A "detection" there means the test is picking
-   up something other than training, and the real result is reported beside it.
+The test can only say "suspect and held-out are not exchangeable under the model". That reads as
+"trained on" only if everything else that could make them differ was ruled out, so the burden of
+proof lies on the comparison, in this order:
+
+1. Disjoint sets: held-out (and control) documents that duplicate or nearly duplicate a suspect
+   document are removed and counted (``set_hygiene``); too few left refuses the test.
+2. Declared dates agree: a suspect and held-out set declared from different years are not a
+   same-period comparison, with or without a training cutoff.
+3. Exchangeability the tool could have refuted and did not (``baselines.exchangeability``): a
+   shift the blind classifier detects refuses the method; one it could not rule out at this size
+   leaves the result inconclusive.
+4. Dataset inference with non-negative weights and an exact permutation p-value
+   (``stats.dataset_inference``); optionally on signals residualised on the surface features, so
+   what text form alone explains cannot count as membership.
+5. The member-free control, if given: known non-members of the *suspect's* population tested
+   against the held-out set. It validates the held-out set only if it is disjoint from both
+   sets, not drawn with the held-out set's own file and filter, declared from the suspect's
+   year and exchangeable with the suspect for the blind check. A flagged control refuses the
+   method; a policy may require a validated control for any SUPPORTED or CONTRADICTED.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
 
 import numpy as np
 
-from verifier.baselines.shift import DEFAULT_THRESHOLD, ShiftCheck, check_shift
-from verifier.stats.dataset_inference import DEFAULT_SPLITS, MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
+from verifier.baselines.exchangeability import (
+    DEFAULT_ALPHA,
+    DEFAULT_MARGIN_CAP,
+    DEFAULT_MARGIN_SCALE,
+    DEFAULT_PERMUTATIONS,
+    ExchangeabilityCheck,
+    check_exchangeable,
+)
+from verifier.baselines.surface import surface_features
+from verifier.set_hygiene import DEFAULT_THRESHOLD, Overlap, find_overlap
+from verifier.stats.dataset_inference import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
+
+
+class SetStatus(str, Enum):
+    """Where the walk through the rules stopped; the route maps each to a verdict."""
+
+    TOO_SMALL = "too_small"  # REJECTED-METHOD
+    DATES_DIFFER = "dates_differ"  # REJECTED-METHOD
+    SHIFT_DETECTED = "shift_detected"  # REJECTED-METHOD
+    NOT_ESTABLISHED = "exchangeability_not_established"  # INCONCLUSIVE
+    CONTROL_FLAGGED = "control_flagged"  # REJECTED-METHOD
+    CONTROL_REQUIRED = "control_required"  # INCONCLUSIVE: significant, but the policy needs a validated control
+    SIGNIFICANT = "significant"  # SUPPORTED / CONTRADICTED, by claim kind
+    NOT_SIGNIFICANT = "not_significant"  # INCONCLUSIVE
 
 
 @dataclass(frozen=True)
 class DocumentSet:
-    """Texts with their signal features [n, features] and, optionally, declared years."""
+    """Texts with their signal features [n, features], a declared year and where they came from."""
 
     texts: Sequence[str]
     features: np.ndarray
-    years: Sequence[int] | None = None
+    year: int | None = None
+    origin: str | None = None  # e.g. "file.jsonl where {...}": equal origins mean one population split in two
+
+    def without(self, removed: list[int]) -> DocumentSet:
+        keep = np.setdiff1d(np.arange(len(self.texts)), removed)
+        return DocumentSet([self.texts[i] for i in keep], self.features[keep], self.year, self.origin)
+
+
+@dataclass(frozen=True)
+class SetTestParams:
+    """The policy's knobs for the set-level route (validated by the route that reads them)."""
+
+    alpha: float = 0.05
+    min_set_size: int = MIN_SET_SIZE
+    method: str = "permutation"
+    n_permutations: int = 999
+    n_splits: int = 5
+    condition_on_text: bool = False
+    shift_alpha: float = DEFAULT_ALPHA
+    shift_permutations: int = DEFAULT_PERMUTATIONS
+    margin_scale: float = DEFAULT_MARGIN_SCALE
+    margin_cap: float = DEFAULT_MARGIN_CAP
+    near_duplicate_threshold: float = DEFAULT_THRESHOLD
+    require_control: bool = False
+
+
+@dataclass(frozen=True)
+class ControlFinding:
+    """The member-free control: its own test, and whether it can validate the held-out set at all."""
+
+    result: DatasetInferenceResult | None
+    shift: ExchangeabilityCheck | None  # control vs suspect
+    overlap_removed: int  # control documents that overlapped the suspect or held-out set, removed
+    validated: bool
+    problems: list[str]  # why it cannot validate the held-out set (empty when validated)
 
 
 @dataclass(frozen=True)
 class SetMembershipFinding:
-    refused: bool
-    shift: ShiftCheck
-    result: DatasetInferenceResult | None  # None when refused
-    control: DatasetInferenceResult | None  # None when no member-free control set was given
+    status: SetStatus
+    reason: str
+    heldout_overlap: Overlap
+    n_suspect: int
+    n_heldout: int  # after removing overlap
+    shift: ExchangeabilityCheck | None = None
+    result: DatasetInferenceResult | None = None
+    control: ControlFinding | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_finding(self) -> dict[str, Any]:
+        """Where the rules stopped and why; the shift check, test and control are recorded by the route."""
+        return {
+            "status": self.status.value, "reason": self.reason, "heldout_overlap": asdict(self.heldout_overlap),
+            "n_suspect": self.n_suspect, "n_heldout_after_overlap": self.n_heldout, "notes": list(self.notes),
+        }
+
+
+def residualise_on_text(features: np.ndarray, texts: Sequence[str], ridge: float = 1.0) -> np.ndarray:
+    """Signals minus their ridge fit on the surface features, over the pooled rows (label-blind).
+
+    What casing, punctuation, length or format explain about a signal is removed for every
+    document alike, so it cannot count as membership; the permutation test stays exact because
+    the labels are never used.
+    """
+    design = surface_features(texts)
+    design = (design - design.mean(axis=0)) / np.where(design.std(axis=0) > 0, design.std(axis=0), 1.0)
+    centred = features - features.mean(axis=0)
+    coef = np.linalg.solve(design.T @ design + ridge * np.eye(design.shape[1]), design.T @ centred)
+    return centred - design @ coef
 
 
 def run_set_membership(
@@ -43,23 +138,83 @@ def run_set_membership(
     heldout: DocumentSet,
     features: list[str],
     control: DocumentSet | None = None,
-    alpha: float = 0.05,
-    shift_threshold: float = DEFAULT_THRESHOLD,
-    cutoff_year: int | None = None,
-    n_splits: int = DEFAULT_SPLITS,
+    params: SetTestParams = SetTestParams(),
     seed: int = 0,
-    min_set_size: int = MIN_SET_SIZE,
 ) -> SetMembershipFinding:
-    """Shift check, then dataset inference, then the member-free control (if given)."""
-    shift = check_shift(
-        suspect.texts, heldout.texts, threshold=shift_threshold, seed=seed,
-        suspect_years=suspect.years, reference_years=heldout.years, cutoff_year=cutoff_year,
-    )
-    if shift.refused:
-        return SetMembershipFinding(refused=True, shift=shift, result=None, control=None)
-    common = {"alpha": alpha, "n_splits": n_splits, "seed": seed, "min_set_size": min_set_size}
-    result = dataset_inference(suspect.features, heldout.features, features, **common)
-    control_result = None
+    """Walk the rules of the module docstring; stop at the first that fails."""
+    overlap = find_overlap(suspect.texts, heldout.texts, params.near_duplicate_threshold)
+    heldout = heldout.without(overlap.removed)
+    common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts)}
+    notes = []
+    if overlap.count:
+        notes.append(f"{overlap.count} held-out documents duplicate or nearly duplicate suspect documents and were removed "
+                     f"({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near)")
+    small = [f"{name} ({len(s.texts)})" for name, s in (("suspect", suspect), ("held-out", heldout)) if len(s.texts) < params.min_set_size]
+    if small:
+        return SetMembershipFinding(SetStatus.TOO_SMALL, f"too few documents for a set-level test: {', '.join(small)}, "
+                                    f"at least {params.min_set_size} needed per set", notes=notes, **common)
+    if suspect.year is not None and heldout.year is not None and suspect.year != heldout.year:
+        return SetMembershipFinding(SetStatus.DATES_DIFFER, f"the suspect set is declared from {suspect.year} and the held-out set "
+                                    f"from {heldout.year}: not a same-period comparison, so a difference may be the date, not training",
+                                    notes=notes, **common)
+    if suspect.year is None or heldout.year is None:
+        notes.append("the claim does not declare the year of both sets, so their periods could not be compared")
+    shift_args = {"alpha": params.shift_alpha, "n_permutations": params.shift_permutations,
+                  "margin_scale": params.margin_scale, "margin_cap": params.margin_cap, "seed": seed}
+    shift = check_exchangeable(suspect.texts, heldout.texts, **shift_args)
+    if shift.detected:
+        return SetMembershipFinding(SetStatus.SHIFT_DETECTED, f"measures distribution shift: {shift.describe()}", shift=shift, notes=notes, **common)
+    if not shift.exchangeable:
+        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"the held-out set is not shown to be exchangeable with the suspect set: "
+                                    f"{shift.describe()}", shift=shift, notes=notes, **common)
+    test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
+                 "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
+    result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
+    control_finding = None
     if control is not None:
-        control_result = dataset_inference(control.features, heldout.features, features, **common)
-    return SetMembershipFinding(refused=False, shift=shift, result=result, control=control_result)
+        control_finding = _run_control(suspect, heldout, control, features, params, test_args, shift_args)
+    if control_finding is not None and control_finding.result is not None and control_finding.result.significant:
+        status, reason = SetStatus.CONTROL_FLAGGED, (
+            f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test separates documents "
+            f"that were certainly not trained on from the held-out set, so a detection would not be about training")
+    elif result.significant and params.require_control and not (control_finding and control_finding.validated):
+        why = "no member-free control was given" if control_finding is None else "; ".join(control_finding.problems)
+        status, reason = SetStatus.CONTROL_REQUIRED, (
+            f"the test is significant (p = {result.p_value:.3g}) but the policy requires a validated member-free control: {why}")
+    elif result.significant:
+        status, reason = SetStatus.SIGNIFICANT, (
+            f"suspect and held-out are not exchangeable under the model (p = {result.p_value:.3g}); if the held-out set is a valid "
+            f"same-population non-member sample, this indicates training on at least part of the suspect set")
+    else:
+        status, reason = SetStatus.NOT_SIGNIFICANT, f"no significant difference under the model (p = {result.p_value:.3g})"
+    return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, notes=notes, **common)
+
+
+def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool) -> tuple[np.ndarray, np.ndarray]:
+    if not condition_on_text:
+        return first.features, second.features
+    pooled = residualise_on_text(np.r_[first.features, second.features], list(first.texts) + list(second.texts))
+    return pooled[: len(first.texts)], pooled[len(first.texts) :]
+
+
+def _run_control(
+    suspect: DocumentSet, heldout: DocumentSet, control: DocumentSet, features: list[str],
+    params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any],
+) -> ControlFinding:
+    """Test the control against the held-out set, and check whether it can validate anything."""
+    overlap = find_overlap(list(suspect.texts) + list(heldout.texts), control.texts, params.near_duplicate_threshold)
+    control = control.without(overlap.removed)
+    problems = []
+    if control.origin is not None and control.origin == heldout.origin:
+        problems.append("the control is drawn with the held-out set's own file and filter, so it is a split of the held-out "
+                        "population and cannot show that the held-out set differs from the suspect's population")
+    if control.year is not None and suspect.year is not None and control.year != suspect.year:
+        problems.append(f"the control is declared from {control.year}, the suspect set from {suspect.year}")
+    if len(control.texts) < params.min_set_size:
+        problems.append(f"too few control documents ({len(control.texts)}, at least {params.min_set_size} needed)")
+        return ControlFinding(None, None, overlap.count, False, problems)
+    shift = check_exchangeable(suspect.texts, control.texts, **shift_args)
+    if not shift.exchangeable:
+        problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
+    result = dataset_inference(*_features_of(control, heldout, params.condition_on_text), features, **test_args)
+    return ControlFinding(result, shift, overlap.count, not problems, problems)

@@ -1,35 +1,65 @@
 """Route: a private same-period held-out set -> set-level dataset inference.
 
-Verdict logic, never stronger than the evidence:
-- the blind baseline or declared dates show a shift between suspect and held-out -> REJECTED-METHOD;
-- the member-free control is flagged too -> REJECTED-METHOD (the held-out set is not exchangeable
-  with the suspect's population, so a detection would not be about training);
-- significant -> the suspect set was trained on: SUPPORTED for a "trained_on" claim, CONTRADICTED
-  for "not_trained_on" / "decontaminated";
-- not significant -> INCONCLUSIVE, with the set size the observed effect would need. Absence of
-  evidence never supports "not trained on": single-document and small-set inference is weak.
+The rules (``set_membership``) decide how far the evidence goes; this route maps where they
+stopped to a verdict, never stronger than the evidence:
+- too few documents, declared years that differ, a shift the blind classifier detects, or a
+  flagged member-free control -> REJECTED-METHOD;
+- exchangeability not established at this size, a significant test without the validated control
+  a strict policy requires, or no significant difference -> INCONCLUSIVE (with the set size the
+  observed effect would need). Absence of evidence never supports "not trained on";
+- significant -> SUPPORTED for a "trained_on" claim, CONTRADICTED for "not_trained_on" /
+  "decontaminated", worded as what the test shows: the sets are not exchangeable under the model.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import json
+from dataclasses import asdict, fields
 from typing import Any
 
-from verifier.claims import ClaimKind
+from verifier.claims import ClaimKind, DocumentRef
+from verifier.errors import VerifierError
 from verifier.policy.schema import Verdict
 from verifier.routes.base import Route, RouteContext, RouteOutcome, register
 from verifier.routes.comparison import best_signal, blind_row, compare_sets
-from verifier.set_membership import DocumentSet, run_set_membership
+from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.stats.set_power import power_curve, size_needed
 
 LIMITATIONS = [
     "Dataset inference is a set-level test: it says nothing about any single document.",
     "Its power is low on small models and small sets (the seed study: 0.02-0.12 at 200 documents); "
     "a non-significant result is not evidence that the set was not trained on.",
-    "The held-out set must be certainly unseen by the model and drawn from the same population and "
-    "period as the suspect set; the blind baseline and member-free control check what they can of that.",
+    "A significant result shows that suspect and held-out are not exchangeable under the model. It means training only if "
+    "the held-out set is a valid non-member sample of the suspect's population and period; the blind classifier, the "
+    "overlap check, the declared years and the member-free control test what they can of that, and a shift smaller than "
+    "the smallest detectable one, or one only the model can see, would go unnoticed.",
     "The required-size estimate assumes the observed effect is real; it is for planning, not a guarantee.",
 ]
+
+VERDICTS = {
+    SetStatus.TOO_SMALL: Verdict.REJECTED_METHOD,
+    SetStatus.DATES_DIFFER: Verdict.REJECTED_METHOD,
+    SetStatus.SHIFT_DETECTED: Verdict.REJECTED_METHOD,
+    SetStatus.CONTROL_FLAGGED: Verdict.REJECTED_METHOD,
+    SetStatus.NOT_ESTABLISHED: Verdict.INCONCLUSIVE,
+    SetStatus.CONTROL_REQUIRED: Verdict.INCONCLUSIVE,
+    SetStatus.NOT_SIGNIFICANT: Verdict.INCONCLUSIVE,
+}
+ROUTE_KEYS = {"signals", "target_power"}
+
+
+def set_test_params(params: dict[str, Any]) -> SetTestParams:
+    """The set-test knobs of a policy's params; an unknown key is an error naming it."""
+    known = {f.name for f in fields(SetTestParams)}
+    unknown = sorted(set(params) - known - ROUTE_KEYS)
+    if unknown:
+        raise VerifierError(f"dataset_inference params: unknown key(s) {unknown}; known: {sorted(known | ROUTE_KEYS)}")
+    return SetTestParams(**{k: v for k, v in params.items() if k in known})
+
+
+def origin(ref: DocumentRef) -> str:
+    """Which population a set is drawn from: its file, text field and filter (not offset or limit)."""
+    return f"{ref.path.name}:{ref.text_field}:{json.dumps(ref.where, sort_keys=True, default=str)}"
 
 
 @register
@@ -37,61 +67,58 @@ class DatasetInferenceRoute(Route):
     name = "dataset_inference"
 
     def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
-        evidence, model = ctx.claim.evidence, ctx.claim.model
+        evidence = ctx.claim.evidence
+        test_params = set_test_params(params)
         signals = list(params["signals"])
         suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
         heldout, h_feat = ctx.scored("heldout", evidence.heldout, signals)
-        control, c_feat = ctx.scored("control", evidence.control, signals) if evidence.control else (None, None)
-        years = lambda ref, docs: [ref.year] * len(docs) if ref and ref.year else None  # noqa: E731
+        control_set = None
+        if evidence.control:
+            control, c_feat = ctx.scored("control", evidence.control, signals)
+            control_set = DocumentSet(control.texts, c_feat, evidence.control.year, origin(evidence.control))
         finding = run_set_membership(
-            DocumentSet(suspect.texts, s_feat, years(evidence.suspect, suspect)),
-            DocumentSet(heldout.texts, h_feat, years(evidence.heldout, heldout)),
-            signals,
-            control=DocumentSet(control.texts, c_feat) if control else None,
-            alpha=params["alpha"],
-            shift_threshold=params["blind_threshold"],
-            cutoff_year=model.training_cutoff,
-            n_splits=params["n_splits"],
-            seed=ctx.claim.seed,
-            min_set_size=params["min_set_size"],
+            DocumentSet(suspect.texts, s_feat, evidence.suspect.year, origin(evidence.suspect)),
+            DocumentSet(heldout.texts, h_feat, evidence.heldout.year, origin(evidence.heldout)),
+            signals, control=control_set, params=test_params, seed=ctx.claim.seed,
         )
         rows, figures = compare_sets(signals, s_feat, h_feat, suspect.texts, heldout.texts, ctx.claim.seed)
         metrics: dict[str, Any] = {
             "n_suspect": len(suspect),
             "n_heldout": len(heldout),
-            "n_control": len(control) if control else 0,
-            "shift_check": finding.shift.as_finding(),
+            "n_control": len(control_set.texts) if control_set else 0,
+            "set_test": finding.as_finding(),
             "best_signal": best_signal(rows)["name"],
         }
-        outcome = RouteOutcome(verdict=None, summary="", metrics=metrics, membership_rows=rows, figures=figures, limitations=list(LIMITATIONS))
-        if finding.refused:
-            outcome.verdict = Verdict.REJECTED_METHOD
-            outcome.summary = f"The held-out set cannot serve as a same-period comparison: {finding.shift.reason}."
-            return outcome
-        result = finding.result
-        metrics["test"] = asdict(result)
-        if finding.control is not None:
-            metrics["control"] = asdict(finding.control)
-        figures["power"] = power_curve(result.effect_size, result.alpha)
-        needed = size_needed(result.effect_size, result.alpha, params["target_power"])
-        metrics["n_needed_for_target_power"] = needed
-        metrics["target_power"] = params["target_power"]
-        test_text = (f"dataset inference p = {result.p_value:.3g} (alpha {result.alpha}), effect size d = {result.effect_size:.3f}, "
-                     f"{result.n_suspect} suspect vs {result.n_validation} held-out documents")
+        if finding.shift is not None:
+            metrics["shift_check"] = finding.shift.as_finding()
         blind = blind_row(rows)
-        blind_text = f"blind bag-of-words AUC {blind['auc']:.3f} [{blind['auc_ci_low']:.3f}, {blind['auc_ci_high']:.3f}]"
-        if finding.control is not None and finding.control.significant:
-            outcome.verdict = Verdict.REJECTED_METHOD
-            outcome.summary = (f"The member-free control was flagged as well (p = {finding.control.p_value:.3g}), so a detection "
-                               f"would not be about training; {test_text}; {blind_text}.")
-        elif result.significant:
-            trained = ctx.claim.claim.kind == ClaimKind.TRAINED_ON
-            outcome.verdict = Verdict.SUPPORTED if trained else Verdict.CONTRADICTED
-            control_text = f"; member-free control p = {finding.control.p_value:.3g}" if finding.control else ""
-            outcome.summary = f"The suspect set scores as trained on: {test_text}{control_text}; {blind_text}."
+        tail = [f"bag-of-words AUC {blind['auc']:.3f} [{blind['auc_ci_low']:.3f}, {blind['auc_ci_high']:.3f}]"] + finding.notes
+        if finding.control is None:
+            tail.append("no member-free control was run")
+        elif not finding.control.validated:
+            tail.append(f"the member-free control cannot validate the held-out set ({'; '.join(finding.control.problems)})")
         else:
-            outcome.verdict = Verdict.INCONCLUSIVE
-            need = (f"about {needed} documents per set would give power {params['target_power']:.0%} if the observed effect is real"
-                    if needed else "the observed effect is not positive, so no set size would detect it")
-            outcome.summary = f"No significant difference: {test_text}; {need}; {blind_text}."
-        return outcome
+            tail.append(f"validated member-free control p = {finding.control.result.p_value:.3g}")
+        result = finding.result
+        verdict = VERDICTS.get(finding.status)
+        if finding.status == SetStatus.SIGNIFICANT:
+            verdict = Verdict.SUPPORTED if ctx.claim.claim.kind == ClaimKind.TRAINED_ON else Verdict.CONTRADICTED
+        if result is not None:
+            metrics["test"] = asdict(result)
+            figures["power"] = power_curve(result.effect_size, result.alpha)
+            needed = size_needed(result.effect_size, result.alpha, params["target_power"])
+            metrics["n_needed_for_target_power"] = needed
+            metrics["target_power"] = params["target_power"]
+            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
+            if finding.status == SetStatus.NOT_SIGNIFICANT:
+                tail.insert(1, f"about {needed} documents per set would give power {params['target_power']:.0%} if the observed effect is real"
+                            if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
+        if finding.control is not None and finding.control.result is not None:
+            metrics["control"] = asdict(finding.control.result) | {
+                "validated": finding.control.validated, "problems": finding.control.problems,
+                "overlap_removed": finding.control.overlap_removed,
+                "shift_check": finding.control.shift.as_finding() if finding.control.shift else None,
+            }
+        summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
+        return RouteOutcome(verdict=verdict, summary=summary, metrics=metrics, membership_rows=rows, figures=figures,
+                            limitations=list(LIMITATIONS))

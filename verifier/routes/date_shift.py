@@ -3,17 +3,18 @@
 Text published after the training cutoff is certainly unseen, which makes it tempting as a
 "non-member" set; but it differs from older text in topic, names and years, and every membership
 signal picks that up (the seed study: Min-K%++ AUC 0.6675 with members, 0.6669 with none). This
-route scores both sets so the report can show the membership AUCs, puts the blind baseline
-beside them, and refuses (REJECTED-METHOD) when the dates straddle the cutoff or the blind
-baseline separates the sets. A reference set that passes both checks still has unknown
-membership, so this route then grants nothing and hands on to the next route.
+route scores both sets so the report can show the membership AUCs, puts the blind classifier
+beside them, and refuses (REJECTED-METHOD) when the declared years differ or straddle the cutoff,
+or the blind classifier tells the sets apart. A reference set that passes both checks still has
+unknown membership, so this route then grants nothing and hands on to the next route.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from verifier.baselines.shift import check_shift
+from verifier.baselines.exchangeability import check_exchangeable
+from verifier.errors import VerifierError
 from verifier.policy.schema import Verdict
 from verifier.routes.base import Route, RouteContext, RouteOutcome, register
 from verifier.routes.comparison import best_signal, compare_sets
@@ -22,6 +23,17 @@ LIMITATIONS = [
     "A reference set of later text is a different population, not a set of non-members of the same one.",
     "Membership AUCs on shifted sets are shown for comparison only; they are not evidence of training.",
 ]
+ROUTE_KEYS = {"signals", "shift_alpha", "shift_permutations"}
+
+
+def dates_reason(suspect_year: int | None, reference_year: int | None, cutoff: int | None) -> str | None:
+    """Why declared years alone refuse the comparison, or None."""
+    if suspect_year is None or reference_year is None or suspect_year == reference_year:
+        return None
+    if cutoff is not None and min(suspect_year, reference_year) <= cutoff < max(suspect_year, reference_year):
+        return (f"the sets are declared from {suspect_year} and {reference_year}, on both sides of the training cutoff ({cutoff}): "
+                f"a difference measures the date, not training")
+    return f"the sets are declared from different years ({suspect_year} and {reference_year}): a difference may be the date, not training"
 
 
 @register
@@ -29,30 +41,32 @@ class DateShiftRoute(Route):
     name = "date_shift"
 
     def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
+        unknown = sorted(set(params) - ROUTE_KEYS)
+        if unknown:
+            raise VerifierError(f"date_shift params: unknown key(s) {unknown}; known: {sorted(ROUTE_KEYS)}")
         evidence, model = ctx.claim.evidence, ctx.claim.model
         signals = list(params["signals"])
         suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
         reference, r_feat = ctx.scored("reference", evidence.reference, signals)
         rows, figures = compare_sets(signals, s_feat, r_feat, suspect.texts, reference.texts, ctx.claim.seed)
-        shift = check_shift(
-            suspect.texts, reference.texts, threshold=params["blind_threshold"], seed=ctx.claim.seed,
-            suspect_years=[evidence.suspect.year] if evidence.suspect.year else None,
-            reference_years=[evidence.reference.year] if evidence.reference.year else None,
-            cutoff_year=model.training_cutoff,
-        )
+        shift = check_exchangeable(suspect.texts, reference.texts, alpha=params.get("shift_alpha", 0.05),
+                                   n_permutations=params.get("shift_permutations", 999), seed=ctx.claim.seed)
+        dated = dates_reason(evidence.suspect.year, evidence.reference.year, model.training_cutoff)
         best = best_signal(rows)
         metrics = {
             "n_suspect": len(suspect),
             "n_reference": len(reference),
             "shift_check": shift.as_finding(),
+            "dates": dated,
             "best_signal": best["name"],
             "best_signal_auc": best["auc"],
         }
-        compared = (f"best membership signal ({best['name']}) AUC {best['auc']:.3f} against a blind bag-of-words AUC "
-                    f"{shift.blind.auc:.3f} that never looks at the model")
-        if shift.refused:
-            summary = f"The suspect-vs-reference comparison {shift.reason}; {compared}."
+        compared = (f"best membership signal ({best['name']}) AUC {best['auc']:.3f} against a blind classifier AUC "
+                    f"{shift.auc_corrected:.3f} that never looks at the model")
+        if dated or shift.detected:
+            why = "; ".join(filter(None, [dated, shift.describe() if shift.detected else None]))
+            summary = f"The suspect-vs-reference comparison measures distribution shift: {why}; {compared}."
             return RouteOutcome(Verdict.REJECTED_METHOD, summary, metrics, rows, figures, list(LIMITATIONS))
-        summary = (f"The reference set passes the shift checks ({shift.reason}) but its membership is unknown, "
+        summary = (f"On the suspect-vs-reference comparison, {shift.describe()}; but the reference set's membership is unknown, "
                    f"so it cannot serve as held-out data; {compared}.")
         return RouteOutcome(None, summary, metrics, rows, figures, list(LIMITATIONS))

@@ -24,7 +24,7 @@ REFERENCE = "reference"  # a reference model's scores of the original text
 class ScoredDocument:
     """A text and the forward-pass arrays of each view that was computed for it."""
 
-    text: str
+    text: str  # as given to the model: cut to the target's max_chars, before the token cut
     target: TokenScores
     lower: TokenScores | None = None
     reference: TokenScores | None = None

@@ -1,8 +1,10 @@
 """zlib ratio (Carlini et al. 2021): mean log-prob divided by the zlib-compressed length.
 
 Compression discounts text that is predictable for any model (lists, repetition), so what is
-left is the model's own familiarity. The compressed length is taken over the characters the
-scored tokens cover, so numerator and denominator describe the same span.
+left is the model's own familiarity. As published (Carlini et al.; the Min-K% and Min-K%++ code:
+``ll / len(zlib.compress(bytes(text, "utf-8")))``), the compressed length is that of the whole
+text given to the model - here after the character cut - even where the token cut scores only
+its beginning.
 """
 
 from __future__ import annotations
@@ -19,5 +21,4 @@ class ZlibRatio(Signal):
     name = "zlib"
 
     def score(self, doc: ScoredDocument) -> float:
-        span = doc.text[: doc.target.char_end].encode("utf-8")
-        return float(doc.target.logprob.mean()) / len(zlib.compress(span))
+        return float(doc.target.logprob.mean()) / len(zlib.compress(doc.text.encode("utf-8")))

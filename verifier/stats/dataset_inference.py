@@ -1,34 +1,43 @@
 """Set-level dataset inference (after Maini et al. 2024), done so its false-positive rate holds.
 
 Question: was the *suspect* set, as a whole, in the training data, compared with a *validation*
-set the model certainly never saw from the same distribution and period?
+set the model certainly never saw from the same population and period?
 
 Null hypothesis H0: suspect and validation documents are exchangeable with respect to the model
-(the suspect set was not trained on). Alternative: suspect documents score higher.
+(the suspect set was not trained on). Alternative: suspect documents are *more* member-like.
 
-Procedure, per random split (seeded):
-1. split suspect and validation each into halves A and B;
-2. standardise the signal features with the mean and spread of A only (both sets' A halves);
-3. learn a weighting of the features on A: logistic regression, suspect = 1, validation = 0;
-4. score the B halves with that weighting; one-sided Welch t-test (``equal_var=False``) of
-   "suspect B scores higher than validation B".
-Because the weighting never sees B, each split's p-value is valid under H0. The splits reuse the
-same documents, so their p-values are dependent; they are combined by quantile aggregation
-(Meinshausen, Meier and Buehlmann 2009) with gamma = 1/2: p = min(1, 2 x median), which keeps the
-false-positive rate at or below alpha under *any* dependence. (Averaging or taking the minimum
-would not.) ``benchmarks/soundness.py`` shows the rate by simulation.
+The statistic is a learned weighting of the signals, and the weighting is constrained: every
+signal is oriented "higher = member", so the weights are non-negative (``stats.logistic``). A set
+that is less member-like than the validation set on every signal gets all-zero weights and no
+evidence, instead of a "significant" two-sided difference read as training.
 
-Where this differs from the reference code, and why:
-- it uses a Student t-test (equal variances) on a single split; Welch does not assume the two
-  halves have equal variance, and several combined splits make the result less split-dependent;
+Two ways to get a p-value from it (``method``):
+
+``permutation`` (default): cross-fitting with an exact permutation p-value. Suspect and
+validation are each cut into halves at random; the weighting is learned on one half (features
+standardised with that half's statistics only) and scores the other, and then the halves swap,
+so every document is scored by a weighting that never saw it. The statistic is the mean of the
+two one-sided Welch t statistics. The whole procedure (random halves, standardisation, fit,
+scoring) is re-run on ``n_permutations`` random relabellings of the pooled documents; under H0
+the labels are exchangeable, so p = (1 + #{relabelled >= observed}) / (1 + n_permutations) is
+exact at any set size: the false-positive rate is alpha, not below it, and every document counts.
+
+``split_median``: the published one-split design made robust: per seeded split, learn on half A,
+one-sided Welch t-test on half B; splits are combined by quantile aggregation (Meinshausen, Meier
+and Buehlmann 2009), p = min(1, 2 x median), valid under any dependence between splits but
+conservative (about 1% false positives at alpha 0.05), which costs power.
+
+Where both differ from the reference code, and why:
+- it uses a Student t-test (equal variances) on a single split and an unconstrained weighting,
+  which makes its "one-sided" test an omnibus two-sample test;
 - it normalises with the suspect set's statistics over all rows, so B leaks into the features;
-  here only A's statistics are used;
+  here only the fitting half's statistics are used;
 - it crashes below 40 rows; here sets below ``MIN_SET_SIZE`` are refused with a clear message.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -37,23 +46,31 @@ from verifier.errors import VerifierError
 from verifier.stats.logistic import fit_logistic_batch
 
 MIN_SET_SIZE = 20  # per set: halves of 10, enough for a Welch test on a 4-7 feature weighting
-DEFAULT_SPLITS = 5  # odd, so the median is one split's p-value; 5 keeps 500 trials x 6 sizes near 5 s
+DEFAULT_SPLITS = 5  # split_median: odd, so the median is one split's p-value
+DEFAULT_PERMUTATIONS = 999  # permutation: smallest reachable p-value 0.001
+METHODS = ("permutation", "split_median")
+# Batched problems are [problems, rows, features] float32; keep one chunk near 64 MB.
+CHUNK_ELEMENTS = 16_000_000
 
 
 @dataclass(frozen=True)
 class DatasetInferenceResult:
-    """Outcome of one set-level test; ``p_value`` is the aggregated one the decision uses."""
+    """Outcome of one set-level test; ``p_value`` is the one the decision uses."""
 
     p_value: float
-    split_p_values: list[float]
-    effect_size: float  # median over splits of Cohen's d between suspect B and validation B scores
+    method: str
+    statistic: float  # permutation: mean cross-fitted Welch t; split_median: median split t
+    effect_size: float  # Cohen's d between suspect and validation scores (held-out halves)
     alpha: float
     significant: bool
     n_suspect: int
     n_validation: int
     features: list[str]
-    n_splits: int
+    weights: list[dict[str, float]]  # per fold or split: the learned non-negative weights (standardised units)
     seed: int
+    n_permutations: int = 0
+    n_splits: int = 0
+    split_p_values: list[float] = field(default_factory=list)
     null_hypothesis: str = "suspect and validation documents are exchangeable (suspect not trained on)"
 
 
@@ -62,75 +79,145 @@ def dataset_inference(
     validation: np.ndarray,
     features: list[str],
     alpha: float = 0.05,
+    method: str = "permutation",
+    n_permutations: int = DEFAULT_PERMUTATIONS,
     n_splits: int = DEFAULT_SPLITS,
     seed: int = 0,
     min_set_size: int = MIN_SET_SIZE,
 ) -> DatasetInferenceResult:
     """Test ``suspect`` [n_s, features] against ``validation`` [n_v, features]."""
+    if method not in METHODS:
+        raise VerifierError(f"dataset inference: unknown method {method!r}; use one of {', '.join(METHODS)}")
     for name, block in (("suspect", suspect), ("validation", validation)):
         if len(block) < min_set_size:
             raise VerifierError(f"dataset inference needs at least {min_set_size} {name} documents, got {len(block)}")
         if not np.isfinite(block).all():
             raise VerifierError(f"dataset inference: the {name} features contain NaN or infinite values")
-    p, d = split_p_values(suspect[None], validation[None], n_splits=n_splits, rng=np.random.default_rng(seed))
-    combined = float(aggregate_p_values(p)[0])
+    rng = np.random.default_rng(seed)
+    common = {
+        "alpha": alpha, "method": method, "n_suspect": len(suspect), "n_validation": len(validation),
+        "features": list(features), "seed": seed,
+    }
+    if method == "permutation":
+        test = cross_fit_permutation(suspect[None], validation[None], n_permutations, rng)
+        p = float(test.p_values[0])
+        return DatasetInferenceResult(
+            p_value=p, statistic=float(test.statistic[0]), effect_size=float(test.effect_size[0]), significant=p < alpha,
+            weights=_named(test.weights[0], features), n_permutations=n_permutations, **common,
+        )
+    split = split_tests(suspect[None], validation[None], n_splits, rng)
+    p = float(aggregate_p_values(split.p_values)[0])
     return DatasetInferenceResult(
-        p_value=combined,
-        split_p_values=[float(v) for v in p[0]],
-        effect_size=float(np.median(d[0])),
-        alpha=alpha,
-        significant=combined < alpha,
-        n_suspect=len(suspect),
-        n_validation=len(validation),
-        features=list(features),
-        n_splits=n_splits,
-        seed=seed,
+        p_value=p, statistic=float(np.median(split.statistic[0])), effect_size=float(np.median(split.effect_size[0])),
+        significant=p < alpha, weights=_named(split.weights[0], features), n_splits=n_splits,
+        split_p_values=[float(v) for v in split.p_values[0]], **common,
     )
 
 
-def split_p_values(
-    suspect: np.ndarray, validation: np.ndarray, n_splits: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-split one-sided Welch p-values and Cohen's d for many trials at once.
+def trial_p_values(
+    suspect: np.ndarray, validation: np.ndarray, rng: np.random.Generator, method: str = "permutation",
+    n_permutations: int = DEFAULT_PERMUTATIONS, n_splits: int = DEFAULT_SPLITS,
+) -> np.ndarray:
+    """One p-value per trial for ``suspect`` [trials, n_s, F] against ``validation`` [trials, n_v, F]."""
+    if method == "permutation":
+        return cross_fit_permutation(suspect, validation, n_permutations, rng).p_values
+    return aggregate_p_values(split_tests(suspect, validation, n_splits, rng).p_values)
 
-    ``suspect`` is [trials, n_s, features] and ``validation`` [trials, n_v, features]; returns two
-    [trials, n_splits] arrays. All trials and splits share one batched logistic-regression fit.
+
+@dataclass(frozen=True)
+class BatchedTest:
+    p_values: np.ndarray  # [trials] (permutation) or [trials, splits] (split tests)
+    statistic: np.ndarray
+    effect_size: np.ndarray
+    weights: np.ndarray  # [trials, folds or splits, features]
+
+
+def cross_fit_permutation(suspect: np.ndarray, validation: np.ndarray, n_permutations: int, rng: np.random.Generator) -> BatchedTest:
+    """Cross-fitted, direction-constrained statistic with an exact permutation p-value, for many trials.
+
+    Relabelling 0 is the observed labelling (random halves within each set); relabellings
+    1..n_permutations draw which pooled documents play "suspect" afresh, and everything after
+    that (halves, standardisation, fit, scores) is the same procedure.
     """
-    # float32: the arrays are [splits, trials, n, features] and the work is memory-bound; the
-    # signals are standardised, so single precision loses nothing a p-value could show.
-    suspect, validation = suspect.astype(np.float32), validation.astype(np.float32)
+    if n_permutations < 1:
+        raise VerifierError("dataset inference: n_permutations must be at least 1")
+    trials, n_s, features = suspect.shape
+    n = n_s + validation.shape[1]
+    pooled = np.concatenate([suspect, validation], axis=1).astype(np.float32)
+    per_trial = (n_permutations + 1) * n * (features + 1) * 3
+    chunk = max(1, CHUNK_ELEMENTS // per_trial)
+    statistic = np.empty((trials, n_permutations + 1))
+    effect = np.empty(trials)
+    weights = np.empty((trials, 2, features))
+    for start in range(0, trials, chunk):
+        block = pooled[start : start + chunk]
+        t_count = len(block)
+        # Row orders: the first n_s rows of each order play "suspect".
+        observed = np.concatenate([rng.permuted(np.broadcast_to(np.arange(n_s), (t_count, 1, n_s)), axis=2),
+                                   n_s + rng.permuted(np.broadcast_to(np.arange(n - n_s), (t_count, 1, n - n_s)), axis=2)], axis=2)
+        relabelled = rng.permuted(np.broadcast_to(np.arange(n), (t_count, n_permutations, n)), axis=2)
+        order = np.concatenate([observed, relabelled], axis=1)  # [t, perms + 1, n]
+        rows = np.take_along_axis(block[:, None], order[..., None], axis=2)  # [t, perms + 1, n, F]
+        s, v = rows[:, :, :n_s], rows[:, :, n_s:]
+        hs, hv = n_s // 2, (n - n_s) // 2
+        first = (s[:, :, :hs], v[:, :, :hv])
+        second = (s[:, :, hs:], v[:, :, hv:])
+        t_ab, d_ab, w_ab, _ = _fit_and_score(*first, *second)
+        t_ba, d_ba, w_ba, _ = _fit_and_score(*second, *first)
+        statistic[start : start + t_count] = (t_ab + t_ba) / 2
+        effect[start : start + t_count] = (d_ab[:, 0] + d_ba[:, 0]) / 2
+        weights[start : start + t_count] = np.stack([w_ab[:, 0], w_ba[:, 0]], axis=1)
+    exceed = (statistic[:, 1:] >= statistic[:, :1]).sum(axis=1)
+    return BatchedTest(p_values=(1 + exceed) / (1 + n_permutations), statistic=statistic[:, 0], effect_size=effect, weights=weights)
+
+
+def split_tests(suspect: np.ndarray, validation: np.ndarray, n_splits: int, rng: np.random.Generator) -> BatchedTest:
+    """Per-split one-sided Welch p-values (learn on A, test on B) for many trials: [trials, splits]."""
     trials, n_s, _ = suspect.shape
     n_v = validation.shape[1]
-    half_s, half_v = n_s // 2, n_v // 2
-    # One independent permutation per (split, trial) of each set's rows.
-    perm_s = rng.permuted(np.broadcast_to(np.arange(n_s), (n_splits, trials, n_s)), axis=2)
-    perm_v = rng.permuted(np.broadcast_to(np.arange(n_v), (n_splits, trials, n_v)), axis=2)
-    take = lambda data, perm: np.take_along_axis(data[None], perm[..., None], axis=2)  # noqa: E731
-    s, v = take(suspect, perm_s), take(validation, perm_v)  # [splits, trials, n, features]
-    a = np.concatenate([s[:, :, :half_s], v[:, :, :half_v]], axis=2)
+    perm_s = rng.permuted(np.broadcast_to(np.arange(n_s), (trials, n_splits, n_s)), axis=2)
+    perm_v = rng.permuted(np.broadcast_to(np.arange(n_v), (trials, n_splits, n_v)), axis=2)
+    s = np.take_along_axis(suspect.astype(np.float32)[:, None], perm_s[..., None], axis=2)
+    v = np.take_along_axis(validation.astype(np.float32)[:, None], perm_v[..., None], axis=2)
+    hs, hv = n_s // 2, n_v // 2
+    t_stat, d, w, df = _fit_and_score(s[:, :, :hs], v[:, :, :hv], s[:, :, hs:], v[:, :, hv:])
+    p = np.where(df > 0, student_t.sf(t_stat, np.where(df > 0, df, 1.0)), 1.0)
+    return BatchedTest(p_values=p, statistic=t_stat, effect_size=d, weights=w)
+
+
+def _fit_and_score(
+    fit_s: np.ndarray, fit_v: np.ndarray, test_s: np.ndarray, test_v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Learn non-negative weights on the fit halves, score the test halves: Welch t, Cohen's d, weights, df.
+
+    All arrays are [trials, k, rows, features] (k splits or relabellings); returns [trials, k]
+    statistics, [trials, k, features] weights in standardised units and [trials, k] Welch
+    degrees of freedom. Constant scores (all weights zero: no member-like direction) give t = 0,
+    d = 0 and df = 0: no evidence.
+    """
+    trials, k, a_s, features = fit_s.shape
+    a = np.concatenate([fit_s, fit_v], axis=2)
     mean = a.mean(axis=2, keepdims=True)
     std = a.std(axis=2, keepdims=True)
     std = np.where(std > 0, std, 1.0)
-    a = ((a - mean) / std).reshape(n_splits * trials, half_s + half_v, -1)
-    y = np.concatenate([np.ones(half_s), np.zeros(half_v)]).astype(np.float32)
-    w, _ = fit_logistic_batch(a, np.broadcast_to(y, (n_splits * trials, half_s + half_v)))
-    # Score B with A's standardisation folded into the weights: x_std . w = x . (w / std) - const,
-    # and the constant cancels in the two-sample test; one batched product, no standardised copy.
-    w = (w.reshape(n_splits, trials, -1).astype(np.float32) / std[:, :, 0])[..., None]
-    score_s = (s[:, :, half_s:] @ w)[..., 0]  # [splits, trials, n_s - half_s]
-    score_v = (v[:, :, half_v:] @ w)[..., 0]
-    # One-sided Welch test from the moments, which Cohen's d needs as well (computed once).
+    a = ((a - mean) / std).reshape(trials * k, a.shape[2], features)
+    y = np.concatenate([np.ones(a_s), np.zeros(fit_v.shape[2])]).astype(np.float32)
+    w, _ = fit_logistic_batch(a, np.broadcast_to(y, a.shape[:2]), nonnegative=True)
+    w = w.reshape(trials, k, features)
+    # Score with the fit half's standardisation folded into the weights: x_std . w = x . (w / std)
+    # - const, and the constant cancels in a two-sample comparison.
+    folded = (w.astype(np.float32) / std[:, :, 0])[..., None]
+    score_s, score_v = (test_s @ folded)[..., 0], (test_v @ folded)[..., 0]
     n1, n2 = score_s.shape[2], score_v.shape[2]
     m1, m2 = score_s.mean(axis=2, dtype=np.float64), score_v.mean(axis=2, dtype=np.float64)
     v1, v2 = score_s.var(axis=2, ddof=1, dtype=np.float64), score_v.var(axis=2, ddof=1, dtype=np.float64)
-    se2 = v1 / n1 + v2 / n2
+    se = np.sqrt(v1 / n1 + v2 / n2)
+    pooled = np.sqrt((v1 + v2) / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_stat = (m1 - m2) / np.sqrt(se2)
-        df = se2**2 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1))
-        p = np.nan_to_num(student_t.sf(t_stat, df), nan=1.0)  # constant scores (no weighting learned): no evidence
-        pooled = np.sqrt((v1 + v2) / 2)
+        t_stat = np.where(se > 0, (m1 - m2) / se, 0.0)
         cohen_d = np.where(pooled > 0, (m1 - m2) / pooled, 0.0)
-    return p.T, cohen_d.T
+        df = np.where(se > 0, se**4 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1)), 0.0)
+    return t_stat, cohen_d, w, np.nan_to_num(df)
 
 
 def aggregate_p_values(p: np.ndarray) -> np.ndarray:
@@ -142,3 +229,7 @@ def aggregate_p_values(p: np.ndarray) -> np.ndarray:
     if p.shape[-1] == 1:
         return p[..., 0]
     return np.minimum(1.0, 2.0 * np.quantile(p, 0.5, axis=-1, method="higher"))
+
+
+def _named(weights: np.ndarray, features: list[str]) -> list[dict[str, float]]:
+    return [{name: round(float(value), 6) for name, value in zip(features, row)} for row in weights]

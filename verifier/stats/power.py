@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import binomtest
 
-from verifier.stats.dataset_inference import DEFAULT_SPLITS, aggregate_p_values, split_p_values
+from verifier.stats.dataset_inference import DEFAULT_PERMUTATIONS, DEFAULT_SPLITS, trial_p_values
 
 DEFAULT_SIZES = (25, 50, 100, 200, 500, 1000)
 
@@ -46,6 +46,8 @@ class PowerTable:
     skipped_sizes: list[int]
     alpha: float
     trials: int
+    method: str
+    n_permutations: int
     n_splits: int
     seed: int
     features: list[str] = field(default_factory=list)
@@ -64,11 +66,6 @@ def draw(pool: np.ndarray, trials: int, size: int, rng: np.random.Generator) -> 
     return pool[index]
 
 
-def trial_p_values(suspect: np.ndarray, validation: np.ndarray, n_splits: int, rng: np.random.Generator) -> np.ndarray:
-    p, _ = split_p_values(suspect, validation, n_splits=n_splits, rng=rng)
-    return aggregate_p_values(p)
-
-
 def simulate_power(
     members: np.ndarray,
     nonmembers: np.ndarray,
@@ -76,20 +73,23 @@ def simulate_power(
     sizes: Sequence[int] = DEFAULT_SIZES,
     trials: int = 500,
     alpha: float = 0.05,
+    method: str = "permutation",
+    n_permutations: int = DEFAULT_PERMUTATIONS,
     n_splits: int = DEFAULT_SPLITS,
     seed: int = 0,
 ) -> PowerTable:
     """Power (member suspects) and FPR (member-free suspects) at each set size the pools allow."""
     rng = np.random.default_rng(seed)
+    test = {"method": method, "n_permutations": n_permutations, "n_splits": n_splits}
     rows, skipped = [], []
     for n in sizes:
         power = fpr = None
         if n <= len(members) and n <= len(nonmembers):
-            p = trial_p_values(draw(members, trials, n, rng), draw(nonmembers, trials, n, rng), n_splits, rng)
+            p = trial_p_values(draw(members, trials, n, rng), draw(nonmembers, trials, n, rng), rng, **test)
             power = wilson(int((p < alpha).sum()), trials)
         if 2 * n <= len(nonmembers):
             both = draw(nonmembers, trials, 2 * n, rng)
-            p = trial_p_values(both[:, :n], both[:, n:], n_splits, rng)
+            p = trial_p_values(both[:, :n], both[:, n:], rng, **test)
             fpr = wilson(int((p < alpha).sum()), trials)
         if power is None and fpr is None:
             skipped.append(n)
@@ -100,7 +100,9 @@ def simulate_power(
         skipped_sizes=skipped,
         alpha=alpha,
         trials=trials,
-        n_splits=n_splits,
+        method=method,
+        n_permutations=n_permutations if method == "permutation" else 0,
+        n_splits=n_splits if method == "split_median" else 0,
         seed=seed,
         features=list(features),
         n_members=len(members),

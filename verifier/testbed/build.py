@@ -2,8 +2,9 @@
 
 In the spirit of Pythia's public train/test split and the Hubble suite: every pool text is a
 member or a non-member by a seeded draw independent of its period; optional canaries are
-inserted 1, 4, 16 or 64 times into the training stream; a GPT-2-style model and a byte-level BPE
-tokenizer are trained from scratch on the members only. The output folder holds the model, a
+inserted 1, 4, 16 or 64 times into the training stream; a byte-level BPE tokenizer is trained on
+the whole pool (never on the members only, which would make tokenisation itself a membership
+signal) and a GPT-2-style model from scratch on the members only. The output folder holds the model, a
 ``documents.jsonl`` ready for ``verifier score`` (fields text, member, period, year) and a
 ``manifest.json`` recording everything needed to trust and rebuild it.
 
@@ -34,7 +35,7 @@ from verifier.testbed.pool import PoolText, bundled_pool
 
 EOS = "<|endoftext|>"
 # Bump when the build's output changes for the same config and pool, so caches are not reused.
-BUILD_FORMAT = 2
+BUILD_FORMAT = 3
 
 
 class TestbedConfig(BaseModel):
@@ -127,7 +128,10 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     stream = [p.text for p, m in zip(pool, member) if m] + [c["text"] for c in canaries for _ in range(c["copies"])]
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(stream, vocab_size=config.vocab_size, special_tokens=[EOS])  # members only
+    # The tokenizer learns from the whole pool, members and non-members alike: one trained on the
+    # members only splits non-member text into rarer, longer token sequences, which moved member
+    # AUCs by up to 0.19 - a membership signal that a real model's tokenizer does not carry.
+    bpe.train_from_iterator([p.text for p in pool], vocab_size=config.vocab_size, special_tokens=[EOS])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=EOS)
     torch.manual_seed(config.seed)
     eos = tokenizer.eos_token_id
