@@ -34,6 +34,7 @@ import numpy as np
 from verifier.data import load_documents
 from verifier.scoring import score_documents
 from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.stats import evaluate_scores
 from verifier.stats.dataset_inference import trial_p_values
 from verifier.stats.power import draw, wilson
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
@@ -73,8 +74,8 @@ def score_pool(target: CausalLMTarget, texts: list[str], cache: ScoreCache) -> n
     return np.column_stack([table.signal(n) for n in SIGNALS])
 
 
-def testbed_pool(seed: int, cache: ScoreCache) -> tuple[Pool, dict]:
-    config = PRESETS["light"].model_copy(update={"seed": seed})
+def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool) -> tuple[Pool, dict]:
+    config = PRESETS[preset].model_copy(update={"seed": seed})
     testbed = build_testbed(config)
     docs = load_documents(testbed.documents, label_field="member")
     import json
@@ -82,8 +83,9 @@ def testbed_pool(seed: int, cache: ScoreCache) -> tuple[Pool, dict]:
     period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
     target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_size=32))
     texts = np.array(docs.texts, dtype=object)
-    variants = {name: (np.array([f(t) for t in texts], dtype=object), None) for name, f in TRANSFORMS.items()}
-    for name, (v_texts, _) in variants.items():
+    variants = {}
+    for name, transform in TRANSFORMS.items() if with_variants else ():
+        v_texts = np.array([transform(t) for t in texts], dtype=object)
         variants[name] = (v_texts, score_pool(target, v_texts.tolist(), cache))
     pool = Pool(texts, score_pool(target, docs.texts, cache), docs.labels == 1, period, variants)
     return pool, testbed.manifest
@@ -142,13 +144,17 @@ def main() -> None:
     parser.add_argument("--skip-smollm2", action="store_true")
     args = parser.parse_args()
     cache = ScoreCache()
-    pools = []
-    for seed in range(args.builds):
-        started = time.perf_counter()
-        pool, manifest = testbed_pool(seed, cache)
-        pools.append(pool)
-        print(f"testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}, "
-              f"{manifest['parameters'] / 1e6:.2f}M parameters, built in {manifest['build_seconds']} s (this run {time.perf_counter() - started:.0f} s)", flush=True)
+    testbeds: dict[str, list[Pool]] = {"light": [], "faint": []}
+    for preset, pools in testbeds.items():
+        for seed in range(args.builds):
+            started = time.perf_counter()
+            pool, manifest = testbed_pool(preset, seed, cache, with_variants=preset == "light")
+            pools.append(pool)
+            aucs = [evaluate_scores(name, pool.features[:, i], pool.member.astype(int)).auc for i, name in enumerate(SIGNALS)]
+            print(f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}, "
+                  f"{manifest['parameters'] / 1e6:.2f}M parameters, {manifest['config']['epochs']} epochs, built in {manifest['build_seconds']} s "
+                  f"(this run {time.perf_counter() - started:.0f} s); member AUC " + ", ".join(f"{n} {a:.3f}" for n, a in zip(SIGNALS, aucs)), flush=True)
+    pools = testbeds["light"]
 
     t = args.trials_per_build
     print(f"\n== 1. false verdicts (SUPPORTED or CONTRADICTED granted, no membership difference): {args.builds} builds x {t} audits per row, alpha 0.05")
@@ -161,24 +167,44 @@ def main() -> None:
         statuses = ", ".join(f"{s.value} {k}" for s, k in total.most_common())
         print(f"  {name:<52}{rate_text(hits, [t] * len(pools)):<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    print(f"\n== 2. power: suspect = pre-2017 members, held-out = pre-2017 non-members; {args.builds} builds x {t} trials")
-    print(f"  {'n':>4}  {'split design, 2 x median':<42}{'permutation test alone':<42}{'whole rule set (verdict granted)'}")
-    for n in (50, 100, 200):
-        split_hits, perm_hits, rule_hits = [], [], []
+    for preset, pools in testbeds.items():
+        power_table(preset, pools, t)
+    if args.skip_smollm2:
+        return
+    real_data(args.builds * t, cache)
+
+
+def power_table(preset: str, pools: list[Pool], t: int) -> None:
+    print(f"\n== 2. {preset} testbeds: power (suspect = pre-2017 members, held-out = pre-2017 non-members) and the test's own FPR "
+          f"(member-free suspect); {len(pools)} builds x {t} trials, alpha 0.05")
+    conditional = SetTestParams(n_permutations=199, shift_permutations=199, condition_on_text=True)
+    columns = ("split design, 2 x median", "permutation test", "whole rule set", "rule set, condition_on_text")
+    print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns))
+    for n in (20, 50, 100, 200):
+        hits: dict[str, list[int]] = {c: [] for c in columns}
+        false: dict[str, list[int]] = {c: [] for c in columns[:2]}
         for b, pool in enumerate(pools):
             rng = np.random.default_rng(2000 * b + n)
             old_m = np.flatnonzero(pool.member & (pool.period == OLD))
             old_nm = np.flatnonzero(~pool.member & (pool.period == OLD))
             s_idx, h_idx = draw(old_m, t, n, rng), draw(old_nm, t, n, rng)
-            split_hits.append(int((trial_p_values(pool.features[s_idx], pool.features[h_idx], rng, method="split_median") < 0.05).sum()))
-            perm_hits.append(int((trial_p_values(pool.features[s_idx], pool.features[h_idx], rng, n_permutations=199) < 0.05).sum()))
-            statuses = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=PARAMS, seed=i).status for i, (s, h) in enumerate(zip(s_idx, h_idx))]
-            rule_hits.append(sum(s == SetStatus.SIGNIFICANT for s in statuses))
+            free = draw(old_nm, t, 2 * n, rng)
+            for (suspect, heldout), counts in (((s_idx, h_idx), hits), ((free[:, :n], free[:, n:]), false)):
+                p_split = trial_p_values(pool.features[suspect], pool.features[heldout], rng, method="split_median")
+                p_perm = trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199)
+                counts[columns[0]].append(int((p_split < 0.05).sum()))
+                counts[columns[1]].append(int((p_perm < 0.05).sum()))
+            for column, params in ((columns[2], PARAMS), (columns[3], conditional)):
+                statuses = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
+                            for i, (s, h) in enumerate(zip(s_idx, h_idx))]
+                hits[column].append(sum(s == SetStatus.SIGNIFICANT for s in statuses))
         trials = [t] * len(pools)
-        print(f"  {n:>4}  {rate_text(split_hits, trials):<42}{rate_text(perm_hits, trials):<42}{rate_text(rule_hits, trials)}", flush=True)
+        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials):<44}" for c in columns), flush=True)
+        print(f"  {'FPR':<6}{n:>4}  " + "".join(f"{rate_text(false[c], trials):<44}" for c in columns[:2]), flush=True)
 
-    if args.skip_smollm2:
-        return
+
+
+def real_data(trials: int, cache: ScoreCache) -> None:
     print("\n== 3. real data: SmolLM2-135M (fp32, 256 tokens), WikiMIA-64 pre-2017 texts, suspect and held-out random halves")
     wiki = load_documents(ROOT / "examples" / "data" / "wikimia" / "length64.jsonl", label_field="label")
     smol = CausalLMTarget("smollm2-135m")
@@ -198,8 +224,8 @@ def main() -> None:
 
     for name, make in {"lowercased held-out, n = 100": real("lowercased"), "held-out 20% post-2023, n = 100": real(share=0.2),
                        "held-out 50% post-2023, n = 100": real(share=0.5), "matched, n = 100": real()}.items():
-        counts = audits(pool, args.builds * t, np.random.default_rng(3), make)
-        print(f"  {name:<40}{rate_text([counts[SetStatus.SIGNIFICANT]], [args.builds * t]):<48}"
+        counts = audits(pool, trials, np.random.default_rng(3), make)
+        print(f"  {name:<40}{rate_text([counts[SetStatus.SIGNIFICANT]], [trials]):<48}"
               f"{', '.join(f'{s.value} {k}' for s, k in counts.most_common())}", flush=True)
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, read_jsonl
 from verifier.audit import findings_digest, run_audit
 from verifier.cli import app
 from verifier.errors import VerifierError
@@ -201,3 +201,29 @@ def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
     assert metrics["best_signal_auc"] < metrics["shift_check"]["auc_corrected"]
     assert "blind classifier AUC" in findings["verdict_sentence"]
     assert len(result.scores) == 542
+
+
+@pytest.mark.slow
+def test_lowercased_heldout_cannot_contradict_a_denial(smollm2, tmp_path):
+    # The case that returned CONTRADICTED at p = 4e-10: same-period WikiMIA texts on both sides,
+    # the held-out copies lowercased as another scraping pipeline might leave them.
+    rows = [r for r in read_jsonl(EXAMPLES / "data" / "wikimia" / "length64.jsonl") if r["label"] == 1]
+    (tmp_path / "suspect.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows[:100]))
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps({"text": r["text"].lower()}) + "\n" for r in rows[100:200]))
+    claim = {
+        "claim": {"id": "lowercase", "statement": "SmolLM2 was not trained on these texts.", "kind": "not_trained_on", "made_by": "test"},
+        "model": {"target": "smollm2-135m"},
+        "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}},
+    }
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
+    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"), target_factory=lambda: smollm2).findings
+    assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "dataset_inference"
+    metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    assert metrics["set_test"]["status"] == "shift_detected" and metrics["shift_check"]["auc_corrected"] > 0.95
+    # The model does see the difference: its signals separate the sets, which is why the check matters.
+    assert max(r["auc"] for r in metrics_rows(findings) if r["kind"] == "signal") > 0.7
+    assert "measures distribution shift" in findings["verdict_sentence"]
+
+
+def metrics_rows(findings: dict) -> list[dict]:
+    return next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["membership_rows"]

@@ -93,6 +93,8 @@ class DatasetInferenceRoute(Route):
             metrics["shift_check"] = finding.shift.as_finding()
         blind = blind_row(rows)
         tail = [f"bag-of-words AUC {blind['auc']:.3f} [{blind['auc_ci_low']:.3f}, {blind['auc_ci_high']:.3f}]"] + finding.notes
+        if finding.shift is not None and finding.shift.exchangeable:
+            tail.insert(0, f"suspect vs held-out: {finding.shift.describe()}")
         if finding.control is None:
             tail.append("no member-free control was run")
         elif not finding.control.validated:
@@ -105,19 +107,19 @@ class DatasetInferenceRoute(Route):
             verdict = Verdict.SUPPORTED if ctx.claim.claim.kind == ClaimKind.TRAINED_ON else Verdict.CONTRADICTED
         if result is not None:
             metrics["test"] = asdict(result)
-            figures["power"] = power_curve(result.effect_size, result.alpha)
-            needed = size_needed(result.effect_size, result.alpha, params["target_power"])
+            figures["power"] = power_curve(result.effect_size, result.alpha, result.method)
+            needed = size_needed(result.effect_size, result.alpha, params["target_power"], result.method)
             metrics["n_needed_for_target_power"] = needed
             metrics["target_power"] = params["target_power"]
             tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
             if finding.status == SetStatus.NOT_SIGNIFICANT:
                 tail.insert(1, f"about {needed} documents per set would give power {params['target_power']:.0%} if the observed effect is real"
                             if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
-        if finding.control is not None and finding.control.result is not None:
-            metrics["control"] = asdict(finding.control.result) | {
-                "validated": finding.control.validated, "problems": finding.control.problems,
-                "overlap_removed": finding.control.overlap_removed,
-                "shift_check": finding.control.shift.as_finding() if finding.control.shift else None,
+        if finding.control is not None:
+            control = finding.control
+            metrics["control"] = (asdict(control.result) if control.result else {"p_value": None, "significant": False}) | {
+                "validated": control.validated, "problems": control.problems, "overlap_removed": control.overlap_removed,
+                "shift_check": control.shift.as_finding() if control.shift else None,
             }
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
         return RouteOutcome(verdict=verdict, summary=summary, metrics=metrics, membership_rows=rows, figures=figures,
