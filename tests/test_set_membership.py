@@ -138,7 +138,27 @@ def test_duplicates_and_near_duplicates_are_removed_from_the_heldout_set(periods
     assert overlap.removed == [0, 1, 2, 3] + [4 + i for i in natural.removed]
     assert (overlap.exact, overlap.prefix, overlap.near) == (2, 1, 1 + natural.near)
     finding = run_set_membership(suspect, DocumentSet(texts, heldout.features, 2016, "h"), SIGNALS, params=FAST)
-    assert finding.n_heldout == 96 - natural.near and any(f"{overlap.count} held-out documents" in note for note in finding.notes)
+    # Both sides of every pair leave: dropping only the held-out side would itself shift the sets.
+    assert overlap.removed_reference[:4] == [0, 1, 2, 3]
+    seen = finding.heldout_overlap  # after within-set duplicates went (templated pages repeat inside a set too)
+    assert seen.exact == 2 and seen.prefix == 1 and seen.near >= 1
+    assert finding.n_heldout == 100 - seen.count - finding.duplicates_removed["held-out"]
+    assert finding.n_suspect == 100 - len(seen.removed_reference) - finding.duplicates_removed["suspect"]
+    assert any(f"{seen.count} held-out and {len(seen.removed_reference)} suspect documents" in note for note in finding.notes)
+
+
+def test_order_of_rows_does_not_change_the_outcome(periods):
+    suspect, heldout, _ = sets(periods, 60, seed=12, member_shift=0.3)
+    flipped = DocumentSet(list(suspect.texts)[::-1], suspect.features[::-1], 2016, "s.jsonl")
+    a, b = (run_set_membership(s, heldout, SIGNALS, params=FAST) for s in (suspect, flipped))
+    assert a.result.p_value == b.result.p_value and a.shift.p_value == b.shift.p_value
+
+
+def test_duplicates_within_a_set_are_removed(periods):
+    suspect, heldout, _ = sets(periods, 60, seed=13)
+    repeated = DocumentSet(list(suspect.texts[:50]) + [t.upper() for t in suspect.texts[:10]], suspect.features, 2016, "s")
+    finding = run_set_membership(repeated, heldout, SIGNALS, params=FAST)
+    assert finding.duplicates_removed["suspect"] >= 10 and any("suspect documents repeat" in note for note in finding.notes)
 
 
 def test_too_few_left_after_removing_overlap_is_refused(periods):
@@ -200,3 +220,20 @@ def test_surface_features_are_finite_on_hostile_text():
     texts = ["", " ", "\u202eevil\u200b", "A" * 10_000, "\t\n\r", "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace")]
     values = surface_features(texts)
     assert values.shape == (len(texts), len(SURFACE_FEATURES)) and np.isfinite(values).all()
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"alpha": 1.0}, "params.alpha: Input should be less than or equal to 0.2"),
+    ({"condition_on_text": "false"}, "params.condition_on_text: Input should be a valid boolean"),
+    ({"shift_permutations": 19, "shift_alpha": 0.05}, "no p-value can fall below 0.05"),
+    ({"margin_cap": 1.0}, "params.margin_cap"),
+    ({"min_set_size": 2}, "params.min_set_size"),
+    ({"blind_threshold": 0.6}, "params.blind_threshold: Extra inputs are not permitted"),
+])
+def test_policy_cannot_switch_a_safeguard_off(params, message):
+    from verifier.errors import VerifierError
+    from verifier.routes.dataset_inference import set_test_params
+
+    with pytest.raises(VerifierError, match=message):
+        set_test_params({"signals": SIGNALS, "target_power": 0.8, **params})
+    assert set_test_params({"signals": SIGNALS, "target_power": 0.8}) == SetTestParams()

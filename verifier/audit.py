@@ -20,8 +20,8 @@ import pandas as pd
 
 from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
-from verifier.policy import decision, load_policy, resolve_policy_path, walk
-from verifier.policy.engine import record_to_dict
+from verifier.policy import load_policy, resolve_policy_path
+from verifier.policy.engine import decision, record_to_dict, walk
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
 from verifier.targets import CausalLMTarget, ScoreCache, resolve_model

@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from verifier.baselines.exchangeability import (
     DEFAULT_ALPHA,
@@ -39,8 +40,9 @@ from verifier.baselines.exchangeability import (
     check_exchangeable,
 )
 from verifier.baselines.surface import surface_features
-from verifier.set_hygiene import DEFAULT_THRESHOLD, Overlap, find_overlap
+from verifier.set_hygiene import DEFAULT_THRESHOLD, Overlap, find_duplicates, find_overlap
 from verifier.stats.dataset_inference import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
+from verifier.targets.cache import text_digest
 
 
 class SetStatus(str, Enum):
@@ -69,23 +71,41 @@ class DocumentSet:
         keep = np.setdiff1d(np.arange(len(self.texts)), removed)
         return DocumentSet([self.texts[i] for i in keep], self.features[keep], self.year, self.origin)
 
+    def canonical(self) -> DocumentSet:
+        """Rows sorted by text digest: the outcome cannot depend on the order a claimant listed them in."""
+        order = sorted(range(len(self.texts)), key=lambda i: text_digest(self.texts[i]))
+        return DocumentSet([self.texts[i] for i in order], self.features[order], self.year, self.origin)
 
-@dataclass(frozen=True)
-class SetTestParams:
-    """The policy's knobs for the set-level route (validated by the route that reads them)."""
 
-    alpha: float = 0.05
-    min_set_size: int = MIN_SET_SIZE
-    method: str = "permutation"
-    n_permutations: int = 999
-    n_splits: int = 5
-    condition_on_text: bool = False
-    shift_alpha: float = DEFAULT_ALPHA
-    shift_permutations: int = DEFAULT_PERMUTATIONS
-    margin_scale: float = DEFAULT_MARGIN_SCALE
-    margin_cap: float = DEFAULT_MARGIN_CAP
-    near_duplicate_threshold: float = DEFAULT_THRESHOLD
-    require_control: bool = False
+class SetTestParams(BaseModel):
+    """The policy's knobs for the set-level route, validated with bounds when the policy is read.
+
+    A bound keeps a policy from switching a safeguard off: alpha at most 0.2, enough relabellings
+    for a p-value below each level to be reachable, a margin no wider than 0.75, sets of at least
+    ``MIN_SET_SIZE``, real booleans (the YAML string "false" is not false).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    alpha: float = Field(0.05, gt=0, le=0.2)
+    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE)
+    method: Literal["permutation", "split_median"] = "permutation"
+    n_permutations: int = Field(999, ge=19, le=100_000)
+    n_splits: int = Field(5, ge=1, le=101)
+    condition_on_text: StrictBool = False
+    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.5)
+    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000)
+    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0)
+    margin_cap: float = Field(DEFAULT_MARGIN_CAP, gt=0.5, le=0.75)
+    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100)
+    require_control: StrictBool = False
+
+    @model_validator(mode="after")
+    def reachable_levels(self) -> SetTestParams:
+        for level, count, names in ((self.alpha, self.n_permutations, "alpha / n_permutations"),
+                                    (self.shift_alpha, self.shift_permutations, "shift_alpha / shift_permutations")):
+            if 1 / (count + 1) >= level:
+                raise ValueError(f"{names}: with {count} relabellings no p-value can fall below {level}")
+        return self
 
 
 @dataclass(frozen=True)
@@ -104,8 +124,9 @@ class SetMembershipFinding:
     status: SetStatus
     reason: str
     heldout_overlap: Overlap
-    n_suspect: int
-    n_heldout: int  # after removing overlap
+    n_suspect: int  # after removing duplicates and overlap
+    n_heldout: int  # after removing duplicates and overlap
+    duplicates_removed: dict[str, int]
     shift: ExchangeabilityCheck | None = None
     result: DatasetInferenceResult | None = None
     control: ControlFinding | None = None
@@ -115,7 +136,8 @@ class SetMembershipFinding:
         """Where the rules stopped and why; the shift check, test and control are recorded by the route."""
         return {
             "status": self.status.value, "reason": self.reason, "heldout_overlap": asdict(self.heldout_overlap),
-            "n_suspect": self.n_suspect, "n_heldout_after_overlap": self.n_heldout, "notes": list(self.notes),
+            "duplicates_removed": dict(self.duplicates_removed), "n_suspect_tested": self.n_suspect,
+            "n_heldout_tested": self.n_heldout, "notes": list(self.notes),
         }
 
 
@@ -142,13 +164,19 @@ def run_set_membership(
     seed: int = 0,
 ) -> SetMembershipFinding:
     """Walk the rules of the module docstring; stop at the first that fails."""
-    overlap = find_overlap(suspect.texts, heldout.texts, params.near_duplicate_threshold)
-    heldout = heldout.without(overlap.removed)
-    common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts)}
-    notes = []
+    suspect, heldout = suspect.canonical(), heldout.canonical()
+    threshold = params.near_duplicate_threshold
+    repeated = {"suspect": find_duplicates(suspect.texts, threshold), "held-out": find_duplicates(heldout.texts, threshold)}
+    suspect, heldout = suspect.without(repeated["suspect"]), heldout.without(repeated["held-out"])
+    overlap = find_overlap(suspect.texts, heldout.texts, threshold)
+    suspect, heldout = suspect.without(overlap.removed_reference), heldout.without(overlap.removed)
+    common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
+              "duplicates_removed": {name: len(found) for name, found in repeated.items()}}
+    notes = [f"{len(found)} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
+             for name, found in repeated.items() if found]
     if overlap.count:
-        notes.append(f"{overlap.count} held-out documents duplicate or nearly duplicate suspect documents and were removed "
-                     f"({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near)")
+        notes.append(f"{overlap.count} held-out and {len(overlap.removed_reference)} suspect documents duplicate or nearly duplicate "
+                     f"each other ({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near) and were removed from both sets")
     small = [f"{name} ({len(s.texts)})" for name, s in (("suspect", suspect), ("held-out", heldout)) if len(s.texts) < params.min_set_size]
     if small:
         return SetMembershipFinding(SetStatus.TOO_SMALL, f"too few documents for a set-level test: {', '.join(small)}, "
@@ -201,7 +229,16 @@ def _run_control(
     suspect: DocumentSet, heldout: DocumentSet, control: DocumentSet, features: list[str],
     params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any],
 ) -> ControlFinding:
-    """Test the control against the held-out set, and check whether it can validate anything."""
+    """Test the control against the held-out set, and check whether it can validate anything.
+
+    Control documents that overlap the suspect or held-out set are removed from the control only:
+    that can only make the control look less like the suspect set (fewer validations) or more
+    unlike the held-out set (more flags), never the reverse. What the tool cannot check is where
+    the control really came from; the origin test catches only the plain case of one file and
+    filter shared with the held-out set.
+    """
+    control = control.canonical()
+    control = control.without(find_duplicates(control.texts, params.near_duplicate_threshold))
     overlap = find_overlap(list(suspect.texts) + list(heldout.texts), control.texts, params.near_duplicate_threshold)
     control = control.without(overlap.removed)
     problems = []
@@ -210,6 +247,8 @@ def _run_control(
                         "population and cannot show that the held-out set differs from the suspect's population")
     if control.year is not None and suspect.year is not None and control.year != suspect.year:
         problems.append(f"the control is declared from {control.year}, the suspect set from {suspect.year}")
+    elif params.require_control and (control.year is None or suspect.year is None):
+        problems.append("the years of the suspect set and of the control must both be declared for the control to count")
     if len(control.texts) < params.min_set_size:
         problems.append(f"too few control documents ({len(control.texts)}, at least {params.min_set_size} needed)")
         return ControlFinding(None, None, overlap.count, False, problems)

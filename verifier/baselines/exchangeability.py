@@ -20,6 +20,8 @@ Null hypothesis: the two sets are exchangeable for this classifier. Reported:
   (cross-validated AUCs sit below 0.5 under the null) with the null's own spread, so the
   interval covers 0.5 in 95% of exchangeable pairs at any set size;
 - ``smallest_detectable``: the corrected AUC this check would detect with 80% power at this n.
+The interval and the smallest detectable AUC assume that under a shift the statistic's spread is
+the null's, moved sideways: approximate, where the p-value is exact.
 A check that detects nothing has not shown that the sets are alike; the decision rules in
 ``set_membership`` use ``exchangeable`` (nothing detected *and* the interval's upper end below a
 margin that shrinks with n) and say how large a shift could have been missed.
@@ -62,7 +64,9 @@ class ExchangeabilityCheck:
     margin: float
     alpha: float
     detected: bool  # p < alpha: the sets are not exchangeable
-    exchangeable: bool  # not detected and ci_high < margin: a shift that matters at this n is ruled out
+    # Not detected and ci_high < margin: the check found no shift and could have seen one of the
+    # margin's size. It does not rule out a shift the model sees and this classifier does not.
+    exchangeable: bool
     n_first: int
     n_second: int
     n_checked_first: int
@@ -140,25 +144,16 @@ def check_exchangeable(
     margin_scale: float = DEFAULT_MARGIN_SCALE,
     margin_cap: float = DEFAULT_MARGIN_CAP,
     seed: int = 0,
-    kernel: np.ndarray | None = None,
 ) -> ExchangeabilityCheck:
-    """Test whether ``first_texts`` (positive class) and ``second_texts`` are exchangeable.
-
-    ``kernel`` may be passed precomputed over the concatenated texts (as ``blind_kernel`` would
-    give, e.g. from a larger pool's featurisers: still label-blind, so the test stays exact).
-    """
+    """Test whether ``first_texts`` (positive class) and ``second_texts`` are exchangeable."""
     n1, n2 = len(first_texts), len(second_texts)
     if min(n1, n2) < FOLDS:
         raise VerifierError(f"blind exchangeability check: needs at least {FOLDS} documents per set, got {n1} and {n2}")
     rng = np.random.default_rng(seed)
     keep1 = np.sort(rng.permutation(n1)[:MAX_PER_SET])
     keep2 = np.sort(rng.permutation(n2)[:MAX_PER_SET])
-    index = np.r_[keep1, n1 + keep2]
-    if kernel is None:
-        texts = list(first_texts) + list(second_texts)
-        kernel = blind_kernel([texts[i] for i in index])
-    elif len(index) < n1 + n2:
-        kernel = kernel[np.ix_(index, index)]
+    texts = list(first_texts) + list(second_texts)
+    kernel = blind_kernel([texts[i] for i in np.r_[keep1, n1 + keep2]])
     c1, c2 = len(keep1), len(keep2)
     labels = np.r_[np.ones(c1), np.zeros(c2)]
     operator = sum(out_of_fold_operator(kernel, rng.permutation(np.arange(c1 + c2) % FOLDS), RIDGE) for _ in range(REPEATS)) / REPEATS

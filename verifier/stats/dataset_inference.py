@@ -20,7 +20,9 @@ so every document is scored by a weighting that never saw it. The statistic is t
 two one-sided Welch t statistics. The whole procedure (random halves, standardisation, fit,
 scoring) is re-run on ``n_permutations`` random relabellings of the pooled documents; under H0
 the labels are exchangeable, so p = (1 + #{relabelled >= observed}) / (1 + n_permutations) is
-exact at any set size: the false-positive rate is alpha, not below it, and every document counts.
+exact at any set size: the false-positive rate is at most alpha and close to it (at most 0.049
+at alpha 0.05 with 999 relabellings; ties, e.g. all-zero weights, only lower it), where the
+split design's is about 1%, and every document counts.
 
 ``split_median``: the published one-split design made robust: per seeded split, learn on half A,
 one-sided Welch t-test on half B; splits are combined by quantile aggregation (Meinshausen, Meier
@@ -137,38 +139,45 @@ def cross_fit_permutation(suspect: np.ndarray, validation: np.ndarray, n_permuta
 
     Relabelling 0 is the observed labelling (random halves within each set); relabellings
     1..n_permutations draw which pooled documents play "suspect" afresh, and everything after
-    that (halves, standardisation, fit, scores) is the same procedure.
+    that (halves, standardisation, fit, scores) is the same procedure. Work is chunked over
+    trials and relabellings, so memory stays bounded for large sets.
     """
     if n_permutations < 1:
         raise VerifierError("dataset inference: n_permutations must be at least 1")
     trials, n_s, features = suspect.shape
     n = n_s + validation.shape[1]
     pooled = np.concatenate([suspect, validation], axis=1).astype(np.float32)
-    per_trial = (n_permutations + 1) * n * (features + 1) * 3
-    chunk = max(1, CHUNK_ELEMENTS // per_trial)
-    statistic = np.empty((trials, n_permutations + 1))
+    per_trial = n_permutations + 1
+    # Jobs are (trial, relabelling) pairs, batched across trials; relabelling 0 of each trial is
+    # the observed labelling. Row orders: the first n_s rows of each order play "suspect".
+    observed = np.concatenate([rng.permuted(np.broadcast_to(np.arange(n_s), (trials, n_s)), axis=1),
+                               n_s + rng.permuted(np.broadcast_to(np.arange(n - n_s), (trials, n - n_s)), axis=1)], axis=1)
+    chunk = max(1, CHUNK_ELEMENTS // (n * (features + 1) * 3))
+    statistic = np.empty(trials * per_trial)
     effect = np.empty(trials)
     weights = np.empty((trials, 2, features))
-    for start in range(0, trials, chunk):
-        block = pooled[start : start + chunk]
-        t_count = len(block)
-        # Row orders: the first n_s rows of each order play "suspect".
-        observed = np.concatenate([rng.permuted(np.broadcast_to(np.arange(n_s), (t_count, 1, n_s)), axis=2),
-                                   n_s + rng.permuted(np.broadcast_to(np.arange(n - n_s), (t_count, 1, n - n_s)), axis=2)], axis=2)
-        relabelled = rng.permuted(np.broadcast_to(np.arange(n), (t_count, n_permutations, n)), axis=2)
-        order = np.concatenate([observed, relabelled], axis=1)  # [t, perms + 1, n]
-        rows = np.take_along_axis(block[:, None], order[..., None], axis=2)  # [t, perms + 1, n, F]
-        s, v = rows[:, :, :n_s], rows[:, :, n_s:]
-        hs, hv = n_s // 2, (n - n_s) // 2
-        first = (s[:, :, :hs], v[:, :, :hv])
-        second = (s[:, :, hs:], v[:, :, hv:])
-        t_ab, d_ab, w_ab, _ = _fit_and_score(*first, *second)
-        t_ba, d_ba, w_ba, _ = _fit_and_score(*second, *first)
-        statistic[start : start + t_count] = (t_ab + t_ba) / 2
-        effect[start : start + t_count] = (d_ab[:, 0] + d_ba[:, 0]) / 2
-        weights[start : start + t_count] = np.stack([w_ab[:, 0], w_ba[:, 0]], axis=1)
+    for start in range(0, trials * per_trial, chunk):
+        jobs = np.arange(start, min(start + chunk, trials * per_trial))
+        trial, relabelling = jobs // per_trial, jobs % per_trial
+        orders = rng.permuted(np.broadcast_to(np.arange(n), (len(jobs), n)), axis=1)
+        orders[relabelling == 0] = observed[trial[relabelling == 0]]
+        t_stat, d, w = _cross_fit(pooled[trial[:, None], orders], n_s)
+        statistic[jobs] = t_stat
+        first = relabelling == 0
+        effect[trial[first]], weights[trial[first]] = d[first], w[first]
+    statistic = statistic.reshape(trials, per_trial)
     exceed = (statistic[:, 1:] >= statistic[:, :1]).sum(axis=1)
     return BatchedTest(p_values=(1 + exceed) / (1 + n_permutations), statistic=statistic[:, 0], effect_size=effect, weights=weights)
+
+
+def _cross_fit(rows: np.ndarray, n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[k, n, F] row orders (first n_s rows "suspect"): mean cross-fitted t, mean d, [k, 2, F] weights."""
+    s, v = rows[None, :, :n_s], rows[None, :, n_s:]
+    hs, hv = n_s // 2, v.shape[2] // 2
+    first, second = (s[:, :, :hs], v[:, :, :hv]), (s[:, :, hs:], v[:, :, hv:])
+    t_ab, d_ab, w_ab, _ = _fit_and_score(*first, *second)
+    t_ba, d_ba, w_ba, _ = _fit_and_score(*second, *first)
+    return (t_ab[0] + t_ba[0]) / 2, (d_ab[0] + d_ba[0]) / 2, np.stack([w_ab[0], w_ba[0]], axis=1)
 
 
 def split_tests(suspect: np.ndarray, validation: np.ndarray, n_splits: int, rng: np.random.Generator) -> BatchedTest:
