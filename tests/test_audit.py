@@ -222,7 +222,7 @@ def test_lowercased_heldout_cannot_contradict_a_denial(smollm2, tmp_path):
     assert metrics["set_test"]["status"] == "shift_detected" and metrics["shift_check"]["auc_corrected"] > 0.95
     # The model does see the difference: its signals separate the sets, which is why the check matters.
     assert max(r["auc"] for r in metrics_rows(findings) if r["kind"] == "signal") > 0.7
-    assert "measures distribution shift" in findings["verdict_sentence"]
+    assert "measures distribution shift" in findings["verdict_sentence"].lower()
 
 
 def metrics_rows(findings: dict) -> list[dict]:
