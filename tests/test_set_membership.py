@@ -18,7 +18,7 @@ from verifier.baselines.surface import SURFACE_FEATURES, surface_features
 from verifier.set_hygiene import find_overlap
 from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, residualise_on_text, run_set_membership
 
-SIGNALS = ["loss", "zlib", "min_k", "min_k_pp"]
+SIGNALS = ["loss", "zlib", "min_k", "min_k_pp"]  # registered signal names (the policy validator checks them)
 FAST = SetTestParams(n_permutations=199, shift_permutations=199)
 
 
@@ -229,6 +229,8 @@ def test_surface_features_are_finite_on_hostile_text():
     ({"margin_cap": 1.0}, "params.margin_cap"),
     ({"min_set_size": 2}, "params.min_set_size"),
     ({"blind_threshold": 0.6}, "params.blind_threshold: Extra inputs are not permitted"),
+    ({"target_power": 1.5}, "params.target_power: Input should be less than 1"),
+    ({"signals": ["loss", "lossy"]}, r"params.signals: Value error, unknown signal\(s\) \['lossy'\]"),
 ])
 def test_policy_cannot_switch_a_safeguard_off(params, message):
     from verifier.errors import VerifierError
@@ -236,4 +238,5 @@ def test_policy_cannot_switch_a_safeguard_off(params, message):
 
     with pytest.raises(VerifierError, match=message):
         set_test_params({"signals": SIGNALS, "target_power": 0.8, **params})
-    assert set_test_params({"signals": SIGNALS, "target_power": 0.8}) == SetTestParams()
+    defaults = set_test_params({"signals": SIGNALS, "target_power": 0.8})
+    assert defaults.model_dump(exclude={"signals", "target_power"}) == SetTestParams().model_dump()

@@ -6,8 +6,9 @@ two sets agree for reasons that are not membership. Overlap is found at three st
 normalised for what pipelines change (Unicode form, case, typographic quotes and dashes,
 whitespace):
 - exact: equal normalised text;
-- prefix: equal first ``PREFIX_CHARS`` normalised characters, or a short text that opens another
-  (a truncated or extended copy);
+- prefix: equal first ``PREFIX_CHARS`` normalised characters, or one text of at least
+  ``MIN_OPENING`` characters that opens another, in either direction (a truncated or extended
+  copy; a blank or one-word text opens nothing);
 - near: rapidfuzz ``fuzz.ratio`` >= ``threshold`` (edits, boilerplate, small rewrites).
 Both documents of an overlapping pair leave the comparison: removing only the held-out side would
 take the common, templated documents out of one set and leave them in the other, which is itself
@@ -27,6 +28,8 @@ from rapidfuzz import fuzz, process
 
 DEFAULT_THRESHOLD = 90.0
 PREFIX_CHARS = 120
+MIN_OPENING = 40  # a text shorter than this (or empty) never counts as the opening of another
+CDIST_ROWS = 1000
 TRANSLATE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u2013": "-", "\u2014": "-", "\u2026": "..."})
 SPACES = re.compile(r"\s+")
 
@@ -53,33 +56,48 @@ def normalise(text: str) -> str:
 def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tuple[dict[int, set[int]], dict[int, str]]:
     """comparison index -> matching reference indices, and how each comparison index matched.
 
-    ``same``: the two lists are one set, so only earlier documents count as matches of later ones.
+    ``same``: the two lists are one set, so a document matches only earlier documents still kept
+    (a chain of near copies A ~ B ~ C removes B and C only if each is near a kept one).
     """
     by_text: dict[str, list[int]] = {}
     by_prefix: dict[str, list[int]] = {}
+    short: dict[str, list[int]] = {}  # reference texts too short for the prefix key, but long enough to count as an opening
     for j, text in enumerate(ref):
         by_text.setdefault(text, []).append(j)
         by_prefix.setdefault(text[:PREFIX_CHARS], []).append(j)
-    allowed = (lambda i, j: j < i) if same else (lambda i, j: True)  # noqa: E731
+        if MIN_OPENING <= len(text) < PREFIX_CHARS:
+            short.setdefault(text, []).append(j)
+    candidates: dict[int, tuple[set[int], str]] = {}
+    for i, text in enumerate(com):
+        exact = set(by_text.get(text, ())) - {i if same else -1}
+        if exact:
+            candidates[i] = (exact, "exact")
+            continue
+        opened = set(by_prefix.get(text[:PREFIX_CHARS], ())) if len(text) >= MIN_OPENING else set()
+        if MIN_OPENING <= len(text) < PREFIX_CHARS:  # a short text that opens a longer one
+            opened |= {j for j, r in enumerate(ref) if r.startswith(text)}
+        opened |= {j for r, js in short.items() if text.startswith(r) for j in js}  # a longer text opened by a short one
+        opened.discard(i if same else -1)
+        if opened:
+            candidates[i] = (opened, "prefix")
+    rest = [i for i in range(len(com)) if i not in candidates]
+    for start in range(0, len(rest), CDIST_ROWS):  # bounded memory: [rows, len(ref)] uint8 at a time
+        block = rest[start : start + CDIST_ROWS]
+        if not ref:
+            break
+        scores = process.cdist([com[i] for i in block], ref, scorer=fuzz.ratio, score_cutoff=threshold, dtype=np.uint8, workers=-1)
+        for row, i in enumerate(block):
+            near = {int(j) for j in np.flatnonzero(scores[row])} - {i if same else -1}
+            if near:
+                candidates[i] = (near, "near")
     pairs: dict[int, set[int]] = {}
     kind: dict[int, str] = {}
-    for i, text in enumerate(com):
-        exact = {j for j in by_text.get(text, ()) if allowed(i, j)}
-        if exact:
-            pairs[i], kind[i] = exact, "exact"
-            continue
-        opened = {j for j in by_prefix.get(text[:PREFIX_CHARS], ()) if allowed(i, j)}
-        if len(text) < PREFIX_CHARS:
-            opened |= {j for j, r in enumerate(ref) if allowed(i, j) and j not in by_text.get(text, ()) and r.startswith(text)}
-        if opened:
-            pairs[i], kind[i] = opened, "prefix"
-    rest = [i for i in range(len(com)) if i not in pairs]
-    if rest and ref:
-        scores = process.cdist([com[i] for i in rest], ref, scorer=fuzz.ratio, score_cutoff=threshold, dtype=np.uint8, workers=-1)
-        for row, i in enumerate(rest):
-            near = {int(j) for j in np.flatnonzero(scores[row]) if allowed(i, j)}
-            if near:
-                pairs[i], kind[i] = near, "near"
+    for i in sorted(candidates):
+        matched, how = candidates[i]
+        if same:
+            matched = {j for j in matched if j < i and j not in pairs}
+        if matched:
+            pairs[i], kind[i] = matched, how
     return pairs, kind
 
 

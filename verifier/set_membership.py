@@ -4,8 +4,11 @@ The test can only say "suspect and held-out are not exchangeable under the model
 "trained on" only if everything else that could make them differ was ruled out, so the burden of
 proof lies on the comparison, in this order:
 
-1. Disjoint sets: held-out (and control) documents that duplicate or nearly duplicate a suspect
-   document are removed and counted (``set_hygiene``); too few left refuses the test.
+1. Distinct, disjoint sets: documents repeating another of their own set, and both documents of
+   every suspect/held-out pair that duplicate or nearly duplicate each other, are removed and
+   counted (``set_hygiene``); so are control documents overlapping either set. Too few left
+   refuses the test. Rows are put in a canonical order, and the test's seed is derived from the
+   tested documents, so neither row order nor a chosen seed can change the outcome.
 2. Declared dates agree: a suspect and held-out set declared from different years are not a
    same-period comparison, with or without a training cutoff.
 3. Exchangeability the tool could have refuted and did not (``baselines.exchangeability``): a
@@ -23,6 +26,7 @@ proof lies on the comparison, in this order:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -114,6 +118,7 @@ class ControlFinding:
 
     result: DatasetInferenceResult | None
     shift: ExchangeabilityCheck | None  # control vs suspect
+    duplicates_removed: int  # control documents repeating another control document, removed
     overlap_removed: int  # control documents that overlapped the suspect or held-out set, removed
     validated: bool
     problems: list[str]  # why it cannot validate the held-out set (empty when validated)
@@ -127,6 +132,8 @@ class SetMembershipFinding:
     n_suspect: int  # after removing duplicates and overlap
     n_heldout: int  # after removing duplicates and overlap
     duplicates_removed: dict[str, int]
+    overlap_removed_sha256: dict[str, list[str]]  # which documents left each set for overlap, by text digest
+    seed: int
     shift: ExchangeabilityCheck | None = None
     result: DatasetInferenceResult | None = None
     control: ControlFinding | None = None
@@ -136,8 +143,8 @@ class SetMembershipFinding:
         """Where the rules stopped and why; the shift check, test and control are recorded by the route."""
         return {
             "status": self.status.value, "reason": self.reason, "heldout_overlap": asdict(self.heldout_overlap),
-            "duplicates_removed": dict(self.duplicates_removed), "n_suspect_tested": self.n_suspect,
-            "n_heldout_tested": self.n_heldout, "notes": list(self.notes),
+            "duplicates_removed": dict(self.duplicates_removed), "overlap_removed_sha256": self.overlap_removed_sha256,
+            "n_suspect_tested": self.n_suspect, "n_heldout_tested": self.n_heldout, "seed": self.seed, "notes": list(self.notes),
         }
 
 
@@ -155,23 +162,46 @@ def residualise_on_text(features: np.ndarray, texts: Sequence[str], ridge: float
     return centred - design @ coef
 
 
+def documents_seed(*sets: Sequence[str]) -> int:
+    """A seed fixed by the documents themselves: the SHA-256 of each set's sorted text digests.
+
+    A seed the claimant chooses could be shopped for (the best of 20 seeds roughly doubles the
+    false-positive rate). Derived from the documents actually tested - after duplicates and
+    overlap are removed, control excluded - it cannot be changed without changing the evidence.
+    """
+    digest = hashlib.sha256()
+    for texts in sets:
+        for item in sorted(text_digest(t) for t in texts):
+            digest.update(item.encode())
+        digest.update(b"|")
+    return int.from_bytes(digest.digest()[:4], "big")
+
+
 def run_set_membership(
     suspect: DocumentSet,
     heldout: DocumentSet,
     features: list[str],
     control: DocumentSet | None = None,
     params: SetTestParams = SetTestParams(),
-    seed: int = 0,
+    seed: int | None = None,
 ) -> SetMembershipFinding:
-    """Walk the rules of the module docstring; stop at the first that fails."""
+    """Walk the rules of the module docstring; stop at the first that fails.
+
+    ``seed`` (of halves, relabellings and folds) defaults to ``documents_seed`` of the tested sets.
+    """
+    submitted = suspect, heldout
     suspect, heldout = suspect.canonical(), heldout.canonical()
     threshold = params.near_duplicate_threshold
     repeated = {"suspect": find_duplicates(suspect.texts, threshold), "held-out": find_duplicates(heldout.texts, threshold)}
     suspect, heldout = suspect.without(repeated["suspect"]), heldout.without(repeated["held-out"])
     overlap = find_overlap(suspect.texts, heldout.texts, threshold)
+    removed_sha256 = {"suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_reference],
+                      "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed]}
     suspect, heldout = suspect.without(overlap.removed_reference), heldout.without(overlap.removed)
+    seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
     common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
-              "duplicates_removed": {name: len(found) for name, found in repeated.items()}}
+              "duplicates_removed": {name: len(found) for name, found in repeated.items()},
+              "overlap_removed_sha256": removed_sha256, "seed": seed}
     notes = [f"{len(found)} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
              for name, found in repeated.items() if found]
     if overlap.count:
@@ -200,7 +230,7 @@ def run_set_membership(
     result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
     control_finding = None
     if control is not None:
-        control_finding = _run_control(suspect, heldout, control, features, params, test_args, shift_args)
+        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args)
     if control_finding is not None and control_finding.result is not None and control_finding.result.significant:
         status, reason = SetStatus.CONTROL_FLAGGED, (
             f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test separates documents "
@@ -226,8 +256,8 @@ def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: boo
 
 
 def _run_control(
-    suspect: DocumentSet, heldout: DocumentSet, control: DocumentSet, features: list[str],
-    params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any],
+    submitted: tuple[DocumentSet, DocumentSet], suspect: DocumentSet, control: DocumentSet, heldout: DocumentSet,
+    features: list[str], params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any],
 ) -> ControlFinding:
     """Test the control against the held-out set, and check whether it can validate anything.
 
@@ -238,8 +268,10 @@ def _run_control(
     filter shared with the held-out set.
     """
     control = control.canonical()
-    control = control.without(find_duplicates(control.texts, params.near_duplicate_threshold))
-    overlap = find_overlap(list(suspect.texts) + list(heldout.texts), control.texts, params.near_duplicate_threshold)
+    repeated = find_duplicates(control.texts, params.near_duplicate_threshold)
+    control = control.without(repeated)
+    # Against the sets as submitted: a control copy of a suspect text removed for overlap still counts.
+    overlap = find_overlap([t for s in submitted for t in s.texts], control.texts, params.near_duplicate_threshold)
     control = control.without(overlap.removed)
     problems = []
     if control.origin is not None and control.origin == heldout.origin:
@@ -251,9 +283,9 @@ def _run_control(
         problems.append("the years of the suspect set and of the control must both be declared for the control to count")
     if len(control.texts) < params.min_set_size:
         problems.append(f"too few control documents ({len(control.texts)}, at least {params.min_set_size} needed)")
-        return ControlFinding(None, None, overlap.count, False, problems)
+        return ControlFinding(None, None, len(repeated), overlap.count, False, problems)
     shift = check_exchangeable(suspect.texts, control.texts, **shift_args)
     if not shift.exchangeable:
         problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
     result = dataset_inference(*_features_of(control, heldout, params.condition_on_text), features, **test_args)
-    return ControlFinding(result, shift, overlap.count, not problems, problems)
+    return ControlFinding(result, shift, len(repeated), overlap.count, not problems, problems)

@@ -13,12 +13,11 @@ stopped to a verdict, never stronger than the evidence:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from verifier.claims import ClaimKind, DocumentRef
 from verifier.errors import VerifierError
@@ -26,8 +25,8 @@ from verifier.policy.schema import Verdict
 from verifier.routes.base import Route, RouteContext, RouteOutcome, register
 from verifier.routes.comparison import best_signal, blind_row, compare_sets
 from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.signals import REGISTRY
 from verifier.stats.set_power import power_curve, size_needed
-from verifier.targets.cache import text_digest
 
 LIMITATIONS = [
     "Dataset inference is a set-level test: it says nothing about any single document.",
@@ -49,13 +48,25 @@ VERDICTS = {
     SetStatus.CONTROL_REQUIRED: Verdict.INCONCLUSIVE,
     SetStatus.NOT_SIGNIFICANT: Verdict.INCONCLUSIVE,
 }
-ROUTE_KEYS = {"signals", "target_power"}
+class DatasetInferenceParams(SetTestParams):
+    """The route's params: the set test's knobs plus the signals used and the planning power."""
+
+    signals: list[str] = Field(min_length=1)
+    target_power: float = Field(0.8, gt=0, lt=1)
+
+    @field_validator("signals")
+    @classmethod
+    def registered(cls, names: list[str]) -> list[str]:
+        unknown = sorted(set(names) - set(REGISTRY))
+        if unknown:
+            raise ValueError(f"unknown signal(s) {unknown}; registered: {sorted(REGISTRY)}")
+        return names
 
 
-def set_test_params(params: dict[str, Any]) -> SetTestParams:
-    """The set-test knobs of a policy's params, validated; an error names the key."""
+def set_test_params(params: dict[str, Any]) -> DatasetInferenceParams:
+    """The route's params from a policy, validated; an error names the key."""
     try:
-        return SetTestParams.model_validate({k: v for k, v in params.items() if k not in ROUTE_KEYS})
+        return DatasetInferenceParams.model_validate(params)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(params)"
@@ -67,21 +78,6 @@ def origin(ref: DocumentRef) -> str:
     return f"{ref.path.as_posix()}:{ref.text_field}:{json.dumps(ref.where, sort_keys=True, default=str)}"
 
 
-def content_seed(*sets: list[str]) -> int:
-    """The seed of the test's random halves, relabellings and folds, derived from the documents.
-
-    A seed the claimant chooses could be shopped for (best of 20 seeds roughly doubles the
-    false-positive rate); one fixed by the sorted text digests cannot be chosen without changing
-    the evidence itself. It is recorded in the findings.
-    """
-    digest = hashlib.sha256()
-    for texts in sets:
-        for item in sorted(text_digest(t) for t in texts):
-            digest.update(item.encode())
-        digest.update(b"|")
-    return int.from_bytes(digest.digest()[:4], "big")
-
-
 @register
 class DatasetInferenceRoute(Route):
     name = "dataset_inference"
@@ -89,25 +85,24 @@ class DatasetInferenceRoute(Route):
     def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
         evidence = ctx.claim.evidence
         test_params = set_test_params(params)
-        signals = list(params["signals"])
+        signals = list(test_params.signals)
         suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
         heldout, h_feat = ctx.scored("heldout", evidence.heldout, signals)
         control_set = None
         if evidence.control:
             control, c_feat = ctx.scored("control", evidence.control, signals)
             control_set = DocumentSet(control.texts, c_feat, evidence.control.year, origin(evidence.control))
-        seed = content_seed(suspect.texts, heldout.texts, control_set.texts if control_set else [])
         finding = run_set_membership(
             DocumentSet(suspect.texts, s_feat, evidence.suspect.year, origin(evidence.suspect)),
             DocumentSet(heldout.texts, h_feat, evidence.heldout.year, origin(evidence.heldout)),
-            signals, control=control_set, params=test_params, seed=seed,
+            signals, control=control_set, params=test_params,
         )
         rows, figures = compare_sets(signals, s_feat, h_feat, suspect.texts, heldout.texts, ctx.claim.seed)
         metrics: dict[str, Any] = {
             "n_suspect": len(suspect),
             "n_heldout": len(heldout),
             "n_control": len(control_set.texts) if control_set else 0,
-            "set_test": finding.as_finding() | {"seed": seed, "seed_from": "SHA-256 of the sorted text digests of the sets"},
+            "set_test": finding.as_finding(),
             "best_signal": best_signal(rows)["name"],
         }
         if finding.shift is not None:
@@ -129,17 +124,18 @@ class DatasetInferenceRoute(Route):
         if result is not None:
             metrics["test"] = asdict(result)
             figures["power"] = power_curve(result.effect_size, result.alpha, result.method)
-            needed = size_needed(result.effect_size, result.alpha, params["target_power"], result.method)
+            needed = size_needed(result.effect_size, result.alpha, test_params.target_power, result.method)
             metrics["n_needed_for_target_power"] = needed
-            metrics["target_power"] = params["target_power"]
+            metrics["target_power"] = test_params.target_power
             tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
             if finding.status == SetStatus.NOT_SIGNIFICANT:
-                tail.insert(1, f"about {needed} documents per set would give power {params['target_power']:.0%} if the observed effect is real"
+                tail.insert(1, f"about {needed} documents per set would give power {test_params.target_power:.0%} if the observed effect is real"
                             if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
         if finding.control is not None:
             control = finding.control
             metrics["control"] = (asdict(control.result) if control.result else {"p_value": None, "significant": False}) | {
                 "validated": control.validated, "problems": control.problems, "overlap_removed": control.overlap_removed,
+                "duplicates_removed": control.duplicates_removed,
                 "shift_check": control.shift.as_finding() if control.shift else None,
             }
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
