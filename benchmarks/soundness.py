@@ -23,6 +23,7 @@ Usage: python benchmarks/soundness.py [--builds 4] [--trials-per-build 50] [--sk
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifier.data import load_documents
+from verifier.data import Documents, load_documents
 from verifier.scoring import score_documents
 from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.stats import evaluate_scores
@@ -68,8 +69,6 @@ class Pool:
 
 
 def score_pool(target: CausalLMTarget, texts: list[str], cache: ScoreCache) -> np.ndarray:
-    from verifier.data import Documents
-
     table = score_documents(Documents(texts=texts, labels=None, source="pool"), target, signal_names=SIGNALS, cache=cache)
     return np.column_stack([table.signal(n) for n in SIGNALS])
 
@@ -78,8 +77,6 @@ def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool)
     config = PRESETS[preset].model_copy(update={"seed": seed})
     testbed = build_testbed(config)
     docs = load_documents(testbed.documents, label_field="member")
-    import json
-
     period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
     target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_size=32))
     texts = np.array(docs.texts, dtype=object)

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, first_validation_error
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -95,7 +95,5 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
     try:
         return ClaimManifest.model_validate(raw), path.parent
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise VerifierError(f"{path}: {key}: {error['msg']}{more}") from None
+        raise VerifierError(f"{path}: {first_validation_error(exc)}{more}") from None

@@ -75,10 +75,13 @@ class DocumentSet:
         keep = np.setdiff1d(np.arange(len(self.texts)), removed)
         return DocumentSet([self.texts[i] for i in keep], self.features[keep], self.year, self.origin)
 
-    def canonical(self) -> DocumentSet:
-        """Rows sorted by text digest: the outcome cannot depend on the order a claimant listed them in."""
+    def distinct(self, threshold: float) -> tuple[DocumentSet, int]:
+        """Rows in canonical order (by text digest: the outcome cannot depend on the order a claimant
+        listed them in), without documents repeating an earlier one; and how many were removed."""
         order = sorted(range(len(self.texts)), key=lambda i: text_digest(self.texts[i]))
-        return DocumentSet([self.texts[i] for i in order], self.features[order], self.year, self.origin)
+        ordered = DocumentSet([self.texts[i] for i in order], self.features[order], self.year, self.origin)
+        repeated = find_duplicates(ordered.texts, threshold)
+        return ordered.without(repeated), len(repeated)
 
 
 class SetTestParams(BaseModel):
@@ -162,6 +165,16 @@ def residualise_on_text(features: np.ndarray, texts: Sequence[str], ridge: float
     return centred - design @ coef
 
 
+def dates_reason(suspect_year: int | None, reference_year: int | None, cutoff: int | None = None) -> str | None:
+    """Why declared years alone refuse the comparison, or None."""
+    if suspect_year is None or reference_year is None or suspect_year == reference_year:
+        return None
+    if cutoff is not None and min(suspect_year, reference_year) <= cutoff < max(suspect_year, reference_year):
+        return (f"the sets are declared from {suspect_year} and {reference_year}, on both sides of the training cutoff ({cutoff}): "
+                f"a difference measures the date, not training")
+    return f"the sets are declared from different years ({suspect_year} and {reference_year}): a difference may be the date, not training"
+
+
 def documents_seed(*sets: Sequence[str]) -> int:
     """A seed fixed by the documents themselves: the SHA-256 of each set's sorted text digests.
 
@@ -190,20 +203,19 @@ def run_set_membership(
     ``seed`` (of halves, relabellings and folds) defaults to ``documents_seed`` of the tested sets.
     """
     submitted = suspect, heldout
-    suspect, heldout = suspect.canonical(), heldout.canonical()
     threshold = params.near_duplicate_threshold
-    repeated = {"suspect": find_duplicates(suspect.texts, threshold), "held-out": find_duplicates(heldout.texts, threshold)}
-    suspect, heldout = suspect.without(repeated["suspect"]), heldout.without(repeated["held-out"])
+    (suspect, s_repeated), (heldout, h_repeated) = suspect.distinct(threshold), heldout.distinct(threshold)
+    repeated = {"suspect": s_repeated, "held-out": h_repeated}
     overlap = find_overlap(suspect.texts, heldout.texts, threshold)
     removed_sha256 = {"suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_reference],
                       "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed]}
     suspect, heldout = suspect.without(overlap.removed_reference), heldout.without(overlap.removed)
     seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
     common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
-              "duplicates_removed": {name: len(found) for name, found in repeated.items()},
+              "duplicates_removed": repeated,
               "overlap_removed_sha256": removed_sha256, "seed": seed}
-    notes = [f"{len(found)} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
-             for name, found in repeated.items() if found]
+    notes = [f"{count} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
+             for name, count in repeated.items() if count]
     if overlap.count:
         notes.append(f"{overlap.count} held-out and {len(overlap.removed_reference)} suspect documents duplicate or nearly duplicate "
                      f"each other ({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near) and were removed from both sets")
@@ -211,10 +223,9 @@ def run_set_membership(
     if small:
         return SetMembershipFinding(SetStatus.TOO_SMALL, f"too few documents for a set-level test: {', '.join(small)}, "
                                     f"at least {params.min_set_size} needed per set", notes=notes, **common)
-    if suspect.year is not None and heldout.year is not None and suspect.year != heldout.year:
-        return SetMembershipFinding(SetStatus.DATES_DIFFER, f"the suspect set is declared from {suspect.year} and the held-out set "
-                                    f"from {heldout.year}: not a same-period comparison, so a difference may be the date, not training",
-                                    notes=notes, **common)
+    dated = dates_reason(suspect.year, heldout.year)
+    if dated:
+        return SetMembershipFinding(SetStatus.DATES_DIFFER, f"not a same-period comparison: {dated}", notes=notes, **common)
     if suspect.year is None or heldout.year is None:
         notes.append("the claim does not declare the year of both sets, so their periods could not be compared")
     shift_args = {"alpha": params.shift_alpha, "n_permutations": params.shift_permutations,
@@ -267,9 +278,7 @@ def _run_control(
     the control really came from; the origin test catches only the plain case of one file and
     filter shared with the held-out set.
     """
-    control = control.canonical()
-    repeated = find_duplicates(control.texts, params.near_duplicate_threshold)
-    control = control.without(repeated)
+    control, repeated = control.distinct(params.near_duplicate_threshold)
     # Against the sets as submitted: a control copy of a suspect text removed for overlap still counts.
     overlap = find_overlap([t for s in submitted for t in s.texts], control.texts, params.near_duplicate_threshold)
     control = control.without(overlap.removed)
@@ -283,9 +292,9 @@ def _run_control(
         problems.append("the years of the suspect set and of the control must both be declared for the control to count")
     if len(control.texts) < params.min_set_size:
         problems.append(f"too few control documents ({len(control.texts)}, at least {params.min_set_size} needed)")
-        return ControlFinding(None, None, len(repeated), overlap.count, False, problems)
+        return ControlFinding(None, None, repeated, overlap.count, False, problems)
     shift = check_exchangeable(suspect.texts, control.texts, **shift_args)
     if not shift.exchangeable:
         problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
     result = dataset_inference(*_features_of(control, heldout, params.condition_on_text), features, **test_args)
-    return ControlFinding(result, shift, len(repeated), overlap.count, not problems, problems)
+    return ControlFinding(result, shift, repeated, overlap.count, not problems, problems)

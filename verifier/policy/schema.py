@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, first_validation_error
 
 POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
 
@@ -89,9 +89,7 @@ def load_policy(path: Path) -> tuple[Policy, str]:
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"])
-        raise VerifierError(f"{path}: {key}: {error['msg']}") from None
+        raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
     return policy, hashlib.sha256(path.read_bytes()).hexdigest()
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from verifier.claims import ClaimKind, DocumentRef
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, first_validation_error
 from verifier.policy.schema import Verdict
 from verifier.routes.base import Route, RouteContext, RouteOutcome, register
 from verifier.routes.comparison import best_signal, blind_row, compare_sets
@@ -48,6 +48,8 @@ VERDICTS = {
     SetStatus.CONTROL_REQUIRED: Verdict.INCONCLUSIVE,
     SetStatus.NOT_SIGNIFICANT: Verdict.INCONCLUSIVE,
 }
+
+
 class DatasetInferenceParams(SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
@@ -68,9 +70,7 @@ def set_test_params(params: dict[str, Any]) -> DatasetInferenceParams:
     try:
         return DatasetInferenceParams.model_validate(params)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"]) or "(params)"
-        raise VerifierError(f"dataset_inference params.{key}: {error['msg']}") from None
+        raise VerifierError(f"dataset_inference params.{first_validation_error(exc, top='(params)')}") from None
 
 
 def origin(ref: DocumentRef) -> str:

@@ -18,22 +18,13 @@ from verifier.errors import VerifierError
 from verifier.policy.schema import Verdict
 from verifier.routes.base import Route, RouteContext, RouteOutcome, register
 from verifier.routes.comparison import best_signal, compare_sets
+from verifier.set_membership import dates_reason
 
 LIMITATIONS = [
     "A reference set of later text is a different population, not a set of non-members of the same one.",
     "Membership AUCs on shifted sets are shown for comparison only; they are not evidence of training.",
 ]
 ROUTE_KEYS = {"signals", "shift_alpha", "shift_permutations"}
-
-
-def dates_reason(suspect_year: int | None, reference_year: int | None, cutoff: int | None) -> str | None:
-    """Why declared years alone refuse the comparison, or None."""
-    if suspect_year is None or reference_year is None or suspect_year == reference_year:
-        return None
-    if cutoff is not None and min(suspect_year, reference_year) <= cutoff < max(suspect_year, reference_year):
-        return (f"the sets are declared from {suspect_year} and {reference_year}, on both sides of the training cutoff ({cutoff}): "
-                f"a difference measures the date, not training")
-    return f"the sets are declared from different years ({suspect_year} and {reference_year}): a difference may be the date, not training"
 
 
 @register
