@@ -240,3 +240,38 @@ def test_policy_cannot_switch_a_safeguard_off(params, message):
         set_test_params({"signals": SIGNALS, "target_power": 0.8, **params})
     defaults = set_test_params({"signals": SIGNALS, "target_power": 0.8})
     assert defaults.model_dump(exclude={"signals", "target_power"}) == SetTestParams().model_dump()
+
+
+def test_sets_matched_in_pairs_by_the_model_are_refused(periods):
+    # The outside attack that gave a wrong SUPPORTED (and, under strict, beside a "validated"
+    # control): no member anywhere, documents paired by text similarity, and in each pair the one
+    # the model scores higher goes to the suspect set. The sets mirror each other, so the blind
+    # AUC falls far *below* its null; the lower tail refuses the split as chosen, not drawn.
+    from verifier.baselines.exchangeability import blind_kernel
+
+    old, _ = periods
+    rng = np.random.default_rng(14)
+    texts = [old[i] for i in rng.permutation(len(old))[:240]]
+    scores = features(rng, 240)
+    kernel = blind_kernel(texts)
+    np.fill_diagonal(kernel, -np.inf)
+    free, pairs = set(range(240)), []
+    for i in rng.permutation(240):
+        if i in free:
+            free.discard(i)
+            j = max(free, key=lambda k: kernel[i, k])
+            free.discard(j)
+            pairs.append((i, j) if scores[i, 0] > scores[j, 0] else (j, i))
+    high, low = (np.array([p[k] for p in pairs]) for k in (0, 1))
+    suspect = DocumentSet([texts[i] for i in high], scores[high], 2016, "s")
+    heldout = DocumentSet([texts[i] for i in low], scores[low], 2016, "h")
+    finding = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
+    assert finding.status == SetStatus.MIRRORED and finding.shift.auc_corrected < 0.4
+    assert "look matched" in finding.reason
+    assert dataset_inference_of(suspect, heldout).significant  # what the rules would have granted without the lower tail
+
+
+def dataset_inference_of(suspect: DocumentSet, heldout: DocumentSet):
+    from verifier.stats.dataset_inference import dataset_inference
+
+    return dataset_inference(suspect.features, heldout.features, SIGNALS, n_permutations=199)

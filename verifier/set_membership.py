@@ -39,6 +39,7 @@ from verifier.baselines.exchangeability import (
     DEFAULT_ALPHA,
     DEFAULT_MARGIN_CAP,
     DEFAULT_MARGIN_SCALE,
+    DEFAULT_MIRROR_ALPHA,
     DEFAULT_PERMUTATIONS,
     ExchangeabilityCheck,
     check_exchangeable,
@@ -55,6 +56,7 @@ class SetStatus(str, Enum):
     TOO_SMALL = "too_small"  # REJECTED-METHOD
     DATES_DIFFER = "dates_differ"  # REJECTED-METHOD
     SHIFT_DETECTED = "shift_detected"  # REJECTED-METHOD
+    MIRRORED = "sets_look_matched"  # REJECTED-METHOD: more alike than random halves, so chosen, not drawn
     NOT_ESTABLISHED = "exchangeability_not_established"  # INCONCLUSIVE
     CONTROL_FLAGGED = "control_flagged"  # REJECTED-METHOD
     CONTROL_REQUIRED = "control_required"  # INCONCLUSIVE: significant, but the policy needs a validated control
@@ -100,6 +102,7 @@ class SetTestParams(BaseModel):
     n_splits: int = Field(5, ge=1, le=101)
     condition_on_text: StrictBool = False
     shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.5)
+    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.5)
     shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000)
     margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0)
     margin_cap: float = Field(DEFAULT_MARGIN_CAP, gt=0.5, le=0.75)
@@ -109,7 +112,8 @@ class SetTestParams(BaseModel):
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:
         for level, count, names in ((self.alpha, self.n_permutations, "alpha / n_permutations"),
-                                    (self.shift_alpha, self.shift_permutations, "shift_alpha / shift_permutations")):
+                                    (self.shift_alpha, self.shift_permutations, "shift_alpha / shift_permutations"),
+                                    (self.mirror_alpha, self.shift_permutations, "mirror_alpha / shift_permutations")):
             if 1 / (count + 1) >= level:
                 raise ValueError(f"{names}: with {count} relabellings no p-value can fall below {level}")
         return self
@@ -228,11 +232,13 @@ def run_set_membership(
         return SetMembershipFinding(SetStatus.DATES_DIFFER, f"not a same-period comparison: {dated}", notes=notes, **common)
     if suspect.year is None or heldout.year is None:
         notes.append("the claim does not declare the year of both sets, so their periods could not be compared")
-    shift_args = {"alpha": params.shift_alpha, "n_permutations": params.shift_permutations,
+    shift_args = {"alpha": params.shift_alpha, "mirror_alpha": params.mirror_alpha, "n_permutations": params.shift_permutations,
                   "margin_scale": params.margin_scale, "margin_cap": params.margin_cap, "seed": seed}
     shift = check_exchangeable(suspect.texts, heldout.texts, **shift_args)
     if shift.detected:
         return SetMembershipFinding(SetStatus.SHIFT_DETECTED, f"measures distribution shift: {shift.describe()}", shift=shift, notes=notes, **common)
+    if shift.mirrored:
+        return SetMembershipFinding(SetStatus.MIRRORED, shift.describe(), shift=shift, notes=notes, **common)
     if not shift.exchangeable:
         return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"the held-out set is not shown to be exchangeable with the suspect set: "
                                     f"{shift.describe()}", shift=shift, notes=notes, **common)

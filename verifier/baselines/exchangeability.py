@@ -16,6 +16,10 @@ product.
 Null hypothesis: the two sets are exchangeable for this classifier. Reported:
 - ``auc``: out-of-fold AUC of the observed labelling, suspect = positive class;
 - ``p_value``: (1 + #{relabelled AUC >= observed}) / (1 + n_permutations), exact;
+- ``p_value_mirrored``: the same in the other tail, (1 + #{relabelled AUC <= observed}) / (1 +
+  n_permutations). Random halves of one population sit near the null; sets built to mirror each
+  other (documents matched in pairs, one side each) score far *below* it. Such a split was chosen,
+  not drawn, and a chosen split can make any difference in the model's scores (``mirrored``);
 - ``auc_corrected`` and its 95% interval: the AUC re-centred on the permutation null's median
   (cross-validated AUCs sit below 0.5 under the null) with the null's own spread, so the
   interval covers 0.5 in 95% of exchangeable pairs at any set size;
@@ -42,6 +46,7 @@ from verifier.errors import VerifierError
 
 DEFAULT_PERMUTATIONS = 999
 DEFAULT_ALPHA = 0.05
+DEFAULT_MIRROR_ALPHA = 0.01  # lower tail: refuses about 1% of honest random splits
 DEFAULT_MARGIN_SCALE = 2.0  # margin(n) = 0.5 + scale / sqrt(n), capped
 DEFAULT_MARGIN_CAP = 0.70
 MAX_PER_SET = 2500  # the kernel is [N, N]; larger sets are checked on a seeded subsample
@@ -59,11 +64,13 @@ class ExchangeabilityCheck:
     ci_low: float
     ci_high: float
     p_value: float
+    p_value_mirrored: float
     null_median: float
     smallest_detectable: float
     margin: float
     alpha: float
     detected: bool  # p < alpha: the sets are not exchangeable
+    mirrored: bool  # p_value_mirrored < mirror_alpha: more alike than random halves, so matched, not drawn
     # Not detected and ci_high < margin: the check found no shift and could have seen one of the
     # margin's size. It does not rule out a shift the model sees and this classifier does not.
     exchangeable: bool
@@ -84,6 +91,10 @@ class ExchangeabilityCheck:
                    f"permutation p = {self.p_value:.3g}")
         if self.detected:
             return f"the sets differ in ways a classifier that never sees the model can see ({numbers})"
+        if self.mirrored:
+            return (f"the sets are more alike than random halves of one population would be ({numbers}, lower-tail "
+                    f"p = {self.p_value_mirrored:.3g}): they look matched to each other, and a split chosen rather than drawn "
+                    f"can produce any difference in the model's scores")
         if not self.exchangeable:
             return (f"no shift detected, but at this size the check could not rule out one large enough to matter "
                     f"({numbers}; upper end above the margin {self.margin:.3f}; smallest detectable AUC {self.smallest_detectable:.3f})")
@@ -140,6 +151,7 @@ def check_exchangeable(
     first_texts: Sequence[str],
     second_texts: Sequence[str],
     alpha: float = DEFAULT_ALPHA,
+    mirror_alpha: float = DEFAULT_MIRROR_ALPHA,
     n_permutations: int = DEFAULT_PERMUTATIONS,
     margin_scale: float = DEFAULT_MARGIN_SCALE,
     margin_cap: float = DEFAULT_MARGIN_CAP,
@@ -166,19 +178,22 @@ def check_exchangeable(
     margin = margin_for(min(n1, n2), margin_scale, margin_cap)
     ci_low = max(0.0, corrected - (q[0.975] - q[0.5]))
     ci_high = min(1.0, corrected + (q[0.5] - q[0.025]))
-    detected = p_value < alpha
+    p_value_mirrored = float((1 + (null <= observed).sum()) / (1 + n_permutations))
+    detected, mirrored = p_value < alpha, p_value_mirrored < mirror_alpha
     return ExchangeabilityCheck(
         auc=round(observed, 6),
         auc_corrected=round(float(corrected), 6),
         ci_low=round(float(ci_low), 6),
         ci_high=round(float(ci_high), 6),
         p_value=p_value,
+        p_value_mirrored=p_value_mirrored,
         null_median=round(float(q[0.5]), 6),
         smallest_detectable=round(float(0.5 + (q[1 - alpha] - q[0.5]) + (q[0.5] - q[0.2])), 6),
         margin=round(margin, 6),
         alpha=alpha,
         detected=detected,
-        exchangeable=bool(not detected and ci_high < margin),
+        mirrored=mirrored,
+        exchangeable=bool(not detected and not mirrored and ci_high < margin),
         n_first=n1,
         n_second=n2,
         n_checked_first=c1,

@@ -36,6 +36,10 @@ LIMITATIONS = [
     "the held-out set is a valid non-member sample of the suspect's population and period; the blind classifier, the "
     "overlap check, the declared years and the member-free control test what they can of that, and a shift smaller than "
     "the smallest detectable one, or one only the model can see, would go unnoticed.",
+    "The test is only as sound as the split: if whoever assembled the suspect and held-out sets could see the model's "
+    "scores, documents can be chosen so the suspect set scores higher with no training at all. The tool refuses splits "
+    "that look matched (more alike than random halves); it cannot detect every chosen split, so the assignment should be "
+    "random and made before the model was queried, or made by the auditor.",
     "The required-size estimate assumes the observed effect is real; it is for planning, not a guarantee.",
 ]
 
@@ -43,6 +47,7 @@ VERDICTS = {
     SetStatus.TOO_SMALL: Verdict.REJECTED_METHOD,
     SetStatus.DATES_DIFFER: Verdict.REJECTED_METHOD,
     SetStatus.SHIFT_DETECTED: Verdict.REJECTED_METHOD,
+    SetStatus.MIRRORED: Verdict.REJECTED_METHOD,
     SetStatus.CONTROL_FLAGGED: Verdict.REJECTED_METHOD,
     SetStatus.NOT_ESTABLISHED: Verdict.INCONCLUSIVE,
     SetStatus.CONTROL_REQUIRED: Verdict.INCONCLUSIVE,
