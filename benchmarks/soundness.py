@@ -203,7 +203,7 @@ def power_table(preset: str, pools: list[Pool], t: int) -> None:
 
 def real_data(trials: int, cache: ScoreCache) -> None:
     print("\n== 3. real data: SmolLM2-135M (fp32, 256 tokens), WikiMIA-64 pre-2017 texts, suspect and held-out random halves")
-    wiki = load_documents(ROOT / "examples" / "data" / "wikimia" / "length64.jsonl", label_field="label")
+    wiki = load_documents(ROOT / "verifier" / "examples" / "data" / "wikimia" / "length64.jsonl", label_field="label")
     smol = CausalLMTarget("smollm2-135m")
     texts = np.array(wiki.texts, dtype=object)
     old = wiki.labels == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-WIKIMIA = ROOT / "examples" / "data" / "wikimia"
+WIKIMIA = ROOT / "verifier" / "examples" / "data" / "wikimia"
 
 
 def read_jsonl(path: Path) -> list[dict]:

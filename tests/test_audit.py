@@ -18,7 +18,7 @@ from verifier.report import render_html
 from verifier.targets import ScoreCache
 
 runner = CliRunner()
-EXAMPLES = ROOT / "examples"
+EXAMPLES = ROOT / "verifier" / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_same_inputs_give_the_same_findings_digest(testbed_claim, tmp_path):
 
 
 def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
-    policy = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())
+    policy = yaml.safe_load((ROOT / "verifier" / "policies" / "default.yaml").read_text())
     next(r for r in policy["routes"] if r["route"] == "dataset_inference")["strongest_verdict"] = "INCONCLUSIVE"
     (testbed_claim.parent / "strict.yaml").write_text(yaml.safe_dump(policy))
     claim = yaml.safe_load(testbed_claim.read_text())

@@ -25,8 +25,8 @@ FAST = SetTestParams(n_permutations=199, shift_permutations=199)
 @pytest.fixture(scope="module")
 def periods() -> tuple[list[str], list[str]]:
     """Distinct pre-2017 and post-2023 event texts from WikiMIA-64 and WikiMIA-24."""
-    rows = read_jsonl(ROOT / "examples/data/wikimia/length64.jsonl") + [
-        r for r in read_jsonl(ROOT / "examples/data/wikimia24/length64.jsonl") if not r["dup_of_earlier_row"]
+    rows = read_jsonl(ROOT / "verifier/examples/data/wikimia/length64.jsonl") + [
+        r for r in read_jsonl(ROOT / "verifier/examples/data/wikimia24/length64.jsonl") if not r["dup_of_earlier_row"]
     ]
     old, new = {r["text"] for r in rows if r["label"] == 1}, {r["text"] for r in rows if r["label"] == 0}
     return sorted(old), sorted(new)

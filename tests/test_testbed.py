@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import verifier.testbed.build as build_module
 from verifier.cli import app
 from verifier.data import load_documents
+from verifier.errors import VerifierError
 from verifier.scoring import score_documents
 from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.stats import evaluate_scores
@@ -47,7 +48,7 @@ def test_rebuild_comes_from_the_cache(small_testbed, monkeypatch):
     monkeypatch.setattr(build_module, "_build", lambda *a, **k: pytest.fail("rebuilt instead of reusing"))
     again = build_testbed(PRESETS["small"], out=small_testbed.folder)
     assert again.manifest == small_testbed.manifest
-    with pytest.raises(FileExistsError, match="different testbed"):
+    with pytest.raises(VerifierError, match="different testbed"):
         build_testbed(PRESETS["small"].model_copy(update={"seed": 1}), out=small_testbed.folder)
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
+from verifier.resources import resolve_claim_path
 from verifier.policy import load_policy, resolve_policy_path
 from verifier.policy.engine import decision, record_to_dict, walk
 from verifier.routes import RouteContext
@@ -77,7 +78,7 @@ def run_audit(
         "seed": claim.seed,
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
-    return AuditResult(findings=findings, scores=scores, claim_path=Path(claim_path), policy_path=policy_path)
+    return AuditResult(findings=findings, scores=scores, claim_path=resolve_claim_path(claim_path), policy_path=policy_path)
 
 
 def _sentence(claim: ClaimManifest, verdict: str, summary: str) -> str:

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.errors import VerifierError, first_validation_error
+from verifier.resources import resolve_claim_path
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -84,8 +85,9 @@ class ClaimManifest(Strict):
 
 
 def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
-    """Parse and validate a claim; returns it with the folder its relative paths start from."""
-    path = Path(path)
+    """Parse and validate a claim (a file, or ``example:NAME``); returns it with the folder its
+    relative paths start from."""
+    path = resolve_claim_path(path)
     if not path.is_file():
         raise VerifierError(f"{path}: claim file not found")
     try:

@@ -155,7 +155,10 @@ def testbed_build(
     config = PRESETS[preset].model_copy(update=overrides)
     with progress_bars() as progress:
         advance = progress("training", config.epochs)
-        testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
+        try:
+            testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
+        except VerifierError as exc:
+            _fail(exc)
     m = testbed.manifest
     members = sum(d["member"] for d in m["documents"])
     err.print(f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
@@ -226,13 +229,14 @@ def default_key_path() -> Path:
 @keys_app.command("generate")
 def keys_generate(
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing private or public key.")] = False,
 ) -> None:
     """Create an Ed25519 signing key pair."""
     from verifier.evidence import generate_key
 
     path = out_path or default_key_path()
     try:
-        public = generate_key(path)
+        public = generate_key(path, force=force)
     except VerifierError as exc:
         _fail(exc)
     err.print(f"private key: {path} (mode 0600)\npublic key:  {public}")

@@ -2,7 +2,9 @@
 
 Every later number rests on these texts and labels, so bad input is refused loudly: a missing
 file or field, an empty text, a label other than 0/1, or bytes that are not UTF-8 raise a
-``VerifierError`` naming the file and the row (1-based, as an editor shows it).
+``VerifierError`` naming the file and the row (1-based, as an editor shows it). A ``where``
+filter compares values in a normalised text form, so a claim's ``year: 2016`` matches a CSV
+cell "2016" as well as a Parquet int or float, and a filter that selects nothing is an error.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,8 +58,8 @@ def load_documents(
     if fmt is None:
         raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
     rows = {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}[fmt](path)
-    if where:
-        rows = [(at, row) for at, row in rows if all(row.get(key) == value for key, value in where.items())]
+    if where and rows:
+        rows = _filter(path, rows, where)
     rows = rows[offset : offset + limit if limit is not None else None]
     if not rows:
         raise VerifierError(f"{path}: no rows" + (f" where {where}" if where else ""))
@@ -71,6 +74,45 @@ def load_documents(
         labels=np.asarray(labels, dtype=np.int8) if label_field is not None else None,
         source=str(path),
     )
+
+
+def _filter(path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The rows matching every ``where`` pair; a key that is no column, or a value no row holds, is refused by name."""
+    columns = {key for _, row in rows for key in row}
+    wanted = {key: _normalised(value) for key, value in where.items()}
+    for key, value in where.items():
+        if key not in columns:
+            raise VerifierError(f"{path}: where key {key!r} is not a column (columns: {', '.join(sorted(columns))})")
+        if not any(key in row and _normalised(row[key]) == wanted[key] for _, row in rows):
+            raise VerifierError(f"{path}: no row has {key!r} equal to {value!r}")
+    kept = [(at, row) for at, row in rows if all(key in row and _normalised(row[key]) == value for key, value in wanted.items())]
+    if not kept:
+        raise VerifierError(f"{path}: no row matches all of where {where}")
+    return kept
+
+
+def _normalised(value: Any) -> Any:
+    """One form for equal values whatever their type: CSV gives "2016", JSON 2016, Parquet 2016.0."""
+    if value is None:
+        return ""  # a missing CSV cell is empty text
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("true", "false"):
+            return text.lower()
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        if not math.isfinite(number):
+            return text
+        return str(int(text)) if text.lstrip("+-").isdigit() else _normalised(number)  # int(): exact past 2**53
+    return value
 
 
 def _decode(path: Path) -> str:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.baselines import bag_of_words_scores, latest_year_scores
+from verifier.baselines import bag_of_words_scores
+from verifier.baselines.latest_year import latest_year_baseline
 from verifier.errors import VerifierError
 from verifier.scoring import ScoreTable
 from verifier.stats import MembershipMetrics, evaluate_scores
 
 BLIND_BASELINES = {
     "bag_of_words": lambda texts, labels, seed: bag_of_words_scores(texts, labels, seed=seed),
-    "latest_year": lambda texts, labels, seed: latest_year_scores(texts),
+    "latest_year": lambda texts, labels, seed: latest_year_baseline(texts, labels, seed=seed),
 }
 
 

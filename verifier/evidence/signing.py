@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from verifier.atomic import atomic_output
 from verifier.errors import VerifierError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -29,19 +29,26 @@ def pae(payload_type: str, body: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
 
 
-def generate_key(path: Path) -> Path:
-    """Write a new private key (PEM, mode 0600) and its public key beside it (``.pub``)."""
-    if path.exists():
-        raise VerifierError(f"{path}: exists; refusing to overwrite a key")
+def generate_key(path: Path, force: bool = False) -> Path:
+    """Write a new private key (PEM, mode 0600) and its public key beside it (``.pub``).
+
+    Either file may be the only copy of a key that signed published bundles, so neither is
+    replaced unless ``force``; each is written atomically, so a crash never leaves a half-written key.
+    """
+    public_path = path.with_name(path.name + ".pub")
+    if not force:
+        for existing in (path, public_path):
+            if existing.exists():
+                raise VerifierError(f"{existing}: exists; refusing to overwrite a key (keys generate --force replaces it)")
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
-    public = public_pem(key.public_key())
-    path.with_name(path.name + ".pub").write_bytes(public)
-    return path.with_name(path.name + ".pub")
+    with atomic_output(path) as tmp:
+        tmp.chmod(0o600)  # before the secret is written
+        tmp.write_bytes(pem)
+    with atomic_output(public_path) as tmp:
+        tmp.write_bytes(public_pem(key.public_key()))
+        tmp.chmod(0o644)
+    return public_path
 
 
 def public_pem(key: Ed25519PublicKey) -> bytes:

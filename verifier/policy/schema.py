@@ -1,4 +1,4 @@
-"""Policies (YAML under policies/): the decision tree, its thresholds and verdict caps.
+"""Policies (YAML under verifier/policies/): the decision tree, its thresholds and verdict caps.
 
 A policy is data: an ordered list of routes, each with the evidence it needs (``when``), its
 parameters and the strongest verdict it may grant. Verdicts are ordered by strength; a route's
@@ -16,8 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
+from verifier.resources import resource
 
-POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
 
 
 class Verdict(str, Enum):
@@ -70,7 +70,7 @@ def resolve_policy_path(name: str | Path, base: Path) -> Path:
     """A bare name means policies/NAME.yaml; anything else is a path relative to ``base``."""
     text = str(name)
     if "/" not in text and not text.endswith((".yaml", ".yml")):
-        return POLICY_DIR / f"{text}.yaml"
+        return resource("policies", f"{text}.yaml")
     return (base / text).resolve()
 
 
@@ -94,4 +94,4 @@ def load_policy(path: Path) -> tuple[Policy, str]:
 
 
 def load_regulation_map() -> dict[str, Any]:
-    return load_yaml(POLICY_DIR / "regulation.yaml")
+    return load_yaml(resource("policies", "regulation.yaml"))

@@ -12,9 +12,10 @@ from markupsafe import Markup
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from verifier.policy.schema import load_regulation_map
+from verifier.resources import resource
 from verifier.report.svg import histogram_svg, power_svg, roc_svg, tree_svg
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = resource("templates")
 
 
 def _environment() -> Environment:

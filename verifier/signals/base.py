@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from verifier.errors import VerifierError
 from verifier.targets.token_scores import TokenScores
 
 # Views a signal may need beyond the target's scores of the original text.
@@ -43,6 +44,21 @@ class Signal(ABC):
 
     def params(self) -> dict[str, object]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class LowestKSignal(Signal):
+    """A signal over the lowest ``k`` fraction of per-token values (Min-K% and its kin).
+
+    ``k`` is checked here, once for all of them, so a bad value fails when the signal is made,
+    not in the middle of scoring.
+    """
+
+    k: float = 0.2
+
+    def __post_init__(self) -> None:
+        if not 0 < self.k <= 1:  # also refuses NaN, for which every comparison is false
+            raise VerifierError(f"signal {self.name}: k must be in (0, 1], got {self.k}")
 
 
 REGISTRY: dict[str, type[Signal]] = {}

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.signals.base import ScoredDocument, Signal, lowest_k_mean, register
+from verifier.signals.base import LowestKSignal, ScoredDocument, lowest_k_mean, register
 
 
 @register
 @dataclass(frozen=True)
-class GapK(Signal):
+class GapK(LowestKSignal):
     name = "gap_k"
-    k: float = 0.2
 
     def score(self, doc: ScoredDocument) -> float:
         return lowest_k_mean(doc.target.logprob - doc.target.top1, self.k)

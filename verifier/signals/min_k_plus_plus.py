@@ -11,16 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier.signals.base import ScoredDocument, Signal, lowest_k_mean, register
+from verifier.signals.base import LowestKSignal, ScoredDocument, lowest_k_mean, register
 
 SIGMA_FLOOR = 1e-6
 
 
 @register
 @dataclass(frozen=True)
-class MinKPlusPlus(Signal):
+class MinKPlusPlus(LowestKSignal):
     name = "min_k_pp"
-    k: float = 0.2
 
     def score(self, doc: ScoredDocument) -> float:
         t = doc.target

@@ -30,6 +30,7 @@ import torch
 from pydantic import BaseModel, Field
 
 from verifier import __version__
+from verifier.errors import VerifierError
 from verifier.targets.cache import default_cache_dir, text_digest
 from verifier.testbed.pool import PoolText, bundled_pool
 
@@ -98,12 +99,13 @@ def build_testbed(
     pool = pool if pool is not None else bundled_pool()
     digest = config.digest(pool)
     folder = Path(out) if out is not None else default_cache_dir() / "testbeds" / digest
-    manifest_path = folder / "manifest.json"
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
+    manifest = _existing_manifest(folder)
+    if manifest is not None:
         if manifest.get("digest") == digest:
             return Testbed(folder=folder, manifest=manifest)
-        raise FileExistsError(f"{folder}: holds a different testbed (digest {manifest.get('digest')}, wanted {digest})")
+        raise VerifierError(f"{folder}: holds a different testbed (digest {manifest.get('digest')}, wanted {digest}); build into another folder")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise VerifierError(f"{folder}: exists and holds no testbed; build into an empty or new folder")
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -113,6 +115,20 @@ def build_testbed(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Testbed(folder=folder, manifest=manifest)
+
+
+def _existing_manifest(folder: Path) -> dict | None:
+    """The manifest of a testbed already in ``folder``, checked before training so a taken folder fails in seconds."""
+    path = folder / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VerifierError(f"{path}: not a readable testbed manifest ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise VerifierError(f"{path}: not a testbed manifest (expected a JSON object)")
+    return manifest
 
 
 def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch) -> dict:  # noqa: ANN001

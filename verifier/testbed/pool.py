@@ -1,6 +1,6 @@
 """The testbed's text pool: real Wikipedia event texts from two periods, each with its period.
 
-Sources (copied into ``examples/data`` with their PROVENANCE.md):
+Sources (copied into ``verifier/examples/data`` with their PROVENANCE.md):
 - WikiMIA: one text per article, the longest split holding it (128, else 64, else 32 words);
   label 1 = events before 2017, label 0 = events from 2023 on.
 - WikiMIA-24 (64 words): label 1 = events of 2015-2016, label 0 = events of 2024; rows flagged
@@ -17,7 +17,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
+from verifier.resources import resource
+
+DATA = resource("examples", "data")
 OLD, NEW = "pre-2017", "post-2023"
 
 
