@@ -81,13 +81,13 @@ def test_same_inputs_give_the_same_findings_digest(testbed_claim, tmp_path):
     cache = ScoreCache(tmp_path)
     first, second = (run_audit(testbed_claim, cache=cache) for _ in range(2))
     assert findings_digest(first.findings) == findings_digest(second.findings)
-    assert "/" not in first.findings["model"]["spec"]  # a name, never a private path
+    assert "/" not in first.findings["model"]["target"]["spec"]  # a name, never a private path
     assert str(testbed_claim.parent) not in json.dumps(first.findings)
 
 
 def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
     policy = yaml.safe_load((ROOT / "verifier" / "policies" / "default.yaml").read_text())
-    next(r for r in policy["routes"] if r["route"] == "dataset_inference")["strongest_verdict"] = "INCONCLUSIVE"
+    next(r for r in policy["routes"] if r["route"] == "dataset_inference")["grants"] = ["REJECTED-METHOD"]
     (testbed_claim.parent / "strict.yaml").write_text(yaml.safe_dump(policy))
     claim = yaml.safe_load(testbed_claim.read_text())
     claim["policy"] = "strict.yaml"
@@ -96,6 +96,7 @@ def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
     findings = run_audit(strict_claim, cache=ScoreCache(tmp_path)).findings
     di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
     assert findings["verdict"] == "INCONCLUSIVE" and di["uncapped_verdict"] == "SUPPORTED"
+    assert findings["policy"]["weaker_than_default"] == []  # granting less is stricter, not weaker
 
 
 def write_variant(testbed_claim, name: str, **changes) -> object:
@@ -130,7 +131,7 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
 
 def test_unavailable_routes_say_so_and_disclosure_decides(testbed_claim, tmp_path):
     claim = yaml.safe_load(testbed_claim.read_text())
-    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "corpus": {"path": "build/documents.jsonl"}}
+    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "corpus": {"index": "olmo-dolma-v1.7", "version": "1.7"}}
     path = testbed_claim.parent / "corpus-claim.yaml"
     path.write_text(yaml.safe_dump(claim))
     findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
@@ -191,7 +192,7 @@ def test_html_report_renders_in_chromium_without_console_errors(bundle, tmp_path
 
 @pytest.mark.slow
 def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
-    result = run_audit(EXAMPLES / "wikimia-smollm2" / "claim.yaml", cache=ScoreCache(tmp_path), target_factory=lambda: smollm2)
+    result = run_audit(EXAMPLES / "wikimia-smollm2" / "claim.yaml", cache=ScoreCache(tmp_path), target_factory=lambda role: smollm2)
     findings = result.findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
     route = next(r for r in findings["path"] if r["route"] == "date_shift")
@@ -201,10 +202,11 @@ def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
     assert metrics["best_signal_auc"] < metrics["shift_check"]["auc_corrected"]
     assert "blind classifier AUC" in findings["verdict_sentence"]
     assert len(result.scores) == 542
+    blind = next(r for r in metrics["membership_rows"] if r["name"] == "blind_classifier")
+    assert blind["auc"] == max(r["auc"] for r in metrics["membership_rows"])  # the blind row out-separates every signal
 
 
-@pytest.mark.slow
-def test_lowercased_heldout_cannot_contradict_a_denial(smollm2, tmp_path):
+def test_lowercased_heldout_cannot_contradict_a_denial(tmp_path):
     # The case that returned CONTRADICTED at p = 4e-10: same-period WikiMIA texts on both sides,
     # the held-out copies lowercased as another scraping pipeline might leave them.
     rows = [r for r in read_jsonl(EXAMPLES / "data" / "wikimia" / "length64.jsonl") if r["label"] == 1]
@@ -216,14 +218,11 @@ def test_lowercased_heldout_cannot_contradict_a_denial(smollm2, tmp_path):
         "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}},
     }
     (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
-    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"), target_factory=lambda: smollm2).findings
+    # SmolLM2's signals separate these sets (AUC > 0.7 when it was scored): the blind check refuses
+    # them before the model is ever queried.
+    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"),
+                         target_factory=lambda role: pytest.fail("the model was queried for a refused comparison")).findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "dataset_inference"
     metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
     assert metrics["set_test"]["status"] == "shift_detected" and metrics["shift_check"]["auc_corrected"] > 0.95
-    # The model does see the difference: its signals separate the sets, which is why the check matters.
-    assert max(r["auc"] for r in metrics_rows(findings) if r["kind"] == "signal") > 0.7
-    assert "measures distribution shift" in findings["verdict_sentence"].lower()
-
-
-def metrics_rows(findings: dict) -> list[dict]:
-    return next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["membership_rows"]
+    assert "test" not in metrics and "measures distribution shift" in findings["verdict_sentence"].lower()

@@ -21,11 +21,11 @@ import pandas as pd
 from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
 from verifier.resources import resolve_claim_path
-from verifier.policy import load_policy, resolve_policy_path
-from verifier.policy.engine import decision, record_to_dict, walk
+from verifier.policy import load_policy, resolve_policy_path, weaker_than_default
+from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
-from verifier.targets import CausalLMTarget, ScoreCache, resolve_model
+from verifier.targets import ScoreCache, ScoringOptions, Target, load_target, resolve_model
 from verifier.targets.model_source import BUNDLED
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
@@ -51,71 +51,90 @@ def run_audit(
     claim_path: str | Path,
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
-    target_factory: Callable[[], CausalLMTarget] | None = None,
+    target_factory: Callable[[str], Target] | None = None,
 ) -> AuditResult:
-    """Validate the claim, walk its policy, and return the findings (nothing is written here).
+    """Validate the claim and its policy (against each other), walk the tree, and return the
+    findings (nothing is written here).
 
-    ``target_factory`` supplies the model (e.g. one already loaded); by default the claim's
-    target is loaded on first use, so routes that need no model never load one.
+    ``target_factory(role)`` supplies the model for "target" or "reference" (e.g. one already
+    loaded); by default the claim's specs are loaded on first use, so routes that need no model
+    never load one.
     """
     claim, base = load_claim(claim_path)
-    policy_path = resolve_policy_path(claim.policy, base)
-    policy, policy_sha = load_policy(policy_path)
-    ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress, target_factory=target_factory)
+    policy = load_policy(resolve_policy_path(claim.policy, base))
+    check_against_claim(policy, claim)
+    ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
+                       target_factory=target_factory or _claim_targets(claim, base))
     records = walk(policy, ctx)
     decided = decision(records)
+    failed = [f"{r.route} {r.reason}" for r in records if r.status == "failed"]
+    summary = decided.outcome.summary if decided.outcome else decided.reason
     findings = {
-        "format": "verifier-findings/1",
+        "format": "verifier-findings/2",
         "claim": claim.model_dump(mode="json"),
-        "model": _model_identity(claim, ctx),
-        "policy": {"name": policy.name, "version": policy.version, "file": policy_path.name, "sha256": policy_sha},
+        "model": _model_identity(claim, ctx, base),
+        "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
+                   "weaker_than_default": weaker_than_default(policy)},
         "verdict": decided.verdict,
         "decided_by": decided.route,
-        "verdict_sentence": _sentence(claim, decided.verdict, decided.outcome.summary if decided.outcome else decided.reason),
+        "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
+        "failed_routes": failed,
         "path": [record_to_dict(r) for r in records],
         "inputs": _input_digests(claim, base),
         "environment": _environment(),
         "seed": claim.seed,
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
-    return AuditResult(findings=findings, scores=scores, claim_path=resolve_claim_path(claim_path), policy_path=policy_path)
+    return AuditResult(findings=findings, scores=scores, claim_path=resolve_claim_path(claim_path), policy_path=resolve_policy_path(claim.policy, base))
 
 
-def _sentence(claim: ClaimManifest, verdict: str, summary: str) -> str:
-    return f"{verdict}: the claim \u201c{claim.claim.statement}\u201d ({claim.claim.made_by}). {summary}"
+def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:
+    """Load the claim's target or reference model by role; a relative path is relative to the claim."""
+
+    def load(role: str) -> Target:
+        spec = claim.model.target if role == "target" else claim.model.reference
+        assert spec is not None, "a route asked for a reference model the claim does not name"
+        local = base / spec
+        options = ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens)
+        return load_target(str(local) if local.exists() else spec, options)
+
+    return load
 
 
-def _model_identity(claim: ClaimManifest, ctx: RouteContext) -> dict[str, Any]:
-    spec = claim.model.target
-    local = ctx.base_dir / spec
-    source = resolve_model(str(local) if local.exists() else spec)
-    identity: dict[str, Any] = {
-        "spec": Path(spec).name if source.is_local and spec not in BUNDLED else spec,  # never a private path
-        "training_cutoff": claim.model.training_cutoff,
-        "dtype": claim.model.dtype,
-        "max_tokens": claim.model.max_tokens,
-    }
-    if ctx.loaded_target is not None:
-        identity |= {"weights_sha256": ctx.loaded_target.model_digest, "tokenizer_sha256": ctx.loaded_target.tokenizer_digest}
-    elif source.is_local:
-        identity["weights_sha256"] = source.digest()
+def _sentence(claim: ClaimManifest, verdict: str, summary: str, failed: list[str]) -> str:
+    failures = f" Not counted: {'; '.join(failed)}." if failed else ""
+    return f"{verdict}: the claim \u201c{claim.claim.statement}\u201d ({claim.claim.made_by}). {summary}{failures}"
+
+
+def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict[str, Any]:
+    """The loaded models' identities; a model never loaded is named by its spec (and weight digest
+    where it is a local file), so no private path enters a bundle."""
+    identity: dict[str, Any] = {"training_cutoff": claim.model.training_cutoff, "dtype": claim.model.dtype,
+                                "max_tokens": claim.model.max_tokens}
+    for role in ("target", "reference"):
+        spec = getattr(claim.model, role)
+        if spec is None:
+            continue
+        if role in ctx.loaded:
+            identity[role] = ctx.loaded[role].identity.as_finding()
+            continue
+        local = base / spec
+        source = resolve_model(str(local) if local.exists() else spec)
+        identity[role] = {"kind": "causal_lm", "spec": Path(spec).name if source.is_local and spec not in BUNDLED else spec,
+                          "digests": {"weights": source.digest()} if source.is_local else {}, "loaded": False}
     return identity
 
 
 def _input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
     entries = []
-    for role, ref in claim.evidence:
-        if ref is None:
-            continue
+    for role, ref in claim.evidence.documents().items():
         path = base / ref.path
-        entries.append({
-            "role": role,
-            "file": path.name,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None,
-            "where": ref.where,
-            "offset": ref.offset,
-            "limit": ref.limit,
-        })
+        entries.append({"role": role, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "where": ref.where, "offset": ref.offset, "limit": ref.limit})
+    if claim.evidence.marks is not None:
+        path = base / claim.evidence.marks.registration
+        entries.append({"role": "marks", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "where": {}, "offset": 0, "limit": None})
     return entries
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -49,11 +49,12 @@ class ClaimStatement(Strict):
 
 
 class ModelUnderTest(Strict):
-    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id")
+    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id[@revision]")
+    reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
     declared_summary: dict[str, Any] | None = None
-    max_tokens: int = Field(256, ge=2)
-    dtype: str = "fp32"
+    max_tokens: int = Field(256, ge=2, le=32_768)
+    dtype: Literal["fp32", "bf16"] = "fp32"
 
 
 class DocumentRef(Strict):
@@ -67,13 +68,32 @@ class DocumentRef(Strict):
     year: int | None = Field(None, description="declared year of every document in the set")
 
 
+class CorpusRef(Strict):
+    """A published training corpus or an index of it: where it is, which version, and its digest."""
+
+    index: str = Field(min_length=1, description="a local index path (relative to the claim) or a remote index name")
+    version: str | None = None
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="digest of the index, pinned by the claimant")
+
+
+class MarksRef(Strict):
+    """Content marked before training: a signed registration (made by ``verifier marks make``)."""
+
+    registration: Path = Field(description="the signed registration envelope (DSSE JSON), relative to the claim")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
 class Evidence(Strict):
     suspect: DocumentRef
     heldout: DocumentRef | None = Field(None, description="private same-period set certainly not trained on")
     reference: DocumentRef | None = Field(None, description="a comparison set with declared dates")
     control: DocumentRef | None = Field(None, description="known non-members of the suspect's period")
-    corpus: DocumentRef | None = Field(None, description="a published corpus or index")
-    marks: DocumentRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
+    corpus: CorpusRef | None = Field(None, description="a published corpus or index")
+    marks: MarksRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
+
+    def documents(self) -> dict[str, DocumentRef]:
+        """The document sets given, by role."""
+        return {role: ref for role, ref in self if isinstance(ref, DocumentRef)}
 
 
 class ClaimManifest(Strict):
@@ -95,7 +115,13 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise VerifierError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     try:
-        return ClaimManifest.model_validate(raw), path.parent
+        claim = ClaimManifest.model_validate(raw)
     except ValidationError as exc:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise VerifierError(f"{path}: {first_validation_error(exc)}{more}") from None
+    for role, ref in claim.evidence.documents().items():
+        if not (path.parent / ref.path).is_file():
+            raise VerifierError(f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)")
+    if claim.evidence.marks is not None and not (path.parent / claim.evidence.marks.registration).is_file():
+        raise VerifierError(f"{path}: evidence.marks.registration: file {claim.evidence.marks.registration} not found")
+    return claim, path.parent

@@ -1,11 +1,15 @@
 """Command-line interface: each command parses, calls one library function, prints.
 
-User errors (``VerifierError``) print one line to stderr and exit with status 2.
+One error handler serves the whole app (``HandledGroup``): a user error (``VerifierError``, or
+an unreadable file) prints one line to stderr and exits 2; any other exception is a bug and
+prints one line naming it, exit 1 (``VERIFIER_DEBUG=1`` shows the traceback). No traceback
+reaches a user.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -22,11 +26,37 @@ from rich.table import Table
 
 from verifier.errors import VerifierError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
-testbed_app = typer.Typer(no_args_is_help=True, help="Ground-truth testbeds: small models with known training membership.")
-app.add_typer(testbed_app, name="testbed")
 err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 120)
+
+
+class HandledGroup(typer.core.TyperGroup):
+    """The app's one error handler: every command runs inside ``invoke``."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's own signature
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except VerifierError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)  # messages quote user data
+            raise typer.Exit(2) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            err.print(f"[red]error:[/red] {escape(where + (exc.strerror or type(exc).__name__))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except Exception as exc:
+            if os.environ.get("VERIFIER_DEBUG"):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(first)} "
+                      "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
+testbed_app = typer.Typer(no_args_is_help=True, help="Ground-truth testbeds: small models with known training membership.")
+app.add_typer(testbed_app, name="testbed")
 
 
 @contextmanager
@@ -57,11 +87,6 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
         yield start
 
 
-def _fail(exc: VerifierError) -> None:
-    err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)  # messages quote user data
-    raise typer.Exit(2)
-
-
 @app.command()
 def score(
     model: Annotated[str, typer.Option(help="Model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id.")],
@@ -79,22 +104,13 @@ def score(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder (default ~/.cache/verifier).")] = None,
 ) -> None:
     """Score documents with a model: one row per document, one column per membership signal."""
-    from verifier.data import load_documents
-    from verifier.scoring import score_documents
-    from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+    from verifier.scoring import score_file
+    from verifier.targets import ScoringOptions
 
-    try:
-        docs = load_documents(data, text_field=text_field, label_field=label_field or None)
-        options = ScoringOptions(device=device, dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, threads=threads)  # type: ignore[arg-type]
-        with err.status(f"loading {model}"):
-            target = CausalLMTarget(model, options)
-            ref = CausalLMTarget(reference, options) if reference else None
-        cache = ScoreCache(cache_dir)
-        with progress_bars() as progress:
-            table = score_documents(docs, target, reference=ref, signal_names=signal, cache=cache, progress=progress)
-        table.write(out_path)
-    except VerifierError as exc:
-        _fail(exc)
+    options = ScoringOptions(device=device, dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, threads=threads)  # type: ignore[arg-type]
+    with progress_bars() as progress:
+        table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
+                           signal_names=signal, cache_dir=cache_dir, progress=progress)
     err.print(f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
 
 
@@ -108,10 +124,7 @@ def evaluate(
     from verifier.evaluation import evaluate_table
     from verifier.scoring import ScoreTable
 
-    try:
-        rows = evaluate_table(ScoreTable.read(scores), seed=seed)
-    except VerifierError as exc:
-        _fail(exc)
+    rows = evaluate_table(ScoreTable.read(scores), seed=seed)
     if as_json:
         json.dump([{"kind": r.kind, **asdict(r.metrics)} for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -150,15 +163,12 @@ def testbed_build(
     from verifier.testbed import PRESETS, build_testbed
 
     if preset not in PRESETS:
-        _fail(VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}"))
+        raise VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
     overrides = {k: v for k, v in {"seed": seed, "epochs": epochs}.items() if v is not None}
     config = PRESETS[preset].model_copy(update=overrides)
     with progress_bars() as progress:
         advance = progress("training", config.epochs)
-        try:
-            testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
-        except VerifierError as exc:
-            _fail(exc)
+        testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
     m = testbed.manifest
     members = sum(d["member"] for d in m["documents"])
     err.print(f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
@@ -180,30 +190,14 @@ def power(
 ) -> None:
     """Power and false-positive rate of dataset inference at each set size, with Wilson CIs."""
     from verifier.atomic import atomic_output
-    from verifier.scoring import ScoreTable
-    from verifier.stats.dataset_inference import METHODS
-    from verifier.stats.power import simulate_power
+    from verifier.stats.power import power_from_table
 
     try:
-        table = ScoreTable.read(scores)
-        labels = table.labels
-        if labels is None:
-            raise VerifierError(f"{scores}: no labels; power needs known members (1) and non-members (0)")
-        names = signal or table.signal_names
-        unknown = sorted(set(names) - set(table.signal_names))
-        if unknown:
-            raise VerifierError(f"{scores}: no signal column {', '.join(unknown)}")
-        features = np.column_stack([table.signal(n) for n in names])
-        try:
-            size_list = [int(s) for s in sizes.split(",")]
-        except ValueError:
-            raise VerifierError(f"--sizes {sizes!r}: expected comma-separated integers") from None
-        if method not in METHODS:
-            raise VerifierError(f"--method {method!r}: use one of {', '.join(METHODS)}")
-        result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=size_list, trials=trials, alpha=alpha,
-                                method=method, n_permutations=permutations, seed=seed)
-    except VerifierError as exc:
-        _fail(exc)
+        size_list = [int(v) for v in sizes.split(",")]
+    except ValueError:
+        raise VerifierError(f"--sizes {sizes!r}: expected comma-separated integers") from None
+    result, names = power_from_table(scores, signal, size_list, trials=trials, alpha=alpha, method=method,
+                                     n_permutations=permutations, seed=seed)
     view = Table(title=f"dataset inference ({method}), {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")
     for column in ("n per set", "power", "95% CI", "FPR (member-free)", "95% CI "):
         view.add_column(column, justify="right", no_wrap=True)
@@ -222,10 +216,6 @@ keys_app = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bun
 app.add_typer(keys_app, name="keys")
 
 
-def default_key_path() -> Path:
-    return Path.home() / ".config" / "verifier" / "signing.key"
-
-
 @keys_app.command("generate")
 def keys_generate(
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
@@ -233,54 +223,33 @@ def keys_generate(
 ) -> None:
     """Create an Ed25519 signing key pair."""
     from verifier.evidence import generate_key
+    from verifier.job import default_key_path
 
     path = out_path or default_key_path()
-    try:
-        public = generate_key(path, force=force)
-    except VerifierError as exc:
-        _fail(exc)
+    public = generate_key(path, force=force)
     err.print(f"private key: {path} (mode 0600)\npublic key:  {public}")
 
 
 @app.command()
 def audit(
-    claim: Annotated[Path, typer.Argument(help="Claim manifest (YAML).")],
+    claim: Annotated[str, typer.Argument(help="Claim manifest (YAML), or example:NAME.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder the bundle is written under.")] = Path("evidence"),
     sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing).")] = None,
     no_sign: Annotated[bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")] = False,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
 ) -> None:
-    """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle."""
-    import time
+    """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
-    from verifier.audit import findings_digest, run_audit
-    from verifier.evidence import generate_key, load_private_key, write_bundle
-    from verifier.report import render_html, render_pdf
-    from verifier.targets import ScoreCache
+    CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2)."""
+    from verifier.job import audit_to_bundle
 
-    try:
-        key = None
-        if not no_sign:
-            key_path = sign_key or default_key_path()
-            if sign_key is None and not key_path.exists():
-                generate_key(key_path)
-                err.print(f"created signing key {key_path} (public key {key_path}.pub)")
-            key = load_private_key(key_path)
-        with progress_bars() as progress:
-            result = run_audit(claim, cache=ScoreCache(cache_dir), progress=progress)
-        digest = findings_digest(result.findings)
-        started = time.perf_counter()
-        html = render_html(result.findings, digest)
-        html_s = time.perf_counter() - started
-        started = time.perf_counter()
-        pdf = render_pdf(html)
-        pdf_s = time.perf_counter() - started
-        folder = write_bundle(result, html, pdf, out_dir, key)
-    except VerifierError as exc:
-        _fail(exc)
-    err.print(f"rendered HTML in {html_s:.2f} s, PDF in {pdf_s:.2f} s")
+    with progress_bars() as progress:
+        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress)
+    if result.created_key:
+        err.print(f"created signing key {result.created_key} (public key {result.created_key}.pub)")
+    err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
     out.print(result.findings["verdict_sentence"], highlight=False)
-    out.print(f"bundle: {folder}{'' if key else ' (unsigned)'}")
+    out.print(f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
 
 
 @app.command()
@@ -291,12 +260,7 @@ def verify(
     """Exit 0 only if every file's digest and the signature hold; otherwise name the first file that differs."""
     from verifier.evidence import verify_bundle
 
-    try:
-        statement = verify_bundle(bundle, key.read_bytes() if key else None)
-    except VerifierError as exc:
-        _fail(exc)
-    except OSError as exc:
-        _fail(VerifierError(f"{key}: cannot read ({exc.strerror})"))
+    statement = verify_bundle(bundle, key.read_bytes() if key else None)
     predicate = statement["predicate"]
     out.print(f"OK: {len(statement['subject'])} files intact, signature valid ({'pinned key' if key else 'key embedded in the bundle'}); "
               f"claim {predicate['claim_id']}: {predicate['verdict']}", highlight=False)

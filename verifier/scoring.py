@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 
 from verifier import __version__
 from verifier.atomic import atomic_output
-from verifier.data import Documents
+from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, compute_signals, make_signals
-from verifier.targets import CausalLMTarget, ScoreCache
+from verifier.targets import ScoreCache, ScoringOptions, Target, load_target
 from verifier.targets.cache import text_digest
 
 SIGNAL_PREFIX = "signal."
@@ -75,32 +75,30 @@ class ScoreTable:
 
 def score_documents(
     docs: Documents,
-    target: CausalLMTarget,
-    reference: CausalLMTarget | None = None,
+    target: Target,
+    reference: Target | None = None,
     signal_names: Sequence[str] | None = None,
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
 ) -> ScoreTable:
     """Run the forward passes each requested signal needs and compute every signal column.
 
-    Default signals: all those the available views allow. The lowercase signal costs a second
-    pass over lowercased text, so it runs only when asked for by name.
+    Default signals: all those the target's capabilities (and a reference model, if given) allow.
+    The lowercase signal costs a second pass over lowercased text, so it runs only when asked for.
     """
-    views = {REFERENCE} if reference is not None else set()
-    if signal_names is not None and "lowercase" in signal_names:
-        views.add(LOWER)
-    signals = make_signals(signal_names, views)
+    signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()))
+    needed = frozenset().union(*(s.needs for s in signals))
 
-    def run(model: CausalLMTarget, texts: list[str], what: str):  # noqa: ANN202
+    def run(model: Target, texts: list[str], what: str):  # noqa: ANN202
         advance = progress(what, len(texts)) if progress else None
         return model.score(texts, cache=cache, on_progress=advance)
 
     target_scores = run(target, docs.texts, "scoring")
-    lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in views else None
-    reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None else None
+    lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
+    reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
     scored = [
         ScoredDocument(
-            text=text[: target.options.max_chars],  # what the model was given, before the token cut
+            text=text[: target.max_chars],  # what the model was given, before the token cut
             target=target_scores[i],
             lower=lower_scores[i] if lower_scores else None,
             reference=reference_scores[i] if reference_scores else None,
@@ -121,8 +119,29 @@ def score_documents(
     metadata = {
         "verifier_version": __version__,
         "data": Path(docs.source).name,  # a name, never a private path
-        "target": {"spec": target.source.spec, **target.fingerprint},
-        "reference": {"spec": reference.source.spec, **reference.fingerprint} if reference else None,
+        "target": target.identity.as_finding(),
+        "reference": reference.identity.as_finding() if reference else None,
         "signals": {s.name: s.params() for s in signals},
     }
     return ScoreTable(frame=frame, metadata=metadata)
+
+
+def score_file(
+    model: str,
+    data: str | Path,
+    out: str | Path,
+    options: ScoringOptions,
+    text_field: str = "text",
+    label_field: str | None = "label",
+    reference: str | None = None,
+    signal_names: Sequence[str] | None = None,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> ScoreTable:
+    """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
+    docs = load_documents(data, text_field=text_field, label_field=label_field)
+    target = load_target(model, options)
+    ref = load_target(reference, options) if reference else None
+    table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress)
+    table.write(out)
+    return table

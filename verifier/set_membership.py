@@ -14,10 +14,12 @@ proof lies on the comparison, in this order:
 3. Exchangeability the tool could have refuted and did not (``baselines.exchangeability``): a
    shift the blind classifier detects refuses the method; one it could not rule out at this size
    leaves the result inconclusive.
-4. Dataset inference with non-negative weights and an exact permutation p-value
+4. Only now is the model queried, for the documents left to test: none of the checks above
+   needs it, so a refused comparison costs no forward pass.
+5. Dataset inference with non-negative weights and an exact permutation p-value
    (``stats.dataset_inference``); optionally on signals residualised on the surface features, so
    what text form alone explains cannot count as membership.
-5. The member-free control, if given: known non-members of the *suspect's* population tested
+6. The member-free control, if given: known non-members of the *suspect's* population tested
    against the held-out set. It validates the held-out set only if it is disjoint from both
    sets, not drawn with the held-out set's own file and filter, declared from the suspect's
    year and exchangeable with the suspect for the blind check. A flagged control refuses the
@@ -27,8 +29,8 @@ proof lies on the comparison, in this order:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any, Literal
 
@@ -64,24 +66,36 @@ class SetStatus(str, Enum):
     NOT_SIGNIFICANT = "not_significant"  # INCONCLUSIVE
 
 
+# role ("suspect", "heldout", "control") and texts -> their [n, features] signal values
+Scorer = Callable[[str, list[str]], np.ndarray]
+
+
 @dataclass(frozen=True)
 class DocumentSet:
-    """Texts with their signal features [n, features], a declared year and where they came from."""
+    """Texts with their signal features [n, features] (None until scored), a declared year and
+    where they came from."""
 
     texts: Sequence[str]
-    features: np.ndarray
+    features: np.ndarray | None = None
     year: int | None = None
     origin: str | None = None  # e.g. "file.jsonl where {...}": equal origins mean one population split in two
 
     def without(self, removed: list[int]) -> DocumentSet:
         keep = np.setdiff1d(np.arange(len(self.texts)), removed)
-        return DocumentSet([self.texts[i] for i in keep], self.features[keep], self.year, self.origin)
+        return DocumentSet([self.texts[i] for i in keep], None if self.features is None else self.features[keep], self.year, self.origin)
+
+    def scored(self, role: str, scorer: Scorer | None) -> DocumentSet:
+        if self.features is not None:
+            return self
+        if scorer is None:
+            raise ValueError(f"the {role} set has no features and no scorer was given")
+        return replace(self, features=scorer(role, list(self.texts)))
 
     def distinct(self, threshold: float) -> tuple[DocumentSet, int]:
         """Rows in canonical order (by text digest: the outcome cannot depend on the order a claimant
         listed them in), without documents repeating an earlier one; and how many were removed."""
         order = sorted(range(len(self.texts)), key=lambda i: text_digest(self.texts[i]))
-        ordered = DocumentSet([self.texts[i] for i in order], self.features[order], self.year, self.origin)
+        ordered = DocumentSet([self.texts[i] for i in order], None if self.features is None else self.features[order], self.year, self.origin)
         repeated = find_duplicates(ordered.texts, threshold)
         return ordered.without(repeated), len(repeated)
 
@@ -95,19 +109,20 @@ class SetTestParams(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    alpha: float = Field(0.05, gt=0, le=0.2)
-    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE)
+    # json_schema_extra "weaker": the direction in which a value loosens the test (policy comparison)
+    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"})
+    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE, json_schema_extra={"weaker": "lower"})
     method: Literal["permutation", "split_median"] = "permutation"
-    n_permutations: int = Field(999, ge=19, le=100_000)
+    n_permutations: int = Field(999, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
     n_splits: int = Field(5, ge=1, le=101)
-    condition_on_text: StrictBool = False
-    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.5)
-    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.5)
-    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000)
-    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0)
-    margin_cap: float = Field(DEFAULT_MARGIN_CAP, gt=0.5, le=0.75)
-    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100)
-    require_control: StrictBool = False
+    condition_on_text: StrictBool = Field(False, json_schema_extra={"weaker": "false"})
+    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.5, json_schema_extra={"weaker": "lower"})
+    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.5, json_schema_extra={"weaker": "lower"})
+    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
+    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0, json_schema_extra={"weaker": "higher"})
+    margin_cap: float = Field(DEFAULT_MARGIN_CAP, gt=0.5, le=0.75, json_schema_extra={"weaker": "higher"})
+    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"})
+    require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"})
 
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:
@@ -145,6 +160,7 @@ class SetMembershipFinding:
     result: DatasetInferenceResult | None = None
     control: ControlFinding | None = None
     notes: list[str] = field(default_factory=list)
+    tested: dict[str, DocumentSet] = field(default_factory=dict)  # the sets as tested (after removals; scored if the test ran)
 
     def as_finding(self) -> dict[str, Any]:
         """Where the rules stopped and why; the shift check, test and control are recorded by the route."""
@@ -201,10 +217,13 @@ def run_set_membership(
     control: DocumentSet | None = None,
     params: SetTestParams = SetTestParams(),
     seed: int | None = None,
+    scorer: Scorer | None = None,
 ) -> SetMembershipFinding:
     """Walk the rules of the module docstring; stop at the first that fails.
 
-    ``seed`` (of halves, relabellings and folds) defaults to ``documents_seed`` of the tested sets.
+    Sets without features are scored with ``scorer`` once the model-free checks have passed, and
+    only the documents left to test. ``seed`` (of halves, relabellings and folds) defaults to
+    ``documents_seed`` of the tested sets.
     """
     submitted = suspect, heldout
     threshold = params.near_duplicate_threshold
@@ -215,7 +234,7 @@ def run_set_membership(
                       "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed]}
     suspect, heldout = suspect.without(overlap.removed_reference), heldout.without(overlap.removed)
     seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
-    common = {"heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
+    common = {"tested": {"suspect": suspect, "heldout": heldout}, "heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
               "duplicates_removed": repeated,
               "overlap_removed_sha256": removed_sha256, "seed": seed}
     notes = [f"{count} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
@@ -242,12 +261,13 @@ def run_set_membership(
     if not shift.exchangeable:
         return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"the held-out set is not shown to be exchangeable with the suspect set: "
                                     f"{shift.describe()}", shift=shift, notes=notes, **common)
+    suspect, heldout = suspect.scored("suspect", scorer), heldout.scored("heldout", scorer)
     test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
                  "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
     result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
     control_finding = None
     if control is not None:
-        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args)
+        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer)
     if control_finding is not None and control_finding.result is not None and control_finding.result.significant:
         status, reason = SetStatus.CONTROL_FLAGGED, (
             f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test separates documents "
@@ -262,6 +282,7 @@ def run_set_membership(
             f"same-population non-member sample, this indicates training on at least part of the suspect set")
     else:
         status, reason = SetStatus.NOT_SIGNIFICANT, f"no significant difference under the model (p = {result.p_value:.3g})"
+    common["tested"] = {"suspect": suspect, "heldout": heldout}
     return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, notes=notes, **common)
 
 
@@ -274,7 +295,7 @@ def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: boo
 
 def _run_control(
     submitted: tuple[DocumentSet, DocumentSet], suspect: DocumentSet, control: DocumentSet, heldout: DocumentSet,
-    features: list[str], params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any],
+    features: list[str], params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any], scorer: Scorer | None,
 ) -> ControlFinding:
     """Test the control against the held-out set, and check whether it can validate anything.
 
@@ -302,5 +323,6 @@ def _run_control(
     shift = check_exchangeable(suspect.texts, control.texts, **shift_args)
     if not shift.exchangeable:
         problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
+    control = control.scored("control", scorer)
     result = dataset_inference(*_features_of(control, heldout, params.condition_on_text), features, **test_args)
     return ControlFinding(result, shift, repeated, overlap.count, not problems, problems)

@@ -34,7 +34,7 @@ margin that shrinks with n) and say how large a shift could have been missed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import rankdata
@@ -81,9 +81,15 @@ class ExchangeabilityCheck:
     n_permutations: int
     seed: int
     null_hypothesis: str = "the two sets are exchangeable for a model-free classifier of words, characters and surface form"
+    # The classifier's out-of-fold scores of the checked documents (first set first) and their
+    # labels: the blind row of the report's comparison reuses them instead of fitting again.
+    scores: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+    labels: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
 
     def as_finding(self) -> dict[str, object]:
-        return asdict(self)
+        data = asdict(self)
+        del data["scores"], data["labels"]
+        return data
 
     def describe(self) -> str:
         """One clause for a summary, worded so absence of detection is not read as absence of shift."""
@@ -170,7 +176,8 @@ def check_exchangeable(
     labels = np.r_[np.ones(c1), np.zeros(c2)]
     operator = sum(out_of_fold_operator(kernel, rng.permutation(np.arange(c1 + c2) % FOLDS), RIDGE) for _ in range(REPEATS)) / REPEATS
     relabelled = np.stack([labels] + [rng.permutation(labels) for _ in range(n_permutations)], axis=1)
-    aucs = column_aucs(operator @ relabelled, relabelled)
+    relabelled_scores = operator @ relabelled
+    aucs = column_aucs(relabelled_scores, relabelled)
     observed, null = float(aucs[0]), aucs[1:]
     q = dict(zip((0.025, 0.2, 0.5, 0.975, 1 - alpha), np.quantile(null, [0.025, 0.2, 0.5, 0.975, 1 - alpha])))
     corrected = float(np.clip(0.5 + observed - q[0.5], 0.0, 1.0))
@@ -200,4 +207,6 @@ def check_exchangeable(
         n_checked_second=c2,
         n_permutations=n_permutations,
         seed=seed,
+        scores=relabelled_scores[:, 0],
+        labels=labels.astype(int),
     )

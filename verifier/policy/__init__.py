@@ -1,9 +1,9 @@
-"""The policy engine and its YAML policies (see policies/).
+"""The policy engine and its YAML policies (see verifier/policies/).
 
-``verifier.policy.schema`` holds the policy model and verdicts (routes import it);
-``verifier.policy.engine`` walks the tree (it imports the routes), so it is not imported here.
+``verifier.policy.schema`` reads and validates policies; ``verifier.policy.engine`` walks the
+tree (it imports the routes), so it is not imported here.
 """
 
-from verifier.policy.schema import Policy, Verdict, cap_verdict, load_policy, resolve_policy_path
+from verifier.policy.schema import Policy, PolicyRoute, load_policy, resolve_policy_path, weaker_than_default
 
-__all__ = ["Policy", "Verdict", "cap_verdict", "load_policy", "resolve_policy_path"]
+__all__ = ["Policy", "PolicyRoute", "load_policy", "resolve_policy_path", "weaker_than_default"]

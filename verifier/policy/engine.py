@@ -1,9 +1,13 @@
-"""The policy engine: walk the decision tree, run only what the evidence allows, record the path.
+"""The policy engine: check the policy against the claim, walk the tree, record the path.
 
-The first route whose precondition holds and that reaches a verdict decides; its verdict is
-capped at the route's ``strongest_verdict``. Every other route is recorded with the reason it
-did not decide: its evidence was absent (skipped), it is not implemented in this version (not
-available), it ran without reaching a verdict, or the tree was already decided (not reached).
+Before anything runs, every route the claim's evidence would reach is checked against the
+target: a route that queries the model needs at least one signal the target can compute.
+Then the first route that reaches a verdict decides; that verdict is looked up in the route's
+table for the claim's kind and capped by what the policy grants it. Every other route is
+recorded with the reason it did not decide: its evidence was absent or it does not bear on this
+kind of claim (skipped), it is not implemented in this version (not available), it failed (the
+error is recorded and the walk goes on), it ran without reaching a verdict, or the tree was
+already decided (not reached).
 """
 
 from __future__ import annotations
@@ -12,54 +16,88 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from verifier import __version__
-from verifier.policy.schema import Policy, Verdict, cap_verdict, load_regulation_map
-from verifier.routes import ROUTES, RouteContext, RouteOutcome
+from verifier.claims import ClaimManifest
+from verifier.errors import VerifierError
+from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
+from verifier.routes import RouteContext, RouteOutcome
+from verifier.routes.base import offered_capabilities
+from verifier.signals import computable
+from verifier.verdicts import Verdict, cap_verdict
 
 
 @dataclass
 class RouteRecord:
     route: str
-    when: str
-    status: str  # decided | ran | skipped | not_available | not_reached
+    needs: list[str]
+    status: str  # decided | ran | failed | skipped | not_available | not_reached
     reason: str
-    strongest_verdict: str
+    grants: list[str]
     verdict: str | None = None
     uncapped_verdict: str | None = None
     outcome: RouteOutcome | None = None
     regulation: list[dict[str, str]] | None = None
 
 
+def missing_evidence(step: PolicyRoute, claim: ClaimManifest) -> list[str]:
+    return sorted(key for key in step.requires if getattr(claim.evidence, key) is None)
+
+
+def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
+    """Refuse, before anything runs, a route the claim would reach but its target cannot serve."""
+    offered = offered_capabilities(claim)
+    for i, step in enumerate(policy.routes):
+        if step.route is None or missing_evidence(step, claim) or not step.route.needs_target:
+            continue
+        signals = list(step.params.signals)
+        usable, why = computable(signals, offered)
+        if not usable:
+            raise VerifierError(f"{policy.file}: routes.{i}.params.signals: target {claim.model.target!r} can compute none of "
+                                f"{signals} ({'; '.join(f'{k}: {v}' for k, v in why.items())})")
+
+
 def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
     """Run the tree; returns one record per route, in policy order."""
     regulation = load_regulation_map()["routes"]
-    evidence = ctx.claim.evidence
+    kind = ctx.claim.claim.kind
     records: list[RouteRecord] = []
     decided_by: str | None = None
-    for spec in policy.routes:
-        record = RouteRecord(spec.route, spec.when, "", "", spec.strongest_verdict.value, regulation=regulation.get(spec.route, []))
+    for step in policy.routes:
+        record = RouteRecord(step.name, sorted(step.requires), "", "", sorted(v.value for v in step.grants),
+                             regulation=regulation.get(step.name, []))
         records.append(record)
         if decided_by is not None:
             record.status, record.reason = "not_reached", f"the tree was decided by {decided_by}"
             continue
-        if spec.when != "always" and getattr(evidence, spec.when, None) is None:
-            record.status, record.reason = "skipped", f"precondition not met: the claim gives no evidence.{spec.when}"
+        if missing := missing_evidence(step, ctx.claim):
+            record.status, record.reason = "skipped", f"precondition not met: the claim gives no evidence.{', evidence.'.join(missing)}"
             continue
-        if spec.route not in ROUTES:
+        if step.route is None:
             record.status = "not_available"
-            record.reason = f"route {spec.route!r} is not available in verifier {__version__}: evidence.{spec.when} was not tested"
+            record.reason = f"route {step.name!r} is not available in verifier {__version__}: its evidence was not tested"
             continue
-        outcome = ROUTES[spec.route]().run(ctx, spec.params)
+        if kind not in step.route.claim_kinds:
+            record.status, record.reason = "skipped", f"{step.name} does not bear on a {kind.value} claim"
+            continue
+        try:
+            outcome = step.route().run(ctx, step.params)
+        except VerifierError as exc:
+            record.status, record.reason = "failed", f"failed: {exc}"
+            continue
+        except Exception as exc:  # noqa: BLE001 - one route's bug must not abort the audit; it is recorded
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            record.status, record.reason = "failed", f"failed with an internal error ({type(exc).__name__}: {first})"
+            continue
         record.outcome = outcome
-        if outcome.verdict is None:
+        verdict = step.route.verdict(outcome.status, kind)
+        if verdict is None:
             record.status, record.reason = "ran", "ran without reaching a verdict; the decision passes on"
             continue
-        final = cap_verdict(outcome.verdict, spec.strongest_verdict)
-        record.status, record.verdict = "decided", final.value
-        record.reason = "decided the claim"
-        if final != outcome.verdict:
-            record.uncapped_verdict = outcome.verdict.value
-            record.reason = f"decided the claim; {outcome.verdict.value} capped at {final.value} by the policy"
-        decided_by = spec.route
+        final = cap_verdict(verdict, step.grants)
+        record.status, record.verdict, record.reason = "decided", final.value, "decided the claim"
+        if final != verdict:
+            record.uncapped_verdict = verdict.value
+            record.reason = f"decided the claim; the policy does not let this route grant {verdict.value}, so it is {final.value}"
+        decided_by = step.name
     return records
 
 
@@ -68,12 +106,9 @@ def decision(records: list[RouteRecord]) -> RouteRecord:
     for record in records:
         if record.status == "decided":
             return record
-    return RouteRecord("none", "always", "decided", "no route reached a verdict", Verdict.UNVERIFIABLE.value, Verdict.UNVERIFIABLE.value,
-                       outcome=RouteOutcome(Verdict.UNVERIFIABLE, "No route of the policy reached a verdict."))
+    return RouteRecord("none", [], "decided", "no route reached a verdict", [Verdict.UNVERIFIABLE.value], Verdict.UNVERIFIABLE.value,
+                       outcome=RouteOutcome(None, "No route of the policy reached a verdict."))
 
 
 def record_to_dict(record: RouteRecord) -> dict[str, Any]:
-    data = asdict(record)
-    if record.outcome is not None and record.outcome.verdict is not None:
-        data["outcome"]["verdict"] = record.outcome.verdict.value
-    return data
+    return asdict(record)

@@ -1,14 +1,16 @@
-"""Policies (YAML under verifier/policies/): the decision tree, its thresholds and verdict caps.
+"""Policies (YAML under verifier/policies/): the decision tree, its parameters and what each route may grant.
 
-A policy is data: an ordered list of routes, each with the evidence it needs (``when``), its
-parameters and the strongest verdict it may grant. Verdicts are ordered by strength; a route's
-verdict above its cap is lowered to the cap (or to INCONCLUSIVE, for caps that assert a result).
+A policy is data: an ordered list of routes, each with its parameters and the verdicts it may
+grant. Everything is checked when the policy is read, with one line naming the file and key:
+the route must be registered (or planned), its parameters must satisfy the route's pydantic
+model (bounds included), and it may grant only verdicts its table can reach. The evidence a
+route needs is declared by the route itself, so no policy key can silently skip it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,81 +19,123 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resource
-
-
-
-class Verdict(str, Enum):
-    VERIFIED = "VERIFIED"  # corpus lookup: checkable by anyone
-    SUPPORTED = "SUPPORTED"  # a sound statistical route supports the claim
-    CONTRADICTED = "CONTRADICTED"  # a sound statistical route contradicts the claim
-    INCONCLUSIVE = "INCONCLUSIVE"  # a sound route, no significant result
-    REJECTED_METHOD = "REJECTED-METHOD"  # the evidence offered cannot test the claim (e.g. date shift)
-    UNVERIFIABLE = "UNVERIFIABLE"  # disclosure only
-
-    @property
-    def strength(self) -> int:
-        return STRENGTH[self]
-
-
-STRENGTH = {
-    Verdict.VERIFIED: 5,
-    Verdict.SUPPORTED: 4,
-    Verdict.CONTRADICTED: 4,
-    Verdict.INCONCLUSIVE: 3,
-    Verdict.REJECTED_METHOD: 2,
-    Verdict.UNVERIFIABLE: 1,
-}
-
-
-def cap_verdict(verdict: Verdict, cap: Verdict) -> Verdict:
-    """Never grant more than ``cap``: a result above it falls to the cap, or to INCONCLUSIVE
-    where the cap itself asserts a result (SUPPORTED caps a CONTRADICTED at its own strength)."""
-    if verdict.strength <= cap.strength:
-        return verdict
-    return cap if cap.strength <= Verdict.INCONCLUSIVE.strength else Verdict.INCONCLUSIVE
+from verifier.verdicts import ALWAYS_ALLOWED, Verdict
 
 
 class RouteSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     route: str
-    when: str = Field(description="evidence key that must be present, or 'always'")
-    strongest_verdict: Verdict
+    grants: list[Verdict] | None = Field(None, description="verdicts the route may grant; default: every verdict its table reaches")
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class Policy(BaseModel):
+class PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     version: int
-    routes: list[RouteSpec]
+    routes: list[RouteSpec] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class PolicyRoute:
+    """One validated step of the tree: the route class (None for a planned route), its params, its grants."""
+
+    name: str
+    route: Any  # type[Route] | None; Any to keep this module free of the routes' imports
+    params: Any  # the route's RouteParams instance, or the raw dict of a planned route
+    grants: frozenset[Verdict]
+    requires: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    version: int
+    routes: list[PolicyRoute]
+    file: str
+    sha256: str
 
 
 def resolve_policy_path(name: str | Path, base: Path) -> Path:
-    """A bare name means policies/NAME.yaml; anything else is a path relative to ``base``."""
+    """A bare name means the bundled policies/NAME.yaml; anything else is a path relative to ``base``."""
     text = str(name)
     if "/" not in text and not text.endswith((".yaml", ".yml")):
         return resource("policies", f"{text}.yaml")
     return (base / text).resolve()
 
 
-def load_yaml(path: Path) -> Any:
+def load_yaml(path: Path, what: str = "policy") -> Any:
     if not path.is_file():
-        raise VerifierError(f"{path}: policy file not found")
+        raise VerifierError(f"{path}: {what} file not found")
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise VerifierError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
 
 
-def load_policy(path: Path) -> tuple[Policy, str]:
-    """The validated policy and the SHA-256 of its file (recorded in the findings)."""
-    raw = load_yaml(path)
+def load_policy(path: Path) -> Policy:
+    """The validated policy, with the SHA-256 of its file (recorded in the findings)."""
+    from verifier.routes import PLANNED, ROUTES
+
     try:
-        policy = Policy.model_validate(raw)
+        raw = PolicyFile.model_validate(load_yaml(path))
     except ValidationError as exc:
         raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
-    return policy, hashlib.sha256(path.read_bytes()).hexdigest()
+    steps, seen = [], set()
+    for i, spec in enumerate(raw.routes):
+        where = f"{path}: routes.{i}"
+        if spec.route in seen:
+            raise VerifierError(f"{where}.route: {spec.route!r} appears twice")
+        seen.add(spec.route)
+        if spec.route in PLANNED:
+            requires = PLANNED[spec.route]
+            steps.append(PolicyRoute(spec.route, None, dict(spec.params), frozenset(spec.grants or ()), requires))
+            continue
+        if spec.route not in ROUTES:
+            raise VerifierError(f"{where}.route: unknown route {spec.route!r}; known: {', '.join(sorted(ROUTES) + sorted(PLANNED))}")
+        route = ROUTES[spec.route]
+        try:
+            params = route.Params.model_validate(spec.params)
+        except ValidationError as exc:
+            raise VerifierError(f"{where}.params.{first_validation_error(exc, top='(params)')}") from None
+        reachable = route.reachable()
+        grants = frozenset(spec.grants) if spec.grants is not None else frozenset(reachable)
+        if extra := sorted(v.value for v in grants - reachable - ALWAYS_ALLOWED):
+            raise VerifierError(f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
+                                f"it can reach {', '.join(sorted(v.value for v in reachable))}")
+        steps.append(PolicyRoute(spec.route, route, params, grants, route.requires))
+    return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def load_regulation_map() -> dict[str, Any]:
-    return load_yaml(resource("policies", "regulation.yaml"))
+    return load_yaml(resource("policies", "regulation.yaml"), "regulation map")
+
+
+def weaker_than_default(policy: Policy) -> list[str]:
+    """How ``policy`` is looser than the bundled default: routes dropped, verdicts granted beyond
+    the default's, and parameters moved in the direction their field marks as weaker."""
+    default = load_policy(resource("policies", "default.yaml"))
+    mine = {step.name: step for step in policy.routes}
+    found = []
+    for base in default.routes:
+        step = mine.get(base.name)
+        if step is None:
+            found.append(f"route {base.name} removed")
+            continue
+        if extra := sorted(v.value for v in step.grants - base.grants):
+            found.append(f"{base.name} may grant {', '.join(extra)}")
+        if isinstance(step.params, BaseModel):
+            found += [f"{base.name}.{item}" for item in _weaker_params(step.params, base.params)]
+    return found
+
+
+def _weaker_params(params: BaseModel, default: BaseModel) -> list[str]:
+    found = []
+    for name, info in type(params).model_fields.items():
+        direction = (info.json_schema_extra or {}).get("weaker") if isinstance(info.json_schema_extra, dict) else None
+        mine, base = getattr(params, name), getattr(default, name)
+        if direction is None or mine == base:
+            continue
+        if (direction == "higher" and mine > base) or (direction == "lower" and mine < base) or (direction == "false" and not mine):
+            found.append(f"{name} {mine} (default {base})")
+    return found

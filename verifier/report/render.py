@@ -5,7 +5,6 @@ Rendering never computes: every number comes from the findings; the templates on
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
@@ -13,7 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from verifier.policy.schema import load_regulation_map
 from verifier.resources import resource
-from verifier.report.svg import histogram_svg, power_svg, roc_svg, tree_svg
+from verifier.report.svg import FIGURES, tree_svg
 
 TEMPLATES = resource("templates")
 
@@ -26,7 +25,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals |= {"roc_svg": roc_svg, "histogram_svg": histogram_svg, "power_svg": power_svg, "tree_svg": tree_svg}
+    env.globals |= {"figure_svg": lambda section: FIGURES[section["figure"]](section["data"]), "tree_svg": tree_svg}
     env.filters["num"] = lambda v, digits=4: "-" if v is None else f"{v:.{digits}f}"
     env.filters["pval"] = lambda v: "-" if v is None else f"{v:.3g}"
     return env

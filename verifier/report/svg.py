@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 W, H, PAD = 320, 240, 36
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 BLIND = "#7f7f7f"
-STATUS_FILL = {"decided": "#1a7f37", "ran": "#9a6700", "skipped": "#d0d7de", "not_available": "#eaeef2", "not_reached": "#f6f8fa"}
+STATUS_FILL = {"decided": "#1a7f37", "ran": "#9a6700", "failed": "#cf222e", "skipped": "#d0d7de", "not_available": "#eaeef2", "not_reached": "#f6f8fa"}
 
 
 def _frame(title: str, x_label: str, y_label: str, body: str, x_ticks: Sequence[tuple[float, str]], y_ticks: Sequence[tuple[float, str]]) -> Markup:
@@ -85,9 +85,9 @@ def histogram_svg(hist: dict[str, Any], labels: tuple[str, str] = ("suspect", "c
     return _frame("score histogram", "score (higher = more member-like)", "documents", "".join(bars) + legend, x_ticks, [(_y(0, 0, top), "0"), (_y(top, 0, top), str(top))])
 
 
-def power_svg(power: dict[str, list[float]], target: float | None = None) -> Markup:
-    """Estimated power against documents per set (log scale)."""
-    n, p = power["n"], power["power"]
+def power_svg(data: dict[str, Any]) -> Markup:
+    """Estimated power against documents per set (log scale), with the target power as a line."""
+    n, p, target = data["curve"]["n"], data["curve"]["power"], data.get("target_power")
     lo, hi = math.log10(n[0]), math.log10(n[-1])
     points = " ".join(f"{_x(math.log10(k), lo, hi):.1f},{_y(v):.1f}" for k, v in zip(n, p))
     body = f'<polyline points="{points}" fill="none" stroke="{COLOURS[0]}" stroke-width="1.5"/>'
@@ -105,13 +105,17 @@ def tree_svg(path: Sequence[dict[str, Any]]) -> Markup:
     for i, node in enumerate(path):
         y = i * (box_h + gap)
         fill = STATUS_FILL.get(node["status"], "#fff")
-        text_colour = "#fff" if node["status"] in ("decided", "ran") else "#24292f"
+        text_colour = "#fff" if node["status"] in ("decided", "ran", "failed") else "#24292f"
         verdict = f" \u2192 {node['verdict']}" if node.get("verdict") else ""
         label = f"{node['route']}  [{node['status'].replace('_', ' ')}]{verdict}"
         parts.append(f'<rect x="1" y="{y + 1}" width="{width - 2}" height="{box_h}" rx="6" fill="{fill}" stroke="#57606a"/>'
                      f'<text x="12" y="{y + 15}" font-size="12" font-weight="bold" fill="{text_colour}">{escape(label)}</text>'
-                     f'<text x="12" y="{y + 28}" font-size="9" fill="{text_colour}">when: {escape(node["when"])}</text>')
+                     f'<text x="12" y="{y + 28}" font-size="9" fill="{text_colour}">needs: {escape(", ".join(node["needs"]) or "nothing")}</text>')
         if i + 1 < len(path):
             parts.append(f'<line x1="40" y1="{y + box_h + 1}" x2="40" y2="{y + box_h + gap}" stroke="#57606a" marker-end="url(#arrow)"/>')
     marker = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#57606a"/></marker></defs>'
     return Markup(f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" aria-label="path through the decision tree">{marker}{"".join(parts)}</svg>')
+
+
+# Figure kinds a route's ``Figure`` section may name; each draws only the numbers it is given.
+FIGURES = {"roc": roc_svg, "histogram": histogram_svg, "power": power_svg}

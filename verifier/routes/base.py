@@ -1,7 +1,17 @@
-"""The route interface: what a route gets (context) and what it returns (plain-data outcome).
+"""The route contract: what a route declares, what it gets (context), what it returns (outcome).
 
-A route runs only when the policy engine reaches it and its precondition holds. It may return
-no verdict (``verdict=None``), which hands the decision on to the next route in the tree.
+A route is one module: a ``Route`` subclass that declares
+- ``Params``: a pydantic model of its policy parameters, with bounds (checked when the policy loads);
+- ``requires``: the evidence keys it cannot run without (the engine skips it when one is absent);
+- ``claim_kinds``: the kinds of claim its finding bears on (others skip it);
+- ``verdicts``: the one table from each status it can end in to a verdict per claim kind
+  (``None``: the route ran but decides nothing, and the walk goes on);
+- ``needs_target``: whether it queries the model; with ``signals`` of its params, the engine checks
+  when the policy loads that the claim's target can compute at least one of them.
+
+``run`` returns a ``RouteOutcome``: a status from its table, a summary, plain-data metrics for the
+findings, and report ``sections`` (tables, figures, highlighted spans, notes) that the template
+renders generically: a new route's findings appear in the report without template edits.
 Routes read models only through the context, which loads the target once, scores through the
 shared cache, and keeps every scored row for the evidence bundle (digests, never texts).
 """
@@ -9,31 +19,94 @@ shared cache, and keeps every scored row for the evidence bundle (digests, never
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
-from verifier.claims import ClaimManifest, DocumentRef
+from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
 from verifier.policy.schema import Verdict
 from verifier.scoring import Progress, score_documents
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.signals import REGISTRY, computable
+from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
+
+ALL_KINDS = frozenset(ClaimKind)
+
+
+class RouteParams(BaseModel):
+    """Base of every route's parameters: unknown keys are errors, values are frozen.
+
+    A field whose looser setting weakens the route declares it, so a policy can be compared
+    with the default: ``Field(..., json_schema_extra={"weaker": "higher"})`` (or "lower", or
+    "false" for a safeguard switched off).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(RouteParams):
+    """A route without parameters."""
+
+
+# --- report sections: plain data the template renders by ``kind`` -------------------------------
+Cell = str | int | float | None
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    row_classes: list[str] | None = None  # e.g. "blind" for model-free rows
+    note: str | None = None
+    kind: Literal["table"] = "table"
+
+
+@dataclass
+class Figure:
+    """``figure`` names a drawing in ``report.svg.FIGURES``; ``data`` holds every number it draws."""
+
+    figure: str
+    data: dict[str, Any]
+    caption: str
+    kind: Literal["figure"] = "figure"
+
+
+@dataclass
+class Spans:
+    """A text with highlighted character spans [start, end) and a label each (e.g. verbatim matches)."""
+
+    title: str
+    text: str
+    spans: list[tuple[int, int, str]]
+    note: str | None = None
+    kind: Literal["spans"] = "spans"
+
+
+@dataclass
+class Notes:
+    title: str
+    items: list[str]
+    kind: Literal["notes"] = "notes"
+
+
+Section = Table | Figure | Spans | Notes
 
 
 @dataclass
 class RouteOutcome:
-    """What a route found. ``figures`` holds the numbers behind each figure; rendering draws them."""
+    """What a route found. ``status`` is a key of its route's ``verdicts`` table."""
 
-    verdict: Verdict | None
+    status: str | None
     summary: str
     metrics: dict[str, Any] = field(default_factory=dict)
-    membership_rows: list[dict[str, Any]] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
+    sections: list[Section] = field(default_factory=list)
     limitations: list[str] = field(default_factory=list)
 
 
@@ -42,54 +115,88 @@ class RouteContext:
     claim: ClaimManifest
     base_dir: Path
     cache: ScoreCache
+    target_factory: Callable[[str], Target]  # role ("target" or "reference") -> loaded target
     progress: Progress | None = None
     scored_rows: list[pd.DataFrame] = field(default_factory=list)
-    target_factory: Callable[[], CausalLMTarget] | None = None  # e.g. a model already loaded
-    loaded_target: CausalLMTarget | None = None  # set on first use: routes that need no model never load one
+    loaded: dict[str, Target] = field(default_factory=dict)  # filled on first use: routes that need no model never load one
 
-    @property
-    def target(self) -> CausalLMTarget:
-        if self.loaded_target is None:
-            model = self.claim.model
-            # A relative model path is relative to the claim file, like every other path in it.
-            local = self.base_dir / model.target
-            spec = str(local) if local.exists() else model.target
-            factory = self.target_factory or (
-                lambda: CausalLMTarget(spec, ScoringOptions(dtype=model.dtype, max_tokens=model.max_tokens))  # type: ignore[arg-type]
-            )
-            self.loaded_target = factory()
-        return self.loaded_target
+    def model(self, role: str = "target") -> Target:
+        if role not in self.loaded:
+            self.loaded[role] = self.target_factory(role)
+        return self.loaded[role]
 
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
 
-    def scored(self, role: str, ref: DocumentRef, signals: list[str]) -> tuple[Documents, np.ndarray]:
-        """Load the set ``ref`` points to and score it: its documents and their features."""
-        docs = self.load(ref)
-        return docs, self.features(role, docs, signals)
-
-    def features(self, role: str, docs: Documents, signals: list[str]) -> np.ndarray:
-        """[n, signals] membership features of ``docs``, recorded under ``role`` for the bundle."""
-        table = score_documents(docs, self.target, signal_names=signals, cache=self.cache, progress=self.progress)
+    def features(self, role: str, texts: list[str], signals: list[str]) -> np.ndarray:
+        """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle."""
+        reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
+        table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
+                                cache=self.cache, progress=self.progress)
         values = np.column_stack([table.signal(name) for name in signals])
-        frame = pd.DataFrame({"role": role, "text_sha256": [text_digest(t) for t in docs.texts]})
+        frame = pd.DataFrame({"role": role, "text_sha256": [text_digest(t) for t in texts]})
         self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals)], axis=1))
         return values
 
+    def usable_signals(self, signals: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The signals this audit's target can compute, and why each other one cannot be."""
+        return computable(signals, self.offered())
+
+    def offered(self) -> frozenset[str]:
+        """What the claim's target (and reference model, if named) can supply, without loading them."""
+        return offered_capabilities(self.claim)
+
+
+def offered_capabilities(claim: ClaimManifest) -> frozenset[str]:
+    from verifier.targets import capabilities_of
+
+    offered = set(capabilities_of(claim.model.target))
+    if claim.model.reference:
+        offered.add("reference")
+    return frozenset(offered)
+
 
 class Route(ABC):
-    """One branch of the decision tree."""
+    """One branch of the decision tree (see the module docstring for what it declares)."""
 
     name: ClassVar[str]
+    Params: ClassVar[type[RouteParams]] = NoParams
+    requires: ClassVar[frozenset[str]] = frozenset()
+    claim_kinds: ClassVar[frozenset[ClaimKind]] = ALL_KINDS
+    verdicts: ClassVar[Mapping[str, Mapping[ClaimKind, Verdict] | None]]
+    needs_target: ClassVar[bool] = False
 
     @abstractmethod
-    def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
-        """Test what this route can test; never return a verdict the evidence does not carry."""
+    def run(self, ctx: RouteContext, params: RouteParams) -> RouteOutcome:
+        """Test what this route can test; end in a status of ``verdicts``."""
+
+    @classmethod
+    def reachable(cls) -> set[Verdict]:
+        """Every verdict the route's table can give."""
+        return {v for row in cls.verdicts.values() if row for v in row.values()}
+
+    @classmethod
+    def verdict(cls, status: str | None, kind: ClaimKind) -> Verdict | None:
+        if status is None:
+            return None
+        row = cls.verdicts[status]
+        return None if row is None else row[kind]
+
+
+def same_for(kinds: frozenset[ClaimKind], verdict: Verdict) -> dict[ClaimKind, Verdict]:
+    """A table row giving one verdict whatever the claim kind (e.g. a method refusal)."""
+    return dict.fromkeys(kinds, verdict)
 
 
 ROUTES: dict[str, type[Route]] = {}
 
 
 def register(cls: type[Route]) -> type[Route]:
+    """Class decorator: make a route available to policies by its ``name``; checks its table."""
+    if cls.name in ROUTES:
+        raise ValueError(f"route {cls.name!r} registered twice")
+    for status, row in cls.verdicts.items():
+        if row is not None and set(row) != set(cls.claim_kinds):
+            raise ValueError(f"route {cls.name!r}: verdicts[{status!r}] must give a verdict for exactly {sorted(cls.claim_kinds)}")
     ROUTES[cls.name] = cls
     return cls

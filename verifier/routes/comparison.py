@@ -1,7 +1,9 @@
-"""Document-level comparison of two sets: every signal beside the blind baselines, with figure data.
+"""What both set-level routes show: the blind check's table, and every signal beside the blind rows.
 
-Both set-level routes show this table, because a membership number means nothing without the
-model-free baseline next to it: where the blind rows separate the sets, so will any signal.
+A membership number means nothing without the model-free baseline next to it: where the blind
+rows separate the sets, so will any signal. The blind classifier's row reuses the out-of-fold
+scores of the exchangeability check (it is fitted once per pair of sets); the latest-year row is
+a cross-fitted one-feature baseline.
 """
 
 from __future__ import annotations
@@ -13,11 +15,41 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import roc_curve
 
-from verifier.evaluation import BLIND_BASELINES
+from verifier.baselines.exchangeability import ExchangeabilityCheck
+from verifier.baselines.latest_year import latest_year_baseline
+from verifier.routes.base import Cell, Figure, Section, Table
 from verifier.stats import evaluate_scores
 
 ROC_POINTS = 101
 HISTOGRAM_BINS = 20
+BLIND_CLASSIFIER = "blind_classifier"
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def pval(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:
+    """The blind check as rows of a checks table: what it measured, its null, what it could miss."""
+    rows: list[list[Cell]] = [
+        ["blind classifier, suspect vs comparison (no model: words, characters, casing, punctuation, whitespace, length, "
+         "format, years); AUC re-centred on its permutation null, null-calibrated 95% interval",
+         f"{num(check.auc_corrected)} [{num(check.ci_low, 3)}, {num(check.ci_high, 3)}] (raw out-of-fold {num(check.auc, 3)})"],
+        [f"exact permutation p-value (H0: {check.null_hypothesis}; {check.n_permutations} relabellings)",
+         pval(check.p_value) + (" (shift detected)" if check.detected else "")],
+        ["lower-tail p-value: the sets more alike than random halves would be (matched, not drawn)",
+         pval(check.p_value_mirrored) + (" (sets look matched)" if check.mirrored else "")],
+        ["smallest shift this check could detect at this size (AUC, power 0.8)", num(check.smallest_detectable, 3)],
+        [f"exchangeability established (nothing detected and the interval's upper end below the margin {num(check.margin, 3)})",
+         "yes" if check.exchangeable else "no"],
+    ]
+    if check.n_checked_first < check.n_first or check.n_checked_second < check.n_second:
+        rows.append(["documents the check used (seeded subsample)", f"{check.n_checked_first} / {check.n_checked_second}"])
+    return rows
 
 
 def compare_sets(
@@ -26,33 +58,46 @@ def compare_sets(
     other: np.ndarray,
     suspect_texts: Sequence[str],
     other_texts: Sequence[str],
+    blind: ExchangeabilityCheck,
     seed: int,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Rows (signal and blind AUCs, suspect = positive class) and ROC / histogram data."""
+) -> tuple[list[dict[str, Any]], list[Section]]:
+    """Rows (signal and blind AUCs, suspect = positive class) and the report sections showing them."""
     labels = np.r_[np.ones(len(suspect), dtype=int), np.zeros(len(other), dtype=int)]
     texts = list(suspect_texts) + list(other_texts)
-    columns = {name: np.r_[suspect[:, i], other[:, i]] for i, name in enumerate(signals)}
-    columns |= {name: baseline(texts, labels, seed) for name, baseline in BLIND_BASELINES.items()}
+    columns = {name: (np.r_[suspect[:, i], other[:, i]], labels, "signal") for i, name in enumerate(signals)}
+    columns[BLIND_CLASSIFIER] = (blind.scores, blind.labels, "blind")
+    columns["latest_year"] = (latest_year_baseline(texts, labels, seed=seed), labels, "blind")
     rows, roc, histograms = [], {}, {}
-    for name, scores in columns.items():
-        kind = "blind" if name in BLIND_BASELINES else "signal"
-        rows.append({"kind": kind, **asdict(evaluate_scores(name, scores, labels, seed=seed))})
-        fpr, tpr, _ = roc_curve(labels, scores)
+    for name, (scores, truth, kind) in columns.items():
+        rows.append({"kind": kind, **asdict(evaluate_scores(name, scores, truth, seed=seed))})
+        fpr, tpr, _ = roc_curve(truth, scores)
         grid = np.linspace(0, 1, ROC_POINTS)
         roc[name] = {"fpr": grid.round(4).tolist(), "tpr": np.interp(grid, fpr, tpr).round(4).tolist(), "kind": kind}
         if kind == "signal":
             edges = np.histogram_bin_edges(scores, bins=HISTOGRAM_BINS)
             histograms[name] = {
                 "edges": edges.round(6).tolist(),
-                "suspect": np.histogram(scores[labels == 1], bins=edges)[0].tolist(),
-                "other": np.histogram(scores[labels == 0], bins=edges)[0].tolist(),
+                "suspect": np.histogram(scores[truth == 1], bins=edges)[0].tolist(),
+                "other": np.histogram(scores[truth == 0], bins=edges)[0].tolist(),
             }
-    return rows, {"roc": roc, "histograms": histograms}
+    best = best_signal(rows)["name"]
+    table = Table(
+        "Membership signals beside the blind baselines",
+        ["score", "uses model", "AUC", "95% CI", "TPR@1%FPR", "TPR@5%FPR", "n suspect / comparison"],
+        [[r["name"], "yes" if r["kind"] == "signal" else "no (blind)", num(r["auc"]), f"[{num(r['auc_ci_low'], 3)}, {num(r['auc_ci_high'], 3)}]",
+          num(r["tpr_at_1_fpr"], 3), num(r["tpr_at_5_fpr"], 3), f"{r['n_members']} / {r['n_nonmembers']}"] for r in rows],
+        row_classes=[r["kind"] for r in rows],
+        note=(f"Document-level AUCs, suspect set as the positive class; null hypothesis AUC = 0.5; CIs from a stratified bootstrap "
+              f"(1,000 resamples, seed {seed}). The blind classifier's row is the exchangeability check's own out-of-fold scores. "
+              f"Where a blind row separates the sets, the signal rows measure the difference between the sets, not training."),
+    )
+    sections: list[Section] = [
+        table,
+        Figure("roc", roc, "ROC curves: membership signals (solid) and blind baselines (dashed)."),
+        Figure("histogram", histograms[best], f"Scores of the best signal ({best}): suspect vs comparison set."),
+    ]
+    return rows, sections
 
 
 def best_signal(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return max((r for r in rows if r["kind"] == "signal"), key=lambda r: r["auc"])
-
-
-def blind_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(r for r in rows if r["name"] == "bag_of_words")

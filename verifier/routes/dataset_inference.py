@@ -9,6 +9,8 @@ stopped to a verdict, never stronger than the evidence:
   observed effect would need). Absence of evidence never supports "not trained on";
 - significant -> SUPPORTED for a "trained_on" claim, CONTRADICTED for "not_trained_on" /
   "decontaminated", worded as what the test shows: the sets are not exchangeable under the model.
+A "summary_field" claim is not tested here: a set-level result says nothing about a summary field.
+The model is queried only after the model-free checks pass, and only for the documents tested.
 """
 
 from __future__ import annotations
@@ -17,16 +19,15 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from verifier.claims import ClaimKind, DocumentRef
-from verifier.errors import VerifierError, first_validation_error
-from verifier.policy.schema import Verdict
-from verifier.routes.base import Route, RouteContext, RouteOutcome, register
-from verifier.routes.comparison import best_signal, blind_row, compare_sets
-from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.routes.base import Cell, Figure, Notes, Route, RouteContext, RouteOutcome, Section, Table, register, same_for
+from verifier.routes.comparison import best_signal, compare_sets, num, pval, shift_rows
+from verifier.set_membership import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
 from verifier.signals import REGISTRY
 from verifier.stats.set_power import power_curve, size_needed
+from verifier.verdicts import Verdict
 
 LIMITATIONS = [
     "Dataset inference is a set-level test: it says nothing about any single document.",
@@ -43,15 +44,21 @@ LIMITATIONS = [
     "The required-size estimate assumes the observed effect is real; it is for planning, not a guarantee.",
 ]
 
+KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})
+REFUSED = same_for(KINDS, Verdict.REJECTED_METHOD)
+NO_RESULT = same_for(KINDS, Verdict.INCONCLUSIVE)
+# The route's whole verdict table: where the rules stopped -> verdict, per claim kind.
 VERDICTS = {
-    SetStatus.TOO_SMALL: Verdict.REJECTED_METHOD,
-    SetStatus.DATES_DIFFER: Verdict.REJECTED_METHOD,
-    SetStatus.SHIFT_DETECTED: Verdict.REJECTED_METHOD,
-    SetStatus.MIRRORED: Verdict.REJECTED_METHOD,
-    SetStatus.CONTROL_FLAGGED: Verdict.REJECTED_METHOD,
-    SetStatus.NOT_ESTABLISHED: Verdict.INCONCLUSIVE,
-    SetStatus.CONTROL_REQUIRED: Verdict.INCONCLUSIVE,
-    SetStatus.NOT_SIGNIFICANT: Verdict.INCONCLUSIVE,
+    SetStatus.TOO_SMALL.value: REFUSED,
+    SetStatus.DATES_DIFFER.value: REFUSED,
+    SetStatus.SHIFT_DETECTED.value: REFUSED,
+    SetStatus.MIRRORED.value: REFUSED,
+    SetStatus.CONTROL_FLAGGED.value: REFUSED,
+    SetStatus.NOT_ESTABLISHED.value: NO_RESULT,
+    SetStatus.CONTROL_REQUIRED.value: NO_RESULT,
+    SetStatus.NOT_SIGNIFICANT.value: NO_RESULT,
+    SetStatus.SIGNIFICANT.value: {ClaimKind.TRAINED_ON: Verdict.SUPPORTED, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
+                                  ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED},
 }
 
 
@@ -70,14 +77,6 @@ class DatasetInferenceParams(SetTestParams):
         return names
 
 
-def set_test_params(params: dict[str, Any]) -> DatasetInferenceParams:
-    """The route's params from a policy, validated; an error names the key."""
-    try:
-        return DatasetInferenceParams.model_validate(params)
-    except ValidationError as exc:
-        raise VerifierError(f"dataset_inference params.{first_validation_error(exc, top='(params)')}") from None
-
-
 def origin(ref: DocumentRef) -> str:
     """Which population a set is drawn from: its file, text field and filter (not offset or limit)."""
     return f"{ref.path.as_posix()}:{ref.text_field}:{json.dumps(ref.where, sort_keys=True, default=str)}"
@@ -86,56 +85,59 @@ def origin(ref: DocumentRef) -> str:
 @register
 class DatasetInferenceRoute(Route):
     name = "dataset_inference"
+    Params = DatasetInferenceParams
+    requires = frozenset({"suspect", "heldout"})
+    claim_kinds = KINDS
+    verdicts = VERDICTS
+    needs_target = True
 
-    def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
+    def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
         evidence = ctx.claim.evidence
-        test_params = set_test_params(params)
-        signals = list(test_params.signals)
-        suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
-        heldout, h_feat = ctx.scored("heldout", evidence.heldout, signals)
-        control_set = None
-        if evidence.control:
-            control, c_feat = ctx.scored("control", evidence.control, signals)
-            control_set = DocumentSet(control.texts, c_feat, evidence.control.year, origin(evidence.control))
-        finding = run_set_membership(
-            DocumentSet(suspect.texts, s_feat, evidence.suspect.year, origin(evidence.suspect)),
-            DocumentSet(heldout.texts, h_feat, evidence.heldout.year, origin(evidence.heldout)),
-            signals, control=control_set, params=test_params,
-        )
-        rows, figures = compare_sets(signals, s_feat, h_feat, suspect.texts, heldout.texts, ctx.claim.seed)
-        metrics: dict[str, Any] = {
-            "n_suspect": len(suspect),
-            "n_heldout": len(heldout),
-            "n_control": len(control_set.texts) if control_set else 0,
-            "set_test": finding.as_finding(),
-            "best_signal": best_signal(rows)["name"],
-        }
+        signals, not_computable = ctx.usable_signals(list(params.signals))
+        sets = {}
+        for role in ("suspect", "heldout", "control"):
+            ref = getattr(evidence, role)
+            if ref is not None:
+                sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref))
+        finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
+                                     scorer=lambda role, texts: ctx.features(role, texts, signals))
+        metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
+                                   "n_control": len(sets["control"].texts) if "control" in sets else 0,
+                                   "signals": signals, "not_computable": not_computable, "set_test": finding.as_finding()}
+        sections: list[Section] = [Table("Checks, in the order the rules apply them", ["check", "result"], _check_rows(finding, not_computable))]
+        tail = list(finding.notes)
         if finding.shift is not None:
             metrics["shift_check"] = finding.shift.as_finding()
-        blind = blind_row(rows)
-        tail = [f"bag-of-words AUC {blind['auc']:.3f} [{blind['auc_ci_low']:.3f}, {blind['auc_ci_high']:.3f}]"] + finding.notes
-        if finding.shift is not None and finding.shift.exchangeable:
-            tail.insert(0, f"suspect vs held-out: {finding.shift.describe()}")
+            if finding.shift.exchangeable:
+                tail.insert(0, f"suspect vs held-out: {finding.shift.describe()}")
+        if finding.result is not None:
+            result = finding.result
+            metrics["test"] = asdict(result)
+            needed = size_needed(result.effect_size, result.alpha, params.target_power, result.method)
+            metrics |= {"n_needed_for_target_power": needed, "target_power": params.target_power}
+            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
+            if finding.status == SetStatus.NOT_SIGNIFICANT:
+                tail.insert(1, f"about {needed} documents per set would give power {params.target_power:.0%} if the observed effect is real"
+                            if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
+            suspect, heldout = finding.tested["suspect"], finding.tested["heldout"]
+            rows, compared = compare_sets(signals, suspect.features, heldout.features, suspect.texts, heldout.texts,
+                                          finding.shift, ctx.claim.seed)
+            sections[0].rows.append([f"documents per set for power {params.target_power} at the observed effect",
+                                     needed if needed is not None else "none: no member-like effect"])
+            metrics["best_signal"] = best_signal(rows)["name"]
+            metrics["membership_rows"] = rows
+            sections += compared
+            sections.append(Figure("power", {"curve": power_curve(result.effect_size, result.alpha, result.method),
+                                             "target_power": params.target_power},
+                                   "Estimated power against set size at the observed effect (an estimate that assumes the effect is real)."))
+        else:
+            tail.append("the model was not queried: the comparison was refused before any scoring")
         if finding.control is None:
             tail.append("no member-free control was run")
         elif not finding.control.validated:
             tail.append(f"the member-free control cannot validate the held-out set ({'; '.join(finding.control.problems)})")
         else:
             tail.append(f"validated member-free control p = {finding.control.result.p_value:.3g}")
-        result = finding.result
-        verdict = VERDICTS.get(finding.status)
-        if finding.status == SetStatus.SIGNIFICANT:
-            verdict = Verdict.SUPPORTED if ctx.claim.claim.kind == ClaimKind.TRAINED_ON else Verdict.CONTRADICTED
-        if result is not None:
-            metrics["test"] = asdict(result)
-            figures["power"] = power_curve(result.effect_size, result.alpha, result.method)
-            needed = size_needed(result.effect_size, result.alpha, test_params.target_power, result.method)
-            metrics["n_needed_for_target_power"] = needed
-            metrics["target_power"] = test_params.target_power
-            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
-            if finding.status == SetStatus.NOT_SIGNIFICANT:
-                tail.insert(1, f"about {needed} documents per set would give power {test_params.target_power:.0%} if the observed effect is real"
-                            if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
         if finding.control is not None:
             control = finding.control
             metrics["control"] = (asdict(control.result) if control.result else {"p_value": None, "significant": False}) | {
@@ -143,6 +145,50 @@ class DatasetInferenceRoute(Route):
                 "duplicates_removed": control.duplicates_removed,
                 "shift_check": control.shift.as_finding() if control.shift else None,
             }
+        if finding.notes:
+            sections.append(Notes("Notes on the sets", list(finding.notes)))
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
-        return RouteOutcome(verdict=verdict, summary=summary, metrics=metrics, membership_rows=rows, figures=figures,
-                            limitations=list(LIMITATIONS))
+        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS))
+
+
+def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -> list[list[Cell]]:
+    """The checks table: every rule the set test applied, with its numbers, in order."""
+    f = finding.as_finding()
+    overlap = f["heldout_overlap"]
+    rows: list[list[Cell]] = [
+        ["where the verdict rules stopped", finding.status.value.replace("_", " ")],
+        ["documents repeating another of the same set, removed: suspect / held-out",
+         f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['held-out']}"],
+        ["held-out / suspect documents removed as duplicates or near duplicates of each other "
+         "(held-out documents matched exactly / by prefix / nearly)",
+         f"{len(overlap['removed'])} / {len(overlap['removed_reference'])} ({overlap['exact']} / {overlap['prefix']} / {overlap['near']})"],
+        ["documents tested: suspect / held-out", f"{finding.n_suspect} / {finding.n_heldout}"],
+        ["seed of halves, relabellings and folds (derived from the SHA-256 of the tested documents' sorted text digests)", finding.seed],
+    ]
+    if finding.shift is not None:
+        rows += shift_rows(finding.shift)
+    rows += [[f"signal {name}", why] for name, why in not_computable.items()]
+    result = finding.result
+    if result is not None:
+        how = (f"{result.n_permutations} relabellings, exact" if result.method == "permutation"
+               else f"{result.n_splits} splits combined as 2 × median")
+        rows.append([f"dataset inference p-value (H0: {result.null_hypothesis}; {result.method.replace('_', ' ')}, {how})",
+                     f"{pval(result.p_value)} (alpha {result.alpha})"])
+        if result.split_p_values:
+            rows.append(["per-split p-values", ", ".join(pval(p) for p in result.split_p_values)])
+        unit = "fold" if result.method == "permutation" else "split"
+        rows.append([f"learned weights, non-negative (standardised signals; one row per {unit})",
+                     "; ".join(", ".join(f"{k} {num(v, 3)}" for k, v in sorted(w.items())) for w in result.weights)])
+        rows.append(["effect size (Cohen's d of held-out scores)", num(result.effect_size, 3)])
+    control = finding.control
+    if control is None:
+        rows.append(["member-free control", "none was run"])
+    else:
+        p = control.result.p_value if control.result else None
+        rows.append(["member-free control p-value (control in place of the suspect)",
+                     pval(p) + (" (flagged)" if control.result is not None and control.result.significant else "")])
+        rows.append(["control documents removed: repeating another control document / overlapping the suspect or held-out set",
+                     f"{control.duplicates_removed} / {control.overlap_removed}"])
+        rows.append(["control validated (disjoint, from the suspect's population and year, not a split of the held-out set)",
+                     "yes" if control.validated else "no: " + "; ".join(control.problems)])
+    return rows

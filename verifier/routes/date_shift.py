@@ -6,58 +6,74 @@ signal picks that up (the seed study: Min-K%++ AUC 0.6675 with members, 0.6669 w
 route scores both sets so the report can show the membership AUCs, puts the blind classifier
 beside them, and refuses (REJECTED-METHOD) when the declared years differ or straddle the cutoff,
 or the blind classifier tells the sets apart. A reference set that passes both checks still has
-unknown membership, so this route then grants nothing and hands on to the next route.
+unknown membership, so this route then grants nothing and hands on to the next route. The
+model-free checks run first; the model then scores both sets for the comparison table only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from verifier.baselines.exchangeability import check_exchangeable
-from verifier.errors import VerifierError
-from verifier.policy.schema import Verdict
-from verifier.routes.base import Route, RouteContext, RouteOutcome, register
-from verifier.routes.comparison import best_signal, compare_sets
+from pydantic import Field, field_validator
+
+from verifier.baselines.exchangeability import DEFAULT_ALPHA, DEFAULT_PERMUTATIONS, check_exchangeable
+from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, RouteParams, Table, register, same_for
+from verifier.routes.comparison import best_signal, compare_sets, shift_rows
 from verifier.set_membership import dates_reason
+from verifier.signals import REGISTRY
+from verifier.verdicts import Verdict
 
 LIMITATIONS = [
     "A reference set of later text is a different population, not a set of non-members of the same one.",
     "Membership AUCs on shifted sets are shown for comparison only; they are not evidence of training.",
 ]
-ROUTE_KEYS = {"signals", "shift_alpha", "shift_permutations"}
+
+
+class DateShiftParams(RouteParams):
+    signals: list[str] = Field(min_length=1)
+    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.5, json_schema_extra={"weaker": "lower"})
+    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
+
+    @field_validator("signals")
+    @classmethod
+    def registered(cls, names: list[str]) -> list[str]:
+        if unknown := sorted(set(names) - set(REGISTRY)):
+            raise ValueError(f"unknown signal(s) {unknown}; registered: {sorted(REGISTRY)}")
+        return names
 
 
 @register
 class DateShiftRoute(Route):
     name = "date_shift"
+    Params = DateShiftParams
+    requires = frozenset({"suspect", "reference"})
+    verdicts = {"measures_the_date": same_for(ALL_KINDS, Verdict.REJECTED_METHOD), "reference_membership_unknown": None}
+    needs_target = True
 
-    def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
-        unknown = sorted(set(params) - ROUTE_KEYS)
-        if unknown:
-            raise VerifierError(f"date_shift params: unknown key(s) {unknown}; known: {sorted(ROUTE_KEYS)}")
+    def run(self, ctx: RouteContext, params: DateShiftParams) -> RouteOutcome:  # type: ignore[override]
         evidence, model = ctx.claim.evidence, ctx.claim.model
-        signals = list(params["signals"])
-        suspect, s_feat = ctx.scored("suspect", evidence.suspect, signals)
-        reference, r_feat = ctx.scored("reference", evidence.reference, signals)
-        rows, figures = compare_sets(signals, s_feat, r_feat, suspect.texts, reference.texts, ctx.claim.seed)
-        shift = check_exchangeable(suspect.texts, reference.texts, alpha=params.get("shift_alpha", 0.05),
-                                   n_permutations=params.get("shift_permutations", 999), seed=ctx.claim.seed)
+        suspect, reference = ctx.load(evidence.suspect).texts, ctx.load(evidence.reference).texts
         dated = dates_reason(evidence.suspect.year, evidence.reference.year, model.training_cutoff)
+        shift = check_exchangeable(suspect, reference, alpha=params.shift_alpha, n_permutations=params.shift_permutations,
+                                   seed=ctx.claim.seed)
+        signals, not_computable = ctx.usable_signals(list(params.signals))
+        s_feat, r_feat = ctx.features("suspect", suspect, signals), ctx.features("reference", reference, signals)
+        rows, sections = compare_sets(signals, s_feat, r_feat, suspect, reference, shift, ctx.claim.seed)
         best = best_signal(rows)
-        metrics = {
-            "n_suspect": len(suspect),
-            "n_reference": len(reference),
-            "shift_check": shift.as_finding(),
-            "dates": dated,
-            "best_signal": best["name"],
-            "best_signal_auc": best["auc"],
+        checks = [["declared years", dated or "no difference declared"], *shift_rows(shift),
+                  *([f"signal {name}", why] for name, why in not_computable.items())]
+        metrics: dict[str, Any] = {
+            "n_suspect": len(suspect), "n_reference": len(reference), "shift_check": shift.as_finding(), "dates": dated,
+            "signals": signals, "not_computable": not_computable, "best_signal": best["name"], "best_signal_auc": best["auc"],
+            "membership_rows": rows,
         }
+        sections.insert(0, Table("Checks: could the comparison be about training at all?", ["check", "result"], checks))
         compared = (f"best membership signal ({best['name']}) AUC {best['auc']:.3f} against a blind classifier AUC "
                     f"{shift.auc_corrected:.3f} that never looks at the model")
         if dated or shift.detected:
             why = "; ".join(filter(None, [dated, shift.describe() if shift.detected else None]))
             summary = f"The suspect-vs-reference comparison measures distribution shift: {why}; {compared}."
-            return RouteOutcome(Verdict.REJECTED_METHOD, summary, metrics, rows, figures, list(LIMITATIONS))
+            return RouteOutcome("measures_the_date", summary, metrics, sections, list(LIMITATIONS))
         summary = (f"On the suspect-vs-reference comparison, {shift.describe()}; but the reference set's membership is unknown, "
                    f"so it cannot serve as held-out data; {compared}.")
-        return RouteOutcome(None, summary, metrics, rows, figures, list(LIMITATIONS))
+        return RouteOutcome("reference_membership_unknown", summary, metrics, sections, list(LIMITATIONS))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from verifier.policy.schema import Verdict
-from verifier.routes.base import Route, RouteContext, RouteOutcome, register
+from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, RouteParams, register, same_for
+from verifier.verdicts import Verdict
 
 
 @register
 class DisclosureRoute(Route):
     name = "disclosure"
+    verdicts = {"rests_on_disclosure": same_for(ALL_KINDS, Verdict.UNVERIFIABLE)}
 
-    def run(self, ctx: RouteContext, params: dict[str, Any]) -> RouteOutcome:
+    def run(self, ctx: RouteContext, params: RouteParams) -> RouteOutcome:
         return RouteOutcome(
-            Verdict.UNVERIFIABLE,
+            "rests_on_disclosure",
             "None of the evidence supports a sound test of this claim: no published corpus, no content marked "
             "before training and no usable same-period held-out set. The claim rests on the developer's disclosure.",
             limitations=["Membership-inference scores alone are near chance on same-distribution data and cannot verify a claim."],

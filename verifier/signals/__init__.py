@@ -23,21 +23,44 @@ import numpy as np
 from verifier.signals import gap_k, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
 from verifier.errors import VerifierError
 from verifier.signals.base import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, register
+from verifier.targets.base import PROMPT_LOGPROBS
 
-__all__ = ["LOWER", "REFERENCE", "REGISTRY", "ScoredDocument", "Signal", "compute_signals", "make_signals", "register"]
+__all__ = ["LOWER", "REFERENCE", "REGISTRY", "ScoredDocument", "Signal", "available_views", "computable", "compute_signals",
+           "make_signals", "register"]
 
 
-def make_signals(names: Iterable[str] | None = None, views: Iterable[str] = ()) -> list[Signal]:
-    """Instantiate signals by name (default: every registered signal the ``views`` allow)."""
-    views = frozenset(views)
+def available_views(offered: Iterable[str]) -> frozenset[str]:
+    """Capabilities plus the views they imply: a target that scores prompts can score them lowercased."""
+    offered = frozenset(offered)
+    return offered | ({LOWER} if PROMPT_LOGPROBS in offered else frozenset())
+
+
+def computable(names: Iterable[str], offered: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """Split ``names`` into the signals ``offered`` capabilities can compute and, for the others, why not."""
+    have = available_views(offered)
+    usable, not_computable = [], {}
+    for name in names:
+        missing = REGISTRY[name].needs - have
+        if missing:
+            not_computable[name] = f"not computable: needs {', '.join(sorted(missing))}, which the target does not offer"
+        else:
+            usable.append(name)
+    return usable, not_computable
+
+
+def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()) -> list[Signal]:
+    """Instantiate signals by name (default: every registered signal the ``offered`` capabilities
+    allow, except those needing an extra forward pass, which run only when asked for by name)."""
+    have = available_views(offered)
     if names is None:
-        return [cls() for cls in REGISTRY.values() if cls.needs <= views]
+        return [cls() for cls in REGISTRY.values() if cls.needs <= have and LOWER not in cls.needs]
     signals = []
     for name in names:
         if name not in REGISTRY:
             raise VerifierError(f"unknown signal {name!r}; known: {', '.join(sorted(REGISTRY))}")
-        if missing := REGISTRY[name].needs - views:
-            raise VerifierError(f"signal {name!r} needs the {', '.join(sorted(missing))} view (e.g. --reference)")
+        if missing := REGISTRY[name].needs - have:
+            hint = " (e.g. --reference)" if REFERENCE in missing else ""
+            raise VerifierError(f"signal {name!r} needs {', '.join(sorted(missing))}, which is not available{hint}")
         signals.append(REGISTRY[name]())
     return signals
 

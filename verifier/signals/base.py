@@ -14,11 +14,12 @@ from typing import ClassVar
 import numpy as np
 
 from verifier.errors import VerifierError
+from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS
 from verifier.targets.token_scores import TokenScores
 
-# Views a signal may need beyond the target's scores of the original text.
-LOWER = "lower"  # the target's scores of the lowercased text
-REFERENCE = "reference"  # a reference model's scores of the original text
+# What a signal may need beyond target capabilities (``targets.base``): extra views of a text.
+LOWER = "lower"  # the target's scores of the lowercased text (any target that scores prompts has it)
+REFERENCE = "reference"  # a reference model's scores of the original text (the claim names one)
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Signal(ABC):
     """A membership score of one document; parameters are dataclass fields, recorded with results."""
 
     name: ClassVar[str]
-    needs: ClassVar[frozenset[str]] = frozenset()
+    needs: ClassVar[frozenset[str]] = frozenset({PROMPT_LOGPROBS})  # target capabilities and views
 
     @abstractmethod
     def score(self, doc: ScoredDocument) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS
 from verifier.signals.base import LowestKSignal, ScoredDocument, lowest_k_mean, register
 
 
@@ -15,6 +16,7 @@ from verifier.signals.base import LowestKSignal, ScoredDocument, lowest_k_mean, 
 @dataclass(frozen=True)
 class GapK(LowestKSignal):
     name = "gap_k"
+    needs = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})
 
     def score(self, doc: ScoredDocument) -> float:
         return lowest_k_mean(doc.target.logprob - doc.target.top1, self.k)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.signals.base import LOWER, ScoredDocument, Signal, register
 
 
@@ -16,7 +17,7 @@ from verifier.signals.base import LOWER, ScoredDocument, Signal, register
 @dataclass(frozen=True)
 class LowercaseRatio(Signal):
     name = "lowercase"
-    needs = frozenset({LOWER})
+    needs = frozenset({PROMPT_LOGPROBS, LOWER})
 
     def score(self, doc: ScoredDocument) -> float:
         assert doc.lower is not None

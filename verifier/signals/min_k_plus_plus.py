@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS
 from verifier.signals.base import LowestKSignal, ScoredDocument, lowest_k_mean, register
 
 SIGMA_FLOOR = 1e-6
@@ -20,6 +21,7 @@ SIGMA_FLOOR = 1e-6
 @dataclass(frozen=True)
 class MinKPlusPlus(LowestKSignal):
     name = "min_k_pp"
+    needs = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})
 
     def score(self, doc: ScoredDocument) -> float:
         t = doc.target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.signals.base import REFERENCE, ScoredDocument, Signal, register
 from verifier.targets.token_scores import TokenScores
 
@@ -17,7 +18,7 @@ from verifier.targets.token_scores import TokenScores
 @dataclass(frozen=True)
 class ReferenceDifference(Signal):
     name = "reference"
-    needs = frozenset({REFERENCE})
+    needs = frozenset({PROMPT_LOGPROBS, REFERENCE})
 
     def score(self, doc: ScoredDocument) -> float:
         assert doc.reference is not None

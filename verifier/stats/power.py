@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import binomtest
 
-from verifier.stats.dataset_inference import DEFAULT_PERMUTATIONS, DEFAULT_SPLITS, trial_p_values
+from verifier.errors import VerifierError
+from verifier.stats.dataset_inference import DEFAULT_PERMUTATIONS, DEFAULT_SPLITS, METHODS, trial_p_values
 
 DEFAULT_SIZES = (25, 50, 100, 200, 500, 1000)
 
@@ -108,3 +110,33 @@ def simulate_power(
         n_members=len(members),
         n_nonmembers=len(nonmembers),
     )
+
+
+def power_from_table(
+    path: str | Path,
+    signals: Sequence[str] | None = None,
+    sizes: Sequence[int] = (25, 50, 100, 200, 500, 1000),
+    trials: int = 500,
+    alpha: float = 0.05,
+    method: str = "permutation",
+    n_permutations: int = 199,
+    seed: int = 0,
+) -> tuple[PowerTable, list[str]]:
+    """``simulate_power`` on a labelled score table (e.g. of a testbed); returns it with the features used."""
+    from verifier.scoring import ScoreTable
+
+    if method not in METHODS:
+        raise VerifierError(f"method {method!r}: use one of {', '.join(METHODS)}")
+    if not 0 < alpha < 1 or trials < 1 or n_permutations < 1 or not sizes or min(sizes) < 2:
+        raise VerifierError("alpha must be in (0, 1), trials and permutations >= 1, and every set size >= 2")
+    table = ScoreTable.read(path)
+    labels = table.labels
+    if labels is None:
+        raise VerifierError(f"{path}: no labels; power needs known members (1) and non-members (0)")
+    names = list(signals or table.signal_names)
+    if unknown := sorted(set(names) - set(table.signal_names)):
+        raise VerifierError(f"{path}: no signal column {', '.join(unknown)}")
+    features = np.column_stack([table.signal(n) for n in names])
+    result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=list(sizes), trials=trials, alpha=alpha,
+                            method=method, n_permutations=n_permutations, seed=seed)
+    return result, names

@@ -15,16 +15,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
 
 from verifier.errors import VerifierError
+from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
 from verifier.targets.cache import ScoreCache, cache_key
-from verifier.targets.model_source import ModelSource, resolve_model
+from verifier.targets.model_source import BUNDLED, ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -64,25 +66,37 @@ class Encoded:
     char_end: int
 
 
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run with ``count`` torch threads and restore the caller's setting after (it is process-wide)."""
+    if not count:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class CausalLMTarget:
     """A transformers causal LM loaded from a SPEC (see ``model_source``)."""
+
+    capabilities = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, GENERATE})
+    kind = "causal_lm"
 
     def __init__(self, spec: str, options: ScoringOptions | None = None) -> None:
         self.options = options or ScoringOptions()
         self.source: ModelSource = resolve_model(spec)
-        if self.options.threads:
-            torch.set_num_threads(self.options.threads)
-        self.model, self.tokenizer = _load(self.source)
+        with torch_threads(self.options.threads):
+            self.model, self.tokenizer = _load(self.source)
         self.model.to(device=self.options.device, dtype=DTYPES[self.options.dtype]).eval()
         # A model cannot score past its context window (e.g. a testbed trained on 128 tokens).
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if limit and self.options.max_tokens > limit:
             self.options = replace(self.options, max_tokens=limit)
-        self.model_digest = (
-            self.source.digest()
-            if self.source.is_local
-            else f"{self.source.location}@{getattr(self.model.config, '_commit_hash', None) or 'unknown'}"
-        )
+        self.model_digest = self.source.digest() if self.source.is_local else self._hub_digest()
         self.tokenizer_digest = hashlib.sha256(self.tokenizer.backend_tokenizer.to_str().encode()).hexdigest()
         head = self.model.get_output_embeddings()
         self.row_chunk = max(8, CHUNK_BYTES // (4 * head.out_features))
@@ -100,6 +114,28 @@ class CausalLMTarget:
         plain = self.model(input_ids=ids).logits
         via_head = self.model.get_output_embeddings()(self.model.base_model(input_ids=ids).last_hidden_state)
         return plain.shape == via_head.shape and torch.allclose(plain, via_head, atol=1e-4, rtol=1e-4)
+
+    def _hub_digest(self) -> str:
+        """A hub model at its resolved commit; without one, the SHA-256 of the loaded weights, so two
+        revisions of one hub id never share cache rows."""
+        commit = getattr(self.model.config, "_commit_hash", None)
+        if commit:
+            return f"{self.source.location}@{commit}"
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self.model.state_dict().items()):
+            digest.update(name.encode() + b"\0" + tensor.detach().float().cpu().numpy().tobytes())
+        return digest.hexdigest()
+
+    @property
+    def max_chars(self) -> int:
+        return self.options.max_chars
+
+    @property
+    def identity(self) -> TargetIdentity:
+        spec = self.source.spec if not self.source.is_local or self.source.spec in BUNDLED else Path(self.source.spec).name
+        return TargetIdentity(self.kind, spec, {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
+                              {"revision": self.source.revision, "dtype": self.options.dtype, "max_tokens": self.options.max_tokens,
+                               "max_chars": self.options.max_chars})
 
     @property
     def fingerprint(self) -> dict[str, object]:
@@ -125,6 +161,10 @@ class CausalLMTarget:
         on_progress: Callable[[int], None] | None = None,
     ) -> list[TokenScores]:
         """Score every text, reading and filling ``cache``; ``on_progress(k)`` after each k documents."""
+        with torch_threads(self.options.threads):
+            return self._score(texts, cache, on_progress)
+
+    def _score(self, texts: Sequence[str], cache: ScoreCache | None, on_progress: Callable[[int], None] | None) -> list[TokenScores]:
         keys = [cache_key(self.fingerprint, text) for text in texts]
         found = cache.get_many(list(set(keys))) if cache is not None else {}
         if on_progress:
@@ -218,7 +258,9 @@ def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    kwargs: dict[str, str] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    if source.revision:
+        kwargs["revision"] = source.revision
     try:
         # GGUF de-quantisation draws a tqdm bar of its own on stderr; keep the CLI's output clean.
         with contextlib.redirect_stderr(io.StringIO()):

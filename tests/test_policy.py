@@ -1,0 +1,228 @@
+"""The engine's contracts: policies validated when read, caps that only lower, one verdict table per
+route, failing routes recorded, model-free refusals that never load the model, capability checks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from verifier.audit import run_audit
+from verifier.errors import VerifierError
+from verifier.policy import load_policy, weaker_than_default
+from verifier.routes.dataset_inference import DatasetInferenceRoute
+from verifier.targets import ScoreCache
+from verifier.verdicts import Verdict, cap_verdict
+
+DEFAULT = ROOT / "verifier" / "policies" / "default.yaml"
+DATA = ROOT / "verifier" / "examples" / "data" / "wikimia" / "length64.jsonl"
+
+
+def default_policy() -> dict:
+    return yaml.safe_load(DEFAULT.read_text())
+
+
+def route_of(policy: dict, name: str) -> dict:
+    return next(r for r in policy["routes"] if r["route"] == name)
+
+
+def write_policy(folder: Path, policy: dict, name: str = "policy.yaml") -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(policy))
+    return path
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"alpha": 1.0}, r"routes\.2\.params\.alpha: Input should be less than or equal to 0.2"),
+    ({"condition_on_text": "false"}, r"routes\.2\.params\.condition_on_text: Input should be a valid boolean"),
+    ({"shift_permutations": 19, "shift_alpha": 0.05}, r"routes\.2\.params.*no p-value can fall below 0.05"),
+    ({"margin_cap": 1.0}, r"routes\.2\.params\.margin_cap"),
+    ({"min_set_size": 2}, r"routes\.2\.params\.min_set_size"),
+    ({"blind_threshold": 0.6}, r"routes\.2\.params\.blind_threshold: Extra inputs are not permitted"),
+    ({"target_power": 1.5}, r"routes\.2\.params\.target_power: Input should be less than 1"),
+    ({"signals": ["loss", "lossy"]}, r"routes\.2\.params\.signals: Value error, unknown signal\(s\) \['lossy'\]"),
+    ({"signals": None}, r"routes\.2\.params\.signals"),
+])
+def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
+    policy = default_policy()
+    params = route_of(policy, "dataset_inference")["params"]
+    params.update(change)
+    params = {k: v for k, v in params.items() if v is not None}  # None: the key is missing
+    route_of(policy, "dataset_inference")["params"] = params
+    with pytest.raises(VerifierError, match=f"policy.yaml: {message}"):
+        load_policy(write_policy(tmp_path, policy))
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda p: route_of(p, "dataset_inference").update(when="heldot"), r"routes\.2\.when: Extra inputs are not permitted"),
+    (lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"), r"routes\.2\.route: unknown route 'dataset_inferense'"),
+    (lambda p: route_of(p, "dataset_inference").update(grants=["VERIFIED"]), r"routes\.2\.grants: dataset_inference can never reach VERIFIED"),
+    (lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]), r"routes\.3\.grants: date_shift can never reach SUPPORTED"),
+    (lambda p: p["routes"].append(dict(route_of(p, "disclosure"))), r"routes\.5\.route: 'disclosure' appears twice"),
+    (lambda p: p.pop("routes"), r"routes: Field required"),
+    (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.3\.params\.shift_alpha"),
+])
+def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
+    policy = default_policy()
+    edit(policy)
+    with pytest.raises(VerifierError, match=f"policy.yaml: {message}"):
+        load_policy(write_policy(tmp_path, policy))
+
+
+def test_bundled_policies_load_and_strict_is_not_weaker():
+    for name in ("default", "strict"):
+        policy = load_policy(ROOT / "verifier" / "policies" / f"{name}.yaml")
+        assert weaker_than_default(policy) == []
+    strict = load_policy(ROOT / "verifier" / "policies" / "strict.yaml")
+    assert next(r for r in strict.routes if r.name == "dataset_inference").params.require_control is True
+
+
+def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):
+    policy = default_policy()
+    params = route_of(policy, "dataset_inference")["params"]
+    params.update(alpha=0.1, shift_alpha=0.01, margin_cap=0.75, n_permutations=199, method="split_median")
+    route_of(policy, "date_shift")["grants"] = []
+    policy["routes"] = [r for r in policy["routes"] if r["route"] != "marks"]
+    found = weaker_than_default(load_policy(write_policy(tmp_path, policy)))
+    assert sorted(found) == sorted([
+        "route marks removed",
+        "dataset_inference.alpha 0.1 (default 0.05)",
+        "dataset_inference.n_permutations 199 (default 999)",
+        "dataset_inference.shift_alpha 0.01 (default 0.05)",
+        "dataset_inference.margin_cap 0.75 (default 0.7)",
+    ])  # granting less (date_shift) and another method are not weaker
+
+
+@pytest.mark.parametrize(("verdict", "grants", "expected"), [
+    (Verdict.INCONCLUSIVE, {Verdict.REJECTED_METHOD}, Verdict.INCONCLUSIVE),  # a cap never asserts a rejection no check made
+    (Verdict.CONTRADICTED, {Verdict.SUPPORTED}, Verdict.INCONCLUSIVE),  # SUPPORTED granted does not let CONTRADICTED through
+    (Verdict.SUPPORTED, {Verdict.CONTRADICTED}, Verdict.INCONCLUSIVE),
+    (Verdict.REJECTED_METHOD, {Verdict.SUPPORTED}, Verdict.INCONCLUSIVE),
+    (Verdict.VERIFIED, set(), Verdict.INCONCLUSIVE),
+    (Verdict.UNVERIFIABLE, set(), Verdict.UNVERIFIABLE),
+    (Verdict.SUPPORTED, {Verdict.SUPPORTED}, Verdict.SUPPORTED),
+    (Verdict.REJECTED_METHOD, {Verdict.REJECTED_METHOD}, Verdict.REJECTED_METHOD),
+])
+def test_caps_only_lower_to_inconclusive(verdict, grants, expected):
+    assert cap_verdict(verdict, grants) == expected
+
+
+@pytest.fixture()
+def claim_folder(tmp_path, tiny_model_dir):
+    """A folder with the WikiMIA-64 file and the tiny GPT-2 next to a claim writer."""
+    shutil.copy(DATA, tmp_path / "docs.jsonl")
+    return tmp_path
+
+
+def write_claim(folder: Path, model: Path, evidence: dict, kind: str = "trained_on", policy: str = "default", **model_extra) -> Path:
+    claim = {
+        "claim": {"id": "t", "statement": "s", "kind": kind, "made_by": "tests"},
+        "model": {"target": str(model), **model_extra},
+        "evidence": evidence,
+        "policy": policy,
+    }
+    path = folder / "claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    return path
+
+
+def never_load(role: str):
+    pytest.fail(f"the {role} model was loaded, though no check needed it")
+
+
+OLD_VS_NEW = {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
+              "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}
+
+
+def test_refusal_by_dates_never_queries_the_model(claim_folder, tiny_model_dir, tmp_path):
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"),
+                         target_factory=never_load).findings
+    assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "dataset_inference"
+    assert "the model was not queried" in findings["verdict_sentence"]
+    assert findings["model"]["target"]["loaded"] is False
+
+
+def test_summary_field_claim_is_not_decided_by_dataset_inference(claim_folder, tiny_model_dir, tmp_path):
+    path = write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, kind="summary_field")
+    findings = run_audit(path, cache=ScoreCache(tmp_path / "c"), target_factory=never_load).findings
+    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert route["status"] == "skipped" and "does not bear on a summary_field claim" in route["reason"]
+    assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
+
+
+def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path):
+    policy = default_policy()
+    route_of(policy, "dataset_inference")["grants"] = ["SUPPORTED"]
+    write_policy(claim_folder, policy, "narrow.yaml")
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, policy="narrow.yaml"),
+                         cache=ScoreCache(tmp_path / "c"), target_factory=never_load).findings
+    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert (findings["verdict"], route["uncapped_verdict"]) == ("INCONCLUSIVE", "REJECTED-METHOD")
+
+
+def test_a_failing_route_is_recorded_and_the_walk_goes_on(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
+    def broken(self, ctx, params):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(DatasetInferenceRoute, "run", broken)
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"),
+                         target_factory=never_load).findings
+    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert route["status"] == "failed" and route["reason"] == "failed with an internal error (RuntimeError: boom)"
+    assert findings["decided_by"] == "disclosure" and findings["failed_routes"]
+    assert "Not counted: dataset_inference failed" in findings["verdict_sentence"]
+
+
+# Two halves of the post-2023 texts: same population, same year (the blind check finds no shift).
+SAME_PERIOD = {"suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 120, "year": 2023},
+               "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 120, "year": 2023}}
+
+
+def test_signals_the_target_cannot_compute_are_refused_at_load_or_recorded(claim_folder, tiny_model_dir, tiny_reference_dir, tmp_path):
+    policy = default_policy()
+    route_of(policy, "dataset_inference")["params"]["signals"] = ["reference"]
+    write_policy(claim_folder, policy, "ref-only.yaml")
+    with pytest.raises(VerifierError, match=r"ref-only.yaml: routes\.2\.params\.signals: target .* can compute none of \['reference'\]"):
+        run_audit(write_claim(claim_folder, tiny_model_dir, SAME_PERIOD, policy="ref-only.yaml"), target_factory=never_load)
+    # With a reference model named in the claim, the reference signal enters the test.
+    route_of(policy, "dataset_inference")["params"]["signals"] = ["loss", "reference"]
+    write_policy(claim_folder, policy, "ref.yaml")
+    path = write_claim(claim_folder, tiny_model_dir, SAME_PERIOD, policy="ref.yaml", reference=str(tiny_reference_dir))
+    findings = run_audit(path, cache=ScoreCache(tmp_path / "c")).findings
+    metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    assert metrics["signals"] == ["loss", "reference"] and metrics["not_computable"] == {}, metrics["set_test"]
+    assert "test" in metrics, metrics["set_test"]["reason"]
+    assert set(metrics["test"]["weights"][0]) == {"loss", "reference"}
+    assert findings["model"]["reference"]["digests"]["weights"]
+    # Without it, the signal is recorded as not computable and the test runs on the rest.
+    path = write_claim(claim_folder, tiny_model_dir, SAME_PERIOD, policy="ref.yaml")
+    findings = run_audit(path, cache=ScoreCache(tmp_path / "c")).findings
+    metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    assert metrics["signals"] == ["loss"] and "reference" in metrics["not_computable"]
+    assert "not computable" in metrics["not_computable"]["reference"]
+
+
+def test_date_shift_without_a_shift_passes_the_decision_on(claim_folder, tiny_model_dir, tmp_path):
+    evidence = {"suspect": SAME_PERIOD["suspect"], "reference": SAME_PERIOD["heldout"]}
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c")).findings
+    route = next(r for r in findings["path"] if r["route"] == "date_shift")
+    assert route["status"] == "ran" and route["outcome"]["status"] == "reference_membership_unknown"
+    assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
+
+
+@pytest.mark.parametrize(("evidence", "message"), [
+    ({"suspect": {"path": "missing.jsonl"}}, r"claim.yaml: evidence.suspect.path: file missing.jsonl not found"),
+    ({"suspect": {"path": "docs.jsonl"}, "corpus": {"path": "docs.jsonl"}}, r"claim.yaml: evidence.corpus.index: Field required"),
+    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json"}}, r"evidence.marks.registration: file reg.json not found"),
+])
+def test_evidence_is_checked_when_the_claim_is_read(claim_folder, tiny_model_dir, evidence, message):
+    with pytest.raises(VerifierError, match=message):
+        run_audit(write_claim(claim_folder, tiny_model_dir, evidence), target_factory=never_load)
+
+
+def test_claim_dtype_is_validated_with_its_key(claim_folder, tiny_model_dir):
+    with pytest.raises(VerifierError, match=r"claim.yaml: model.dtype: Input should be 'fp32' or 'bf16'"):
+        run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, dtype="fp8"), target_factory=never_load)

@@ -1,0 +1,65 @@
+"""The main job, as one library call: claim -> findings -> HTML and PDF reports -> signed bundle.
+
+The CLI's ``audit`` command is a thin wrapper over ``audit_to_bundle``; scripts and notebooks call
+it directly and get the same bundle.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verifier.audit import findings_digest, run_audit
+from verifier.scoring import Progress
+from verifier.targets import ScoreCache
+
+
+def default_key_path() -> Path:
+    return Path.home() / ".config" / "verifier" / "signing.key"
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    folder: Path
+    findings: dict[str, Any]
+    signed: bool
+    created_key: Path | None  # the default key, when this run created it
+    html_seconds: float
+    pdf_seconds: float
+
+
+def audit_to_bundle(
+    claim: str | Path,
+    out_dir: Path = Path("evidence"),
+    sign_key: Path | None = None,
+    sign: bool = True,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> BundleResult:
+    """Audit ``claim`` and write its evidence bundle under ``out_dir``.
+
+    Signing uses ``sign_key``, else the default key (created, mode 0600, if it does not exist yet).
+    The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
+    """
+    from verifier.evidence import generate_key, load_private_key, write_bundle
+    from verifier.report import render_html, render_pdf
+
+    key, created = None, None
+    if sign:
+        key_path = sign_key or default_key_path()
+        if sign_key is None and not key_path.exists():
+            generate_key(key_path)
+            created = key_path
+        key = load_private_key(key_path)
+    result = run_audit(claim, cache=ScoreCache(cache_dir), progress=progress)
+    digest = findings_digest(result.findings)
+    started = time.perf_counter()
+    html = render_html(result.findings, digest)
+    html_s = time.perf_counter() - started
+    started = time.perf_counter()
+    pdf = render_pdf(html)
+    pdf_s = time.perf_counter() - started
+    folder = write_bundle(result, html, pdf, out_dir, key)
+    return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s)

@@ -1,0 +1,64 @@
+"""The target contract: what any audited model declares it can do, and how it is identified.
+
+Routes and signals never ask what kind of model they face; they ask for capabilities:
+- ``prompt_logprobs``: log p of every token of a given text (open weights; some APIs with echo);
+- ``vocab_stats``: per position, the mean, spread and top-1 of log p over the whole vocabulary
+  (open weights only: Min-K%++ and Gap-K% read them);
+- ``top_k_logprobs``: the k most likely next tokens with their log p (many APIs);
+- ``generate``: sample continuations;
+- ``reasoning_traces``: a reasoning model's trace beside its answer.
+
+A signal states the capabilities it needs; an audit of a target that cannot supply them records
+the signal as "not computable" instead of failing. The identity object replaces a bare weight
+digest: weights and tokenizer digests for local models, endpoint, model name and a digest of the
+response cache for API models; it is what the findings and every cache key name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from verifier.targets.cache import ScoreCache
+from verifier.targets.token_scores import TokenScores
+
+PROMPT_LOGPROBS = "prompt_logprobs"
+VOCAB_STATS = "vocab_stats"
+TOP_K_LOGPROBS = "top_k_logprobs"
+GENERATE = "generate"
+REASONING_TRACES = "reasoning_traces"
+CAPABILITIES = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, TOP_K_LOGPROBS, GENERATE, REASONING_TRACES})
+
+
+@dataclass(frozen=True)
+class TargetIdentity:
+    """What the findings name the model by; ``digests`` are SHA-256 hex strings by role."""
+
+    kind: str  # "causal_lm", "openai_compatible", ...
+    spec: str  # a name safe to publish: a bundled name, a file or folder name, a hub id, an endpoint's model
+    digests: dict[str, str] = field(default_factory=dict)  # e.g. {"weights": ..., "tokenizer": ...}
+    details: dict[str, object] = field(default_factory=dict)  # e.g. revision, dtype, max_tokens
+
+    def as_finding(self) -> dict[str, object]:
+        return {"kind": self.kind, "spec": self.spec, "digests": dict(self.digests), **self.details}
+
+
+@runtime_checkable
+class Target(Protocol):
+    """An audited model. ``score`` is needed only for targets offering ``prompt_logprobs``."""
+
+    capabilities: frozenset[str]
+    max_chars: int  # texts are cut to this many characters before scoring
+
+    @property
+    def identity(self) -> TargetIdentity: ...
+
+    @property
+    def fingerprint(self) -> dict[str, object]:
+        """Everything the scored arrays depend on besides the text (part of every cache key)."""
+        ...
+
+    def score(
+        self, texts: Sequence[str], cache: ScoreCache | None = None, on_progress: Callable[[int], None] | None = None
+    ) -> list[TokenScores]: ...
