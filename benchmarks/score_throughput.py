@@ -101,7 +101,7 @@ def main() -> None:
         print(f"{name:<20}{value:>10.0f}{value / base:>10.2f}x{share:>16.1f}%")
     print(f"fp32 matmul roofline: {gflops:.1f} GFLOP/s (2048^3 GEMM, best of 5, median of 3)")
 
-    signals = make_signals(["loss", "zlib", "min_k", "min_k_pp", "gap_k"])
+    signals = make_signals(["loss", "zlib", "min_k", "min_k_pp", "gap_k"], fp32.capabilities)
     aucs = {}
     for precision, scores in results.items():
         columns = compute_signals([ScoredDocument(text=t, target=s) for t, s in zip(texts, scores)], signals)

@@ -96,7 +96,8 @@ def test_stricter_policy_caps_the_verdict(testbed_claim, tmp_path):
     findings = run_audit(strict_claim, cache=ScoreCache(tmp_path)).findings
     di = next(r for r in findings["path"] if r["route"] == "dataset_inference")
     assert findings["verdict"] == "INCONCLUSIVE" and di["uncapped_verdict"] == "SUPPORTED"
-    assert findings["policy"]["weaker_than_default"] == []  # granting less is stricter, not weaker
+    assert findings["policy"]["weaker_than_default"] == []
+    assert findings["policy"]["other_departures"] == ["dataset_inference may not grant CONTRADICTED, SUPPORTED"]
 
 
 def write_variant(testbed_claim, name: str, **changes) -> object:

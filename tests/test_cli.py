@@ -65,3 +65,21 @@ def test_evaluate_refuses_unlabelled_and_foreign_files(tiny_model_dir, sample, t
     assert "no labels" in one_line_error(runner.invoke(app, ["evaluate", str(out)]))
     (tmp_path / "x.parquet").write_bytes(b"not parquet")
     assert "not a readable Parquet" in one_line_error(runner.invoke(app, ["evaluate", str(tmp_path / "x.parquet")]))
+
+
+def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
+    import verifier.job
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something broke\nmore detail")
+
+    monkeypatch.setattr(verifier.job, "audit_to_bundle", broken)
+    result = runner.invoke(app, ["audit", "example:wikimia-smollm2", "--no-sign"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1
+    assert "internal error: RuntimeError: something broke" in lines[0] and "VERIFIER_DEBUG" in lines[0]
+
+
+def test_bundled_example_names_are_checked():
+    result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
+    assert result.exit_code == 2 and "no such bundled example; bundled: example:testbed, example:wikimia-smollm2" in result.output

@@ -3,6 +3,7 @@ route, failing routes recorded, model-free refusals that never load the model, c
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import yaml
 from conftest import ROOT
 from verifier.audit import run_audit
 from verifier.errors import VerifierError
-from verifier.policy import load_policy, weaker_than_default
+from verifier.policy import departures_from_default, load_policy
 from verifier.routes.dataset_inference import DatasetInferenceRoute
 from verifier.targets import ScoreCache
 from verifier.verdicts import Verdict, cap_verdict
@@ -45,6 +46,8 @@ def write_policy(folder: Path, policy: dict, name: str = "policy.yaml") -> Path:
     ({"target_power": 1.5}, r"routes\.2\.params\.target_power: Input should be less than 1"),
     ({"signals": ["loss", "lossy"]}, r"routes\.2\.params\.signals: Value error, unknown signal\(s\) \['lossy'\]"),
     ({"signals": None}, r"routes\.2\.params\.signals"),
+    ({"signals": ["loss", "loss"]}, r"routes\.2\.params\.signals: Value error, signal\(s\) \['loss'\] listed more than once"),
+    ({"min_set_size": 10**9}, r"routes\.2\.params\.min_set_size: Input should be less than or equal to 100000"),
 ])
 def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     policy = default_policy()
@@ -64,6 +67,8 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     (lambda p: p["routes"].append(dict(route_of(p, "disclosure"))), r"routes\.5\.route: 'disclosure' appears twice"),
     (lambda p: p.pop("routes"), r"routes: Field required"),
     (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.3\.params\.shift_alpha"),
+    (lambda p: route_of(p, "corpus_lookup").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
+    (lambda p: route_of(p, "marks").update(grants=["VERIFIED"]), r"routes\.1\.grants: marks can never reach VERIFIED"),
 ])
 def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
     policy = default_policy()
@@ -73,27 +78,34 @@ def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
 
 
 def test_bundled_policies_load_and_strict_is_not_weaker():
-    for name in ("default", "strict"):
-        policy = load_policy(ROOT / "verifier" / "policies" / f"{name}.yaml")
-        assert weaker_than_default(policy) == []
+    assert departures_from_default(load_policy(DEFAULT)) == ([], [])
     strict = load_policy(ROOT / "verifier" / "policies" / "strict.yaml")
-    assert next(r for r in strict.routes if r.name == "dataset_inference").params.require_control is True
+    assert departures_from_default(strict) == ([], ["dataset_inference.require_control True (default False)"])
 
 
 def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):
     policy = default_policy()
     params = route_of(policy, "dataset_inference")["params"]
-    params.update(alpha=0.1, shift_alpha=0.01, margin_cap=0.75, n_permutations=199, method="split_median")
+    params.update(alpha=0.1, shift_alpha=0.01, margin_cap=0.75, n_permutations=199, method="split_median", min_set_size=500)
     route_of(policy, "date_shift")["grants"] = []
+    route_of(policy, "dataset_inference")["grants"] = ["SUPPORTED", "REJECTED-METHOD"]
     policy["routes"] = [r for r in policy["routes"] if r["route"] != "marks"]
-    found = weaker_than_default(load_policy(write_policy(tmp_path, policy)))
-    assert sorted(found) == sorted([
+    policy["routes"][-1], policy["routes"][-2] = policy["routes"][-2], policy["routes"][-1]
+    looser, other = departures_from_default(load_policy(write_policy(tmp_path, policy)))
+    assert sorted(other) == sorted([
+        "routes reordered: corpus_lookup > dataset_inference > disclosure > date_shift",
+        "date_shift may not grant REJECTED-METHOD",
+        "dataset_inference may not grant CONTRADICTED",  # can hide an adverse result from a denial
+        "dataset_inference.method split_median (default permutation)",
+        "dataset_inference.min_set_size 500 (default 20)",  # can refuse every claim
+    ])
+    assert sorted(looser) == sorted([
         "route marks removed",
         "dataset_inference.alpha 0.1 (default 0.05)",
         "dataset_inference.n_permutations 199 (default 999)",
         "dataset_inference.shift_alpha 0.01 (default 0.05)",
         "dataset_inference.margin_cap 0.75 (default 0.7)",
-    ])  # granting less (date_shift) and another method are not weaker
+    ])
 
 
 @pytest.mark.parametrize(("verdict", "grants", "expected"), [
@@ -163,6 +175,28 @@ def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path)
     assert (findings["verdict"], route["uncapped_verdict"]) == ("INCONCLUSIVE", "REJECTED-METHOD")
 
 
+def test_a_failing_route_names_no_private_path(claim_folder, tiny_model_dir, tmp_path):
+    evidence = {"suspect": OLD_VS_NEW["suspect"], "heldout": dict(OLD_VS_NEW["heldout"], where={"label": 7})}
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c"),
+                         target_factory=never_load).findings
+    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert route["status"] == "failed" and "no row has 'label' equal to 7" in route["reason"]
+    assert "<claim folder>/docs.jsonl" in route["reason"] and str(claim_folder) not in json.dumps(findings)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"seed": -1}, r"claim.yaml: seed: Input should be greater than or equal to 0"),
+    ({"policy": "strct"}, r"policy 'strct': no bundled policy of that name; bundled: default, strict"),
+    ({"policy": "regulation"}, r"policy 'regulation': no bundled policy"),
+])
+def test_claim_level_policy_and_seed_errors(claim_folder, tiny_model_dir, edit, message):
+    path = write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW)
+    claim = yaml.safe_load(path.read_text()) | edit
+    path.write_text(yaml.safe_dump(claim))
+    with pytest.raises(VerifierError, match=message):
+        run_audit(path, target_factory=never_load)
+
+
 def test_a_failing_route_is_recorded_and_the_walk_goes_on(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
     def broken(self, ctx, params):
         raise RuntimeError("boom\nsecond line")
@@ -226,3 +260,16 @@ def test_evidence_is_checked_when_the_claim_is_read(claim_folder, tiny_model_dir
 def test_claim_dtype_is_validated_with_its_key(claim_folder, tiny_model_dir):
     with pytest.raises(VerifierError, match=r"claim.yaml: model.dtype: Input should be 'fp32' or 'bf16'"):
         run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, dtype="fp8"), target_factory=never_load)
+
+
+def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(claim_folder, tiny_model_dir, tmp_path):
+    (claim_folder / "x").mkdir()
+    evidence = {"suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 100, "year": 2023},
+                "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 100, "limit": 80, "year": 2023},
+                "control": {"path": "x/../docs.jsonl", "where": {"label": "0"}, "offset": 180, "year": 2023}}
+    findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence, policy="strict"), cache=ScoreCache(tmp_path / "c")).findings
+    metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    assert "control" in metrics, metrics["set_test"]["reason"]
+    assert metrics["control"]["validated"] is False
+    assert any("split of the held-out population" in p for p in metrics["control"]["problems"])
+    assert findings["verdict"] in ("INCONCLUSIVE", "REJECTED-METHOD")

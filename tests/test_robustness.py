@@ -129,3 +129,24 @@ def test_latest_year_baseline_reads_either_direction_out_of_fold(newer_suspect):
     texts, labels = year_sets(newer_suspect, separated=False)
     m = evaluate_scores("y", latest_year_baseline(texts, labels, seed=0), labels)
     assert m.auc_ci_low < 0.5 < m.auc_ci_high
+
+
+def test_hub_ids_may_pin_a_revision_that_enters_the_source():
+    from verifier.targets import resolve_model
+
+    pinned = resolve_model("org/name@0123abcd")
+    assert (pinned.location, pinned.revision, pinned.is_local) == ("org/name", "0123abcd", False)
+    assert resolve_model("org/name").revision is None
+    with pytest.raises(VerifierError, match="hub id"):
+        resolve_model("org/name@")
+
+
+def test_a_target_leaves_torchs_thread_count_as_it_found_it(tiny_model_dir):
+    import torch
+
+    from verifier.targets import CausalLMTarget, ScoringOptions
+
+    before = torch.get_num_threads()
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(threads=1 if before > 1 else 2))
+    target.score(["A short text about an event in 2016, scored to check the thread count."])
+    assert torch.get_num_threads() == before

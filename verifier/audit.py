@@ -20,12 +20,13 @@ import pandas as pd
 
 from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
+from verifier.errors import VerifierError
 from verifier.resources import resolve_claim_path
-from verifier.policy import load_policy, resolve_policy_path, weaker_than_default
+from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
-from verifier.targets import ScoreCache, ScoringOptions, Target, load_target, resolve_model
+from verifier.targets import ScoreCache, ScoringOptions, Target, load_target, resolve_model, target_class
 from verifier.targets.model_source import BUNDLED
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
@@ -69,12 +70,13 @@ def run_audit(
     decided = decision(records)
     failed = [f"{r.route} {r.reason}" for r in records if r.status == "failed"]
     summary = decided.outcome.summary if decided.outcome else decided.reason
+    looser, other = departures_from_default(policy)
     findings = {
         "format": "verifier-findings/2",
         "claim": claim.model_dump(mode="json"),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
-                   "weaker_than_default": weaker_than_default(policy)},
+                   "weaker_than_default": looser, "other_departures": other},
         "verdict": decided.verdict,
         "decided_by": decided.route,
         "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
@@ -93,7 +95,8 @@ def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:
 
     def load(role: str) -> Target:
         spec = claim.model.target if role == "target" else claim.model.reference
-        assert spec is not None, "a route asked for a reference model the claim does not name"
+        if spec is None:
+            raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
         local = base / spec
         options = ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens)
         return load_target(str(local) if local.exists() else spec, options)
@@ -120,7 +123,7 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
             continue
         local = base / spec
         source = resolve_model(str(local) if local.exists() else spec)
-        identity[role] = {"kind": "causal_lm", "spec": Path(spec).name if source.is_local and spec not in BUNDLED else spec,
+        identity[role] = {"kind": target_class(spec).kind, "spec": Path(spec).name if source.is_local and spec not in BUNDLED else spec,
                           "digests": {"weights": source.digest()} if source.is_local else {}, "loaded": False}
     return identity
 

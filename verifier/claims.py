@@ -77,7 +77,7 @@ class CorpusRef(Strict):
 
 
 class MarksRef(Strict):
-    """Content marked before training: a signed registration (made by ``verifier marks make``)."""
+    """Content marked before training: the signed registration made when the marks were published."""
 
     registration: Path = Field(description="the signed registration envelope (DSSE JSON), relative to the claim")
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
@@ -101,7 +101,7 @@ class ClaimManifest(Strict):
     model: ModelUnderTest
     evidence: Evidence
     policy: Path = Path("default")
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="seed of the bootstrap, the blind classifier's folds and relabellings")
 
 
 def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:

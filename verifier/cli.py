@@ -160,12 +160,9 @@ def testbed_build(
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
 ) -> None:
     """Train a testbed model on a seeded member half of the bundled text pool (cached by config)."""
-    from verifier.testbed import PRESETS, build_testbed
+    from verifier.testbed import build_testbed, preset_config
 
-    if preset not in PRESETS:
-        raise VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
-    overrides = {k: v for k, v in {"seed": seed, "epochs": epochs}.items() if v is not None}
-    config = PRESETS[preset].model_copy(update=overrides)
+    config = preset_config(preset, seed=seed, epochs=epochs)
     with progress_bars() as progress:
         advance = progress("training", config.epochs)
         testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))

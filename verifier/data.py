@@ -79,19 +79,19 @@ def load_documents(
 def _filter(path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The rows matching every ``where`` pair; a key that is no column, or a value no row holds, is refused by name."""
     columns = {key for _, row in rows for key in row}
-    wanted = {key: _normalised(value) for key, value in where.items()}
+    wanted = {key: normalised_value(value) for key, value in where.items()}
     for key, value in where.items():
         if key not in columns:
             raise VerifierError(f"{path}: where key {key!r} is not a column (columns: {', '.join(sorted(columns))})")
-        if not any(key in row and _normalised(row[key]) == wanted[key] for _, row in rows):
+        if not any(key in row and normalised_value(row[key]) == wanted[key] for _, row in rows):
             raise VerifierError(f"{path}: no row has {key!r} equal to {value!r}")
-    kept = [(at, row) for at, row in rows if all(key in row and _normalised(row[key]) == value for key, value in wanted.items())]
+    kept = [(at, row) for at, row in rows if all(key in row and normalised_value(row[key]) == value for key, value in wanted.items())]
     if not kept:
         raise VerifierError(f"{path}: no row matches all of where {where}")
     return kept
 
 
-def _normalised(value: Any) -> Any:
+def normalised_value(value: Any) -> Any:
     """One form for equal values whatever their type: CSV gives "2016", JSON 2016, Parquet 2016.0."""
     if value is None:
         return ""  # a missing CSV cell is empty text
@@ -111,7 +111,7 @@ def _normalised(value: Any) -> Any:
             return text
         if not math.isfinite(number):
             return text
-        return str(int(text)) if text.lstrip("+-").isdigit() else _normalised(number)  # int(): exact past 2**53
+        return str(int(text)) if text.lstrip("+-").isdigit() else normalised_value(number)  # int(): exact past 2**53
     return value
 
 

@@ -5,11 +5,22 @@ Anything the user can fix (a missing file, a bad field, an unreadable model) is 
 line and exits non-zero; every other exception is a bug and keeps its traceback.
 """
 
+from pathlib import Path
+
 from pydantic import ValidationError
 
 
 class VerifierError(Exception):
     """An input problem the user can fix, described in one line."""
+
+
+def redact_paths(text: str, *folders: Path) -> str:
+    """``text`` with each folder's absolute path replaced by a placeholder and the home folder by
+    ``~``: error messages name files, and findings must not carry where a user keeps them."""
+    for folder in folders:
+        for form in {str(folder.resolve()), str(folder)} - {"", "."}:
+            text = text.replace(form.rstrip("/") + "/", "<claim folder>/").replace(form, "<claim folder>")
+    return text.replace(str(Path.home()) + "/", "~/")
 
 
 def first_validation_error(exc: ValidationError, top: str = "(top level)") -> str:

@@ -4,6 +4,6 @@
 tree (it imports the routes), so it is not imported here.
 """
 
-from verifier.policy.schema import Policy, PolicyRoute, load_policy, resolve_policy_path, weaker_than_default
+from verifier.policy.schema import Policy, PolicyRoute, load_policy, resolve_policy_path, departures_from_default
 
-__all__ = ["Policy", "PolicyRoute", "load_policy", "resolve_policy_path", "weaker_than_default"]
+__all__ = ["Policy", "PolicyRoute", "load_policy", "resolve_policy_path", "departures_from_default"]

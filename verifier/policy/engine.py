@@ -17,7 +17,7 @@ from typing import Any
 
 from verifier import __version__
 from verifier.claims import ClaimManifest
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, redact_paths
 from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
 from verifier.routes import RouteContext, RouteOutcome
 from verifier.routes.base import offered_capabilities
@@ -47,6 +47,8 @@ def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
     offered = offered_capabilities(claim)
     for i, step in enumerate(policy.routes):
         if step.route is None or missing_evidence(step, claim) or not step.route.needs_target:
+            continue
+        if claim.claim.kind not in step.route.claim_kinds:
             continue
         signals = list(step.params.signals)
         usable, why = computable(signals, offered)
@@ -80,15 +82,16 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             continue
         try:
             outcome = step.route().run(ctx, step.params)
+            verdict = step.route.verdict(outcome.status, kind)
         except VerifierError as exc:
-            record.status, record.reason = "failed", f"failed: {exc}"
+            record.status, record.reason = "failed", redact_paths(f"failed: {exc}", ctx.base_dir)
             continue
         except Exception as exc:  # noqa: BLE001 - one route's bug must not abort the audit; it is recorded
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            record.status, record.reason = "failed", f"failed with an internal error ({type(exc).__name__}: {first})"
+            record.status = "failed"
+            record.reason = redact_paths(f"failed with an internal error ({type(exc).__name__}: {first})", ctx.base_dir)
             continue
         record.outcome = outcome
-        verdict = step.route.verdict(outcome.status, kind)
         if verdict is None:
             record.status, record.reason = "ran", "ran without reaching a verdict; the decision passes on"
             continue

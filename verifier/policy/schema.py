@@ -41,8 +41,8 @@ class PolicyRoute:
     """One validated step of the tree: the route class (None for a planned route), its params, its grants."""
 
     name: str
-    route: Any  # type[Route] | None; Any to keep this module free of the routes' imports
-    params: Any  # the route's RouteParams instance, or the raw dict of a planned route
+    route: Any  # type[Route], or None for a planned route; Any keeps this module free of the routes' imports
+    params: BaseModel  # the route's validated params
     grants: frozenset[Verdict]
     requires: frozenset[str]
 
@@ -56,10 +56,16 @@ class Policy:
     sha256: str
 
 
+BUNDLED_POLICIES = ("default", "strict")
+
+
 def resolve_policy_path(name: str | Path, base: Path) -> Path:
-    """A bare name means the bundled policies/NAME.yaml; anything else is a path relative to ``base``."""
+    """A bare name means a bundled policy (default, strict); anything else is a path relative to ``base``."""
     text = str(name)
     if "/" not in text and not text.endswith((".yaml", ".yml")):
+        if text not in BUNDLED_POLICIES:
+            raise VerifierError(f"policy {text!r}: no bundled policy of that name; bundled: {', '.join(BUNDLED_POLICIES)} "
+                                f"(or give a .yaml path relative to the claim)")
         return resource("policies", f"{text}.yaml")
     return (base / text).resolve()
 
@@ -87,23 +93,20 @@ def load_policy(path: Path) -> Policy:
         if spec.route in seen:
             raise VerifierError(f"{where}.route: {spec.route!r} appears twice")
         seen.add(spec.route)
-        if spec.route in PLANNED:
-            requires = PLANNED[spec.route]
-            steps.append(PolicyRoute(spec.route, None, dict(spec.params), frozenset(spec.grants or ()), requires))
-            continue
-        if spec.route not in ROUTES:
+        if spec.route not in ROUTES and spec.route not in PLANNED:
             raise VerifierError(f"{where}.route: unknown route {spec.route!r}; known: {', '.join(sorted(ROUTES) + sorted(PLANNED))}")
-        route = ROUTES[spec.route]
+        route = ROUTES.get(spec.route)
+        declared = route if route is not None else PLANNED[spec.route]
         try:
-            params = route.Params.model_validate(spec.params)
+            params = declared.Params.model_validate(spec.params)
         except ValidationError as exc:
             raise VerifierError(f"{where}.params.{first_validation_error(exc, top='(params)')}") from None
-        reachable = route.reachable()
+        reachable = route.reachable() if route is not None else set(declared.reachable)
         grants = frozenset(spec.grants) if spec.grants is not None else frozenset(reachable)
         if extra := sorted(v.value for v in grants - reachable - ALWAYS_ALLOWED):
             raise VerifierError(f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
                                 f"it can reach {', '.join(sorted(v.value for v in reachable))}")
-        steps.append(PolicyRoute(spec.route, route, params, grants, route.requires))
+        steps.append(PolicyRoute(spec.route, route, params, grants, declared.requires))
     return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
@@ -111,31 +114,43 @@ def load_regulation_map() -> dict[str, Any]:
     return load_yaml(resource("policies", "regulation.yaml"), "regulation map")
 
 
-def weaker_than_default(policy: Policy) -> list[str]:
-    """How ``policy`` is looser than the bundled default: routes dropped, verdicts granted beyond
-    the default's, and parameters moved in the direction their field marks as weaker."""
+def departures_from_default(policy: Policy) -> tuple[list[str], list[str]]:
+    """How ``policy`` departs from the bundled default: (looser, other).
+
+    Looser: routes dropped, verdicts granted beyond the default's, parameters moved in the
+    direction their field marks as weaker. Other: every other departure that can change a
+    verdict - verdicts the default grants and this policy does not (which can hide an adverse
+    result as surely as a looser alpha can fake one), routes reordered, parameters tightened or
+    changed. In a dispute either side may gain from a departure, so the report names them all.
+    """
     default = load_policy(resource("policies", "default.yaml"))
     mine = {step.name: step for step in policy.routes}
-    found = []
+    looser, other = [], []
+    order = [step.name for step in policy.routes if step.name in {b.name for b in default.routes}]
+    if order != [b.name for b in default.routes if b.name in mine]:
+        other.append(f"routes reordered: {' > '.join(order)}")
     for base in default.routes:
         step = mine.get(base.name)
         if step is None:
-            found.append(f"route {base.name} removed")
+            looser.append(f"route {base.name} removed")
             continue
-        if extra := sorted(v.value for v in step.grants - base.grants):
-            found.append(f"{base.name} may grant {', '.join(extra)}")
-        if isinstance(step.params, BaseModel):
-            found += [f"{base.name}.{item}" for item in _weaker_params(step.params, base.params)]
-    return found
+        if extra := sorted(v.value for v in step.grants - base.grants - ALWAYS_ALLOWED):
+            looser.append(f"{base.name} may grant {', '.join(extra)}")
+        if fewer := sorted(v.value for v in base.grants - step.grants - ALWAYS_ALLOWED):
+            other.append(f"{base.name} may not grant {', '.join(fewer)}")
+        weaker, changed = _compare_params(step.params, base.params)
+        looser += [f"{base.name}.{item}" for item in weaker]
+        other += [f"{base.name}.{item}" for item in changed]
+    return looser, other
 
 
-def _weaker_params(params: BaseModel, default: BaseModel) -> list[str]:
-    found = []
+def _compare_params(params: BaseModel, default: BaseModel) -> tuple[list[str], list[str]]:
+    weaker, changed = [], []
     for name, info in type(params).model_fields.items():
-        direction = (info.json_schema_extra or {}).get("weaker") if isinstance(info.json_schema_extra, dict) else None
+        direction = info.json_schema_extra.get("weaker") if isinstance(info.json_schema_extra, dict) else None
         mine, base = getattr(params, name), getattr(default, name)
-        if direction is None or mine == base:
+        if mine == base:
             continue
-        if (direction == "higher" and mine > base) or (direction == "lower" and mine < base) or (direction == "false" and not mine):
-            found.append(f"{name} {mine} (default {base})")
-    return found
+        loosened = (direction == "higher" and mine > base) or (direction == "lower" and mine < base) or (direction == "false" and not mine)
+        (weaker if loosened else changed).append(f"{name} {mine} (default {base})")
+    return weaker, changed

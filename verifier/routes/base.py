@@ -30,11 +30,11 @@ from pydantic import BaseModel, ConfigDict
 
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
-from verifier.policy.schema import Verdict
 from verifier.scoring import Progress, score_documents
 from verifier.signals import REGISTRY, computable
 from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
+from verifier.verdicts import Verdict
 
 ALL_KINDS = frozenset(ClaimKind)
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from verifier.claims import ClaimKind, DocumentRef
+from verifier.data import normalised_value
 from verifier.routes.base import Cell, Figure, Notes, Route, RouteContext, RouteOutcome, Section, Table, register, same_for
 from verifier.routes.comparison import best_signal, compare_sets, num, pval, shift_rows
 from verifier.set_membership import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
-from verifier.signals import REGISTRY
+from verifier.signals import SignalNames
 from verifier.stats.set_power import power_curve, size_needed
 from verifier.verdicts import Verdict
 
@@ -65,21 +67,16 @@ VERDICTS = {
 class DatasetInferenceParams(SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
-    signals: list[str] = Field(min_length=1)
+    signals: SignalNames
     target_power: float = Field(0.8, gt=0, lt=1)
 
-    @field_validator("signals")
-    @classmethod
-    def registered(cls, names: list[str]) -> list[str]:
-        unknown = sorted(set(names) - set(REGISTRY))
-        if unknown:
-            raise ValueError(f"unknown signal(s) {unknown}; registered: {sorted(REGISTRY)}")
-        return names
 
-
-def origin(ref: DocumentRef) -> str:
-    """Which population a set is drawn from: its file, text field and filter (not offset or limit)."""
-    return f"{ref.path.as_posix()}:{ref.text_field}:{json.dumps(ref.where, sort_keys=True, default=str)}"
+def origin(ref: DocumentRef, base: Path) -> str:
+    """Which population a set is drawn from: its file, text field and filter (not offset or limit),
+    in one form however it is spelled (``x/../docs.jsonl`` is ``docs.jsonl``; ``{label: "0"}`` is
+    ``{label: 0}``), so a split of the held-out set cannot pass for another population."""
+    where = {key: normalised_value(value) for key, value in ref.where.items()}
+    return f"{(base / ref.path).resolve().as_posix()}:{ref.text_field}:{json.dumps(where, sort_keys=True)}"
 
 
 @register
@@ -98,7 +95,7 @@ class DatasetInferenceRoute(Route):
         for role in ("suspect", "heldout", "control"):
             ref = getattr(evidence, role)
             if ref is not None:
-                sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref))
+                sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.base_dir))
         finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
                                      scorer=lambda role, texts: ctx.features(role, texts, signals))
         metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),

@@ -17,16 +17,31 @@ of the reference implementations (mimir, the Min-K% and Min-K%++ repositories):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Annotated
 
 import numpy as np
+from pydantic import AfterValidator, Field
 
 from verifier.signals import gap_k, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
 from verifier.errors import VerifierError
 from verifier.signals.base import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, register
 from verifier.targets.base import PROMPT_LOGPROBS
 
-__all__ = ["LOWER", "REFERENCE", "REGISTRY", "ScoredDocument", "Signal", "available_views", "computable", "compute_signals",
-           "make_signals", "register"]
+__all__ = ["LOWER", "REFERENCE", "REGISTRY", "ScoredDocument", "SignalNames", "Signal", "available_views", "check_signal_names",
+           "computable", "compute_signals", "make_signals", "register"]
+
+
+def check_signal_names(names: list[str]) -> list[str]:
+    """A policy's signal list: registered names, each once (a repeated one would be a repeated column)."""
+    if unknown := sorted(set(names) - set(REGISTRY)):
+        raise ValueError(f"unknown signal(s) {unknown}; registered: {sorted(REGISTRY)}")
+    if repeated := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"signal(s) {repeated} listed more than once")
+    return names
+
+
+# The type of a route parameter naming signals: validated when the policy is read.
+SignalNames = Annotated[list[str], Field(min_length=1), AfterValidator(check_signal_names)]
 
 
 def available_views(offered: Iterable[str]) -> frozenset[str]:

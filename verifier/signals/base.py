@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from verifier.errors import VerifierError
-from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS
+from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.token_scores import TokenScores
 
 # What a signal may need beyond target capabilities (``targets.base``): extra views of a text.

@@ -7,7 +7,7 @@ from verifier.targets.model_source import ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
 
 __all__ = ["CAPABILITIES", "CausalLMTarget", "ModelSource", "ScoreCache", "ScoringOptions", "Target", "TargetIdentity",
-           "TokenScores", "capabilities_of", "load_target", "resolve_model"]
+           "TokenScores", "capabilities_of", "load_target", "resolve_model", "target_class"]
 
 
 def target_class(spec: str) -> type[CausalLMTarget]:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from verifier.errors import VerifierError
-from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
+from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
 from verifier.targets.cache import ScoreCache, cache_key
 from verifier.targets.model_source import BUNDLED, ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
@@ -83,7 +83,7 @@ def torch_threads(count: int | None) -> Iterator[None]:
 class CausalLMTarget:
     """A transformers causal LM loaded from a SPEC (see ``model_source``)."""
 
-    capabilities = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, GENERATE})
+    capabilities = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})  # generation lands with the routes that need it
     kind = "causal_lm"
 
     def __init__(self, spec: str, options: ScoringOptions | None = None) -> None:

@@ -89,6 +89,13 @@ class Testbed(BaseModel):
         return self.folder / "documents.jsonl"
 
 
+def preset_config(preset: str, **overrides: int | None) -> TestbedConfig:
+    """A preset's config with the given fields (``seed``, ``epochs``) overridden where not None."""
+    if preset not in PRESETS:
+        raise VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
+    return PRESETS[preset].model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
 def build_testbed(
     config: TestbedConfig,
     out: Path | None = None,
