@@ -132,15 +132,33 @@ def test_every_route_runs_to_a_status_of_its_table_and_renders(name, route_conte
         if section["kind"] == "table":
             assert all(len(row) == len(section["columns"]) for row in section["rows"])
     assert "NaN" not in json.dumps(data) and "Infinity" not in json.dumps(data)  # finite numbers only
-    record = {"route": name, "needs": sorted(step.requires), "status": "decided", "reason": "r", "grants": [], "verdict": "INCONCLUSIVE",
-              "uncapped_verdict": None, "outcome": data, "regulation": []}
-    findings = {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
-                "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "dtype": "fp32", "max_tokens": 256},
-                "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": []},
-                "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "failed_routes": [], "path": [record], "inputs": [],
-                "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
-    html = render_html(findings, "0" * 64)
+    html = render_html(findings_with(name, data), "0" * 64)
     assert outcome.summary[:40] in html.replace("&#39;", "'")
+
+
+def findings_with(route: str, outcome: dict) -> dict:
+    """The smallest findings the report template renders, holding one route's outcome."""
+    record = {"route": route, "needs": [], "status": "decided", "reason": "r", "grants": [], "verdict": "INCONCLUSIVE",
+              "uncapped_verdict": None, "outcome": outcome, "regulation": []}
+    return {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
+            "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "dtype": "fp32", "max_tokens": 256},
+            "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": []},
+            "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "failed_routes": [], "path": [record], "inputs": [],
+            "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
+
+
+def test_highlighted_spans_and_notes_render_marked_and_escaped():
+    from dataclasses import asdict
+
+    from verifier.report import render_html
+    from verifier.routes.base import Notes, RouteOutcome, Spans
+
+    text = 'Before <script>alert("x")</script> the match, and after.'
+    outcome = RouteOutcome(None, "summary", sections=[Spans("verbatim matches", text, [(7, text.index(" the"), "doc 1 <b>"), (text.index("match"), text.index(","), "doc 2")]),
+                                                      Notes("notes", ["<i>x</i>"])])
+    html = render_html(findings_with("corpus_lookup", json.loads(json.dumps(asdict(outcome)))), "0" * 64)
+    assert html.count("<mark title=") == 2 and "<script>" not in html and "<b>" not in html and "<i>" not in html
+    assert '<mark title="doc 2">match</mark>' in html and "&lt;script&gt;" in html
 
 
 def test_same_population_halves_reach_inconclusive_not_a_verdict(route_context):
