@@ -29,8 +29,8 @@ install: system-deps $(BIN)/verifier
 # The main job on the bundled example: a claim about SmolLM2-135M and WikiMIA that verifier
 # refuses as a date-shift method (REJECTED-METHOD), with reports and a signed bundle under evidence/.
 demo: install
-	$(BIN)/verifier audit example:wikimia-smollm2
-	$(BIN)/verifier verify $$(ls -td evidence/wikimia-smollm2-* | head -1)
+	$(BIN)/verifier audit example:wikimia-smollm2 --force
+	$(BIN)/verifier verify $$(ls -td evidence/wikimia-smollm2-* | head -1) --key $$HOME/.config/verifier/signing.key.pub
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
 test: install

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -11,7 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import ROOT, read_jsonl
-from verifier.audit import findings_digest, run_audit
+from verifier.audit import run_audit
+from verifier.digests import findings_digest
 from verifier.cli import app
 from verifier.errors import VerifierError
 from verifier.report import render_html
@@ -23,10 +25,10 @@ EXAMPLES = ROOT / "verifier" / "examples"
 
 @pytest.fixture(scope="module")
 def testbed_claim(small_testbed, tmp_path_factory):
-    """The examples/testbed claim, next to a copy of the session's small testbed as build/."""
+    """The bundled testbed claim, next to a copy of the session's small testbed as testbed/build/."""
     folder = tmp_path_factory.mktemp("testbed-claim")
-    shutil.copy(EXAMPLES / "testbed" / "claim.yaml", folder / "claim.yaml")
-    shutil.copytree(small_testbed.folder, folder / "build")
+    shutil.copy(EXAMPLES / "testbed.yaml", folder / "claim.yaml")
+    shutil.copytree(small_testbed.folder, folder / "testbed" / "build")
     return folder / "claim.yaml"
 
 
@@ -56,7 +58,8 @@ def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
     assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached"]
     assert bundle.name.endswith(findings_digest(findings)[:16])
     result = runner.invoke(app, ["verify", str(bundle), "--key", str(bundle.parent.parent / "k.key.pub")])
-    assert result.exit_code == 0 and "signature valid" in result.stdout
+    assert result.exit_code == 0 and result.stdout.startswith("OK: 8 files intact; signer ") and "signer pinned by --key" in result.stdout
+    assert "claim testbed-small: SUPPORTED" in result.stdout and "predicate https://" in result.stdout
 
 
 def test_any_changed_byte_fails_verify_and_names_the_file(bundle, tmp_path):
@@ -122,7 +125,7 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
     assert strict["verdict"] == "INCONCLUSIVE" and "requires a validated member-free control" in strict["verdict_sentence"]
     # A control split off the held-out set's own file and filter is named as unable to validate anything.
     claim["evidence"]["heldout"]["limit"] = 50
-    claim["evidence"]["control"] = dict(claim["evidence"]["heldout"], offset=50, limit=None)
+    claim["evidence"]["control"] = dict(copy.deepcopy(claim["evidence"]["heldout"]), offset=50, limit=None)
     path.write_text(yaml.safe_dump(claim))
     vacuous = run_audit(path, cache=cache).findings
     metrics = next(r for r in vacuous["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
@@ -193,7 +196,7 @@ def test_html_report_renders_in_chromium_without_console_errors(bundle, tmp_path
 
 @pytest.mark.slow
 def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
-    result = run_audit(EXAMPLES / "wikimia-smollm2" / "claim.yaml", cache=ScoreCache(tmp_path), target_factory=lambda role: smollm2)
+    result = run_audit(EXAMPLES / "wikimia-smollm2.yaml", cache=ScoreCache(tmp_path), target_factory=lambda role: smollm2)
     findings = result.findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
     route = next(r for r in findings["path"] if r["route"] == "date_shift")

@@ -106,6 +106,7 @@ def route_context(tmp_path_factory, tiny_model_dir):
     claim = {"claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
              "model": {"target": str(tiny_model_dir)},
              "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "reference": half | {"offset": 120}}}
+    claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
     manifest, base = load_claim(folder / "claim.yaml")
     target = load_target(str(tiny_model_dir))
@@ -142,7 +143,8 @@ def findings_with(route: str, outcome: dict) -> dict:
               "uncapped_verdict": None, "outcome": outcome, "regulation": []}
     return {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
             "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "dtype": "fp32", "max_tokens": 256},
-            "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": []},
+            "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": [],
+                       "regulation_map_sha256": "0"},
             "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "failed_routes": [], "path": [record], "inputs": [],
             "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
 

@@ -3,6 +3,7 @@ route, failing routes recorded, model-free refusals that never load the model, c
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     (lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"), r"routes\.2\.route: unknown route 'dataset_inferense'"),
     (lambda p: route_of(p, "dataset_inference").update(grants=["VERIFIED"]), r"routes\.2\.grants: dataset_inference can never reach VERIFIED"),
     (lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]), r"routes\.3\.grants: date_shift can never reach SUPPORTED"),
-    (lambda p: p["routes"].append(dict(route_of(p, "disclosure"))), r"routes\.5\.route: 'disclosure' appears twice"),
+    (lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))), r"routes\.5\.route: 'disclosure' appears twice"),
     (lambda p: p.pop("routes"), r"routes: Field required"),
     (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.3\.params\.shift_alpha"),
     (lambda p: route_of(p, "corpus_lookup").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
@@ -133,7 +134,7 @@ def write_claim(folder: Path, model: Path, evidence: dict, kind: str = "trained_
     claim = {
         "claim": {"id": "t", "statement": "s", "kind": kind, "made_by": "tests"},
         "model": {"target": str(model), **model_extra},
-        "evidence": evidence,
+        "evidence": copy.deepcopy(evidence),  # no shared objects: YAML would write aliases, which claims refuse
         "policy": policy,
     }
     path = folder / "claim.yaml"

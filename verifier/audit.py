@@ -8,7 +8,6 @@ model by its file or folder name and weight digest, so no private path enters a 
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
+
 from verifier.errors import VerifierError
-from verifier.resources import resolve_claim_path
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
+from verifier.resources import resource
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
 from verifier.targets import ScoreCache, ScoringOptions, Target, load_target, resolve_model, target_class
@@ -36,16 +37,8 @@ PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas",
 class AuditResult:
     findings: dict[str, Any]
     scores: pd.DataFrame  # one row per scored document: role, text digest, signals (no text)
-    claim_path: Path
+    claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
     policy_path: Path
-
-
-def canonical_json(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def findings_digest(findings: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(findings)).hexdigest()
 
 
 def run_audit(
@@ -73,10 +66,11 @@ def run_audit(
     looser, other = departures_from_default(policy)
     findings = {
         "format": "verifier-findings/2",
-        "claim": claim.model_dump(mode="json"),
+        "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
-                   "weaker_than_default": looser, "other_departures": other},
+                   "weaker_than_default": looser, "other_departures": other,
+                   "regulation_map_sha256": hashlib.sha256(resource("policies", "regulation.yaml").read_bytes()).hexdigest()},
         "verdict": decided.verdict,
         "decided_by": decided.route,
         "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
@@ -87,7 +81,20 @@ def run_audit(
         "seed": claim.seed,
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
-    return AuditResult(findings=findings, scores=scores, claim_path=resolve_claim_path(claim_path), policy_path=resolve_policy_path(claim.policy, base))
+    claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
+    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"),
+                       policy_path=resolve_policy_path(claim.policy, base))
+
+
+def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
+    """The claim as the findings and the bundle carry it: a local model named by its folder or
+    file name, never by where it lies on the auditor's disk (evidence paths are relative already)."""
+    data = claim.model_dump(mode="json")
+    for role in ("target", "reference"):
+        spec = data["model"].get(role)
+        if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
+            data["model"][role] = Path(spec).name
+    return data
 
 
 def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:

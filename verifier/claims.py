@@ -11,11 +11,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resolve_claim_path
+from verifier.safe_yaml import load_yaml_file
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -33,7 +33,7 @@ class Strict(BaseModel):
 
 
 class ClaimStatement(Strict):
-    id: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="names the bundle folder: starts with a letter or digit")
     statement: str
     kind: ClaimKind
     made_by: str
@@ -108,20 +108,26 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
     """Parse and validate a claim (a file, or ``example:NAME``); returns it with the folder its
     relative paths start from."""
     path = resolve_claim_path(path)
-    if not path.is_file():
-        raise VerifierError(f"{path}: claim file not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise VerifierError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    raw = load_yaml_file(path, "claim")
     try:
         claim = ClaimManifest.model_validate(raw)
     except ValidationError as exc:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise VerifierError(f"{path}: {first_validation_error(exc)}{more}") from None
     for role, ref in claim.evidence.documents().items():
+        _inside(path, f"evidence.{role}.path", ref.path)
         if not (path.parent / ref.path).is_file():
             raise VerifierError(f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)")
+    if claim.evidence.marks is not None:
+        _inside(path, "evidence.marks.registration", claim.evidence.marks.registration)
     if claim.evidence.marks is not None and not (path.parent / claim.evidence.marks.registration).is_file():
         raise VerifierError(f"{path}: evidence.marks.registration: file {claim.evidence.marks.registration} not found")
     return claim, path.parent
+
+
+def _inside(claim_path: Path, key: str, ref: Path) -> None:
+    """Evidence lies in the claim's folder or below it, named relatively: an absolute path would
+    enter the findings and the bundle, and ``..`` would read files the claim's folder does not hold."""
+    folder = claim_path.parent.resolve()
+    if ref.is_absolute() or not (folder / ref).resolve().is_relative_to(folder):
+        raise VerifierError(f"{claim_path}: {key}: {ref} must be a path relative to the claim's folder and inside it")

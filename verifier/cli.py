@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from verifier.display import visible
 from verifier.errors import VerifierError
 
 err = Console(stderr=True)
@@ -36,22 +37,27 @@ class HandledGroup(typer.core.TyperGroup):
     def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's own signature
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except VerifierError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)  # messages quote user data
+            err.print(f"[red]error:[/red] {escape(visible(str(exc)))}", highlight=False, soft_wrap=True)  # messages quote user data
             raise typer.Exit(2) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
-            err.print(f"[red]error:[/red] {escape(where + (exc.strerror or type(exc).__name__))}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(visible(where + (exc.strerror or type(exc).__name__)))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except Exception as exc:
             if os.environ.get("VERIFIER_DEBUG"):
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(first)} "
+            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first))} "
                       "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
+
+
+def say(console: Console, text: str) -> None:
+    """Print text that may hold user data (paths, names, claim fields): no markup, nothing invisible."""
+    console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
 
 
 app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
@@ -111,7 +117,7 @@ def score(
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
                            signal_names=signal, cache_dir=cache_dir, progress=progress)
-    err.print(f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
+    say(err, f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
 
 
 @app.command()
@@ -130,13 +136,13 @@ def evaluate(
         sys.stdout.write("\n")
         return
     first = rows[0].metrics
-    table = Table(title=f"{scores.name}: {first.n_members} members, {first.n_nonmembers} non-members")
+    table = Table(title=escape(visible(f"{scores.name}: {first.n_members} members, {first.n_nonmembers} non-members")))
     for column in ("signal", "AUC", "95% CI", "TPR@1%FPR", "TPR@5%FPR", "best bal. acc."):
         table.add_column(column, justify="left" if column == "signal" else "right", no_wrap=True)
     for row, following in zip(rows, rows[1:] + [None]):
         m = row.metrics
         table.add_row(
-            m.name if row.kind == "signal" else f"{m.name} (blind, no model)",
+            escape(visible(m.name if row.kind == "signal" else f"{m.name} (blind, no model)")),
             f"{m.auc:.4f}",
             f"[{m.auc_ci_low:.3f}, {m.auc_ci_high:.3f}]",
             f"{m.tpr_at_1_fpr:.3f}",
@@ -168,9 +174,9 @@ def testbed_build(
         testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
     m = testbed.manifest
     members = sum(d["member"] for d in m["documents"])
-    err.print(f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
-    out.print(str(testbed.folder))
-    err.print(f"score it: verifier score --model {testbed.model_dir} --data {testbed.documents} --label-field member --max-tokens {config.seq_len}")
+    say(err, f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
+    say(out, str(testbed.folder))
+    say(err, f"score it: verifier score --model {testbed.model_dir} --data {testbed.documents} --label-field member --max-tokens {config.seq_len}")
 
 
 @app.command()
@@ -195,7 +201,7 @@ def power(
         raise VerifierError(f"--sizes {sizes!r}: expected comma-separated integers") from None
     result, names = power_from_table(scores, signal, size_list, trials=trials, alpha=alpha, method=method,
                                      n_permutations=permutations, seed=seed)
-    view = Table(title=f"dataset inference ({method}), {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")
+    view = Table(title=escape(visible(f"dataset inference ({method}), {result.trials} trials per size, alpha {alpha}, features: {', '.join(names)}")))
     for column in ("n per set", "power", "95% CI", "FPR (member-free)", "95% CI "):
         view.add_column(column, justify="right", no_wrap=True)
     cell = lambda r: ("-", "-") if r is None else (f"{r.value:.3f}", f"[{r.ci_low:.3f}, {r.ci_high:.3f}]")  # noqa: E731
@@ -224,7 +230,19 @@ def keys_generate(
 
     path = out_path or default_key_path()
     public = generate_key(path, force=force)
-    err.print(f"private key: {path} (mode 0600)\npublic key:  {public}")
+    say(err, f"private key: {path} (mode 0600)\npublic key:  {public}")
+
+
+@keys_app.command("trust")
+def keys_trust(
+    public_key: Annotated[Path, typer.Argument(help="A signer's public key (PEM), obtained from the signer by a channel you trust.")],
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
+) -> None:
+    """Pin a signer's public key: 'verify' then accepts bundles it signed without --key."""
+    from verifier.evidence.signing import trust_key
+
+    path, fingerprint = trust_key(public_key, trust_dir)
+    say(err, f"pinned {fingerprint} as {path}")
 
 
 @app.command()
@@ -234,6 +252,7 @@ def audit(
     sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing).")] = None,
     no_sign: Annotated[bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")] = False,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")] = False,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
@@ -241,23 +260,36 @@ def audit(
     from verifier.job import audit_to_bundle
 
     with progress_bars() as progress:
-        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress)
+        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force)
     if result.created_key:
-        err.print(f"created signing key {result.created_key} (public key {result.created_key}.pub)")
+        say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
-    out.print(result.findings["verdict_sentence"], highlight=False)
-    out.print(f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
+    say(out, result.findings["verdict_sentence"])
+    say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
 
 
 @app.command()
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
-    key: Annotated[Optional[Path], typer.Option(help="Signer's public key to pin (default: the key in the bundle).")] = None,
+    key: Annotated[Optional[Path], typer.Option(help="The signer's public key, pinned for this check.")] = None,
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store of pinned public keys (default ~/.config/verifier/trusted).")] = None,
 ) -> None:
-    """Exit 0 only if every file's digest and the signature hold; otherwise name the first file that differs."""
+    """Exit 0 only if every entry, digest and the signature hold and the signer is pinned (--key or the
+    trust store); 3 if all holds but the signer is not pinned; 2 naming the first entry that differs."""
     from verifier.evidence import verify_bundle
 
-    statement = verify_bundle(bundle, key.read_bytes() if key else None)
-    predicate = statement["predicate"]
-    out.print(f"OK: {len(statement['subject'])} files intact, signature valid ({'pinned key' if key else 'key embedded in the bundle'}); "
-              f"claim {predicate['claim_id']}: {predicate['verdict']}", highlight=False)
+    pinned = None
+    if key is not None:
+        try:
+            pinned = key.read_bytes()
+        except OSError as exc:
+            raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
+    result = verify_bundle(bundle, pinned, trust_dir)
+    p = result.predicate
+    facts = (f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "
+             f"claim {p.get('claim_id')}: {p.get('verdict')}; verifier {p.get('verifier')}")
+    if result.pinned_by is None:
+        say(out, f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with "
+                 f"--key or 'verifier keys trust'.")
+        raise typer.Exit(3)
+    say(out, f"OK: {facts}; signer pinned by {result.pinned_by}")

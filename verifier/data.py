@@ -133,6 +133,8 @@ def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise VerifierError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
         if not isinstance(row, dict):
             raise VerifierError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
         rows.append((f"line {number}", row))
@@ -141,8 +143,16 @@ def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _read_csv(path: Path) -> list[tuple[str, dict[str, Any]]]:
     reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
-    # Data row N is reported as "row N"; the header is row 0.
-    return [(f"row {number}", row) for number, row in enumerate(reader, start=1)]
+    # Data row N is reported as "row N"; the header is row 0. Fields may be as long as a document
+    # is (csv's own limit, 128 KiB, is below some), up to the file's size.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, path.stat().st_size + 1))
+    try:
+        return [(f"row {number}", row) for number, row in enumerate(reader, start=1)]
+    except csv.Error as exc:
+        raise VerifierError(f"{path} row {reader.line_num}: not valid CSV ({exc})") from None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _read_parquet(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -166,6 +176,10 @@ def _text(path: Path, where: str, row: dict[str, Any], field: str) -> str:
         raise VerifierError(f"{path} {where}: field {field!r} is {type(value).__name__}, expected text")
     if not value.strip():
         raise VerifierError(f"{path} {where}: empty text in field {field!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from a "\ud800" JSON escape
+        raise VerifierError(f"{path} {where}: field {field!r} holds a lone surrogate (U+{ord(value[exc.start]):04X}), not text") from None
     return value
 
 

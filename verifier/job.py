@@ -7,11 +7,12 @@ it directly and get the same bundle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from verifier.audit import findings_digest, run_audit
+from verifier.audit import run_audit
+from verifier.digests import findings_digest
 from verifier.scoring import Progress
 from verifier.targets import ScoreCache
 
@@ -37,13 +38,16 @@ def audit_to_bundle(
     sign: bool = True,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
     Signing uses ``sign_key``, else the default key (created, mode 0600, if it does not exist yet).
     The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
+    An existing bundle of the same claim and findings is replaced only with ``force``.
     """
     from verifier.evidence import generate_key, load_private_key, write_bundle
+    from verifier.evidence.signing import key_id, public_pem
     from verifier.report import render_html, render_pdf
 
     key, created = None, None
@@ -53,13 +57,18 @@ def audit_to_bundle(
             generate_key(key_path)
             created = key_path
         key = load_private_key(key_path)
-    result = run_audit(claim, cache=ScoreCache(cache_dir), progress=progress)
+    cache = ScoreCache(cache_dir)
+    result = run_audit(claim, cache=cache, progress=progress)
+    # How this run got its numbers: signed in the manifest and shown in the report, but outside the
+    # findings, whose digest must not depend on what the cache held before.
+    run = {"cache": asdict(cache.counts)}
     digest = findings_digest(result.findings)
     started = time.perf_counter()
-    html = render_html(result.findings, digest)
+    signer = key_id(public_pem(key.public_key())) if key is not None else None
+    html = render_html(result.findings, digest, signer, run)
     html_s = time.perf_counter() - started
     started = time.perf_counter()
     pdf = render_pdf(html)
     pdf_s = time.perf_counter() - started
-    folder = write_bundle(result, html, pdf, out_dir, key)
+    folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run)
     return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s)

@@ -24,7 +24,7 @@ def resource(*parts: str) -> Path:
 
 def examples() -> list[str]:
     """Names of the bundled example claims (``example:NAME``)."""
-    return sorted(p.parent.name for p in resource("examples").glob("*/claim.yaml"))
+    return sorted(p.stem for p in resource("examples").glob("*.yaml"))
 
 
 def resolve_claim_path(spec: str | Path) -> Path:
@@ -35,4 +35,4 @@ def resolve_claim_path(spec: str | Path) -> Path:
     name = text.removeprefix(EXAMPLE_PREFIX)
     if name not in examples():
         raise VerifierError(f"{text}: no such bundled example; bundled: {', '.join(EXAMPLE_PREFIX + n for n in examples())}")
-    return resource("examples", name, "claim.yaml")
+    return resource("examples", f"{name}.yaml")

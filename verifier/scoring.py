@@ -68,9 +68,19 @@ class ScoreTable:
         except (pa.ArrowInvalid, OSError) as exc:
             raise VerifierError(f"{path}: not a readable Parquet score table ({exc})") from None
         raw = (table.schema.metadata or {}).get(METADATA_KEY)
-        if raw is None or "text" not in table.column_names:
+        needed = {"doc", "text", "text_sha256", "label", "n_tokens"}
+        if raw is None or not needed <= set(table.column_names):
             raise VerifierError(f"{path}: not a score table written by 'verifier score'")
-        return cls(frame=table.to_pandas(), metadata=json.loads(raw))
+        try:
+            metadata = json.loads(raw)
+            frame = table.to_pandas()
+            for column in (c for c in frame.columns if c.startswith(SIGNAL_PREFIX)):
+                frame[column].to_numpy(dtype=np.float64)
+        except (ValueError, TypeError, pa.ArrowException) as exc:
+            raise VerifierError(f"{path}: score table altered or damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        if not isinstance(metadata, dict):
+            raise VerifierError(f"{path}: score table metadata altered or damaged")
+        return cls(frame=frame, metadata=metadata)
 
 
 def score_documents(

@@ -5,7 +5,14 @@ claim, the policy, findings.json (canonical JSON: its file digest *is* the findi
 scores.parquet (text digests and signal values, never the texts), report.html, report.pdf,
 manifest.json (every file's SHA-256) and, when signed, public_key.pem and envelope.dsse.json:
 an Ed25519-signed DSSE envelope over an in-toto Statement whose subjects are all other files.
-The folder is assembled under a temporary name and renamed into place when complete.
+The folder is assembled under a temporary name and renamed into place when complete; an
+existing bundle is never replaced unless asked (``force``).
+
+What ``verify_bundle`` proves: every file is exactly one the signer signed, nothing was added
+(no extra file, sub-folder or link), and the signature holds under a key. Who that key belongs
+to is the reader's decision: a key given with ``--key`` or found in the trust store is *pinned*;
+the key embedded in the bundle proves only integrity, since anyone can re-sign with their own.
+This module imports no ML stack.
 """
 
 from __future__ import annotations
@@ -16,28 +23,60 @@ import io
 import json
 import os
 import shutil
+import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from verifier.audit import AuditResult, canonical_json, findings_digest
+from verifier.digests import canonical_json, findings_digest
 from verifier.errors import VerifierError
-from verifier.evidence.signing import load_public_key, public_pem, sign_envelope, statement, verify_envelope
+from verifier.evidence.signing import (
+    PREDICATE_TYPE,
+    key_id,
+    load_public_key,
+    public_pem,
+    sign_envelope,
+    statement,
+    trusted_keys,
+    verify_envelope,
+)
+
+if TYPE_CHECKING:
+    from verifier.audit import AuditResult
 
 ENVELOPE = "envelope.dsse.json"
 PUBLIC_KEY = "public_key.pem"
+BUNDLE_FILES = frozenset({"claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf",
+                          "manifest.json", PUBLIC_KEY})
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, private_key=None) -> Path:  # noqa: ANN001
-    """Write the bundle for ``result``; sign it when ``private_key`` (Ed25519) is given."""
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, private_key=None, force: bool = False,  # noqa: ANN001
+                 run: dict[str, Any] | None = None) -> Path:
+    """Write the bundle for ``result``; sign it when ``private_key`` (Ed25519) is given.
+
+    An existing bundle folder of the same name (same claim id and findings) is refused unless
+    ``force``: it may be another signer's. Files and folder get the user's umask. ``run`` (how this
+    run got its numbers, e.g. documents served by the cache) goes into the signed manifest.
+    """
     digest = findings_digest(result.findings)
+    folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
+    if folder.exists() and not force:
+        raise VerifierError(f"{folder}: a bundle of this claim and findings exists; refusing to replace it (--force replaces it)")
     scores = io.BytesIO()
     result.scores.to_parquet(scores, index=False)
     files = {
-        "claim.yaml": result.claim_path.read_bytes(),
+        "claim.yaml": result.claim_bytes,
         "policy.yaml": result.policy_path.read_bytes(),
         "findings.json": canonical_json(result.findings),
         "scores.parquet": scores.getvalue(),
@@ -46,7 +85,8 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     }
     if private_key is not None:
         files[PUBLIC_KEY] = public_pem(private_key.public_key())
-    manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())}}
+    manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())},
+                "run": run or {}}
     files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     if private_key is not None:
         subjects = {name: sha256(data) for name, data in files.items()}
@@ -54,12 +94,17 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
                      "findings_sha256": digest, "verifier": result.findings["environment"]["verifier"]}
         body = canonical_json(statement(subjects, predicate))
         files[ENVELOPE] = json.dumps(sign_envelope(body, private_key), indent=1).encode()
-    folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
-    out_root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_root))
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_root))
+    except OSError as exc:
+        raise VerifierError(f"{out_root}: cannot write the bundle there ({exc.strerror})") from None
+    mask = _umask()
     try:
         for name, data in files.items():
             (work / name).write_bytes(data)
+            (work / name).chmod(0o666 & ~mask)
+        work.chmod(0o777 & ~mask)
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(work, folder)
@@ -68,46 +113,82 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     return folder
 
 
-def verify_bundle(folder: Path, public_key_pem: bytes | None = None) -> dict:
-    """Check every digest and the signature; return the signed statement or raise naming the first file that differs.
+@dataclass(frozen=True)
+class Verification:
+    """What a bundle's verification established."""
 
-    Without ``public_key_pem`` the key embedded in the bundle is used, which proves the bundle is
-    intact and was signed by *that* key; pin the signer's published key to prove who signed it.
+    statement: dict[str, Any]
+    signer: str  # SHA-256 fingerprint of the public key the signature verified under
+    pinned_by: str | None  # "--key", "trust store", or None: valid signature, signer not pinned
+    files: int
+
+    @property
+    def predicate(self) -> dict[str, Any]:
+        return self.statement["predicate"]
+
+
+def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> Verification:
+    """Check the folder's every entry, every digest and the signature, or raise naming the first problem.
+
+    The signature is checked under ``pinned_key_pem`` when given, else under the embedded key;
+    the result says whether the signer is pinned (by ``--key`` or by the trust store).
     """
     folder = Path(folder)
-    envelope_path = folder / ENVELOPE
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         raise VerifierError(f"{folder}: not a bundle folder")
-    if not envelope_path.is_file():
+    entries = _entries(folder)
+    if ENVELOPE not in entries:
         raise VerifierError(f"{folder}: bundle is not signed (no {ENVELOPE})")
+    envelope_bytes = entries[ENVELOPE]
     try:
-        envelope = json.loads(envelope_path.read_bytes())
+        envelope = json.loads(envelope_bytes)
         claimed = json.loads(base64.b64decode(envelope["payload"], validate=True))
         subjects = {s["name"]: s["digest"]["sha256"] for s in claimed["subject"]}
+        predicate_type = claimed["predicateType"]
+        if len(subjects) != len(claimed["subject"]):
+            raise ValueError("a subject is named twice")
     except (ValueError, KeyError, TypeError):
         raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
+    if bad := sorted(name for name in subjects if name not in BUNDLE_FILES):
+        raise VerifierError(f"{ENVELOPE}: differs: the statement names {bad[0]!r}, which is not a bundle file")
+    if predicate_type != PREDICATE_TYPE:
+        raise VerifierError(f"{ENVELOPE}: differs: predicate type {predicate_type!r} is not {PREDICATE_TYPE}")
     # The signature is the root of trust: check it first, so a change to the envelope is never
     # blamed on a file it describes. If it fails, say whether the embedded key was changed.
-    pem = public_key_pem if public_key_pem is not None else _read(folder / PUBLIC_KEY)
+    embedded = entries.get(PUBLIC_KEY)
+    pem = pinned_key_pem if pinned_key_pem is not None else embedded
+    if pem is None:
+        raise VerifierError(f"{PUBLIC_KEY}: differs: file is missing")
     try:
-        body = verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY))
+        body = verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key"))
     except VerifierError:
-        if public_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
+        if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
             raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
         raise
-    present = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != ENVELOPE)
-    for name in sorted(set(present) | set(subjects)):
-        path = folder / name
+    for name in sorted(set(entries) - {ENVELOPE} | set(subjects)):
         if name not in subjects:
             raise VerifierError(f"{name}: differs: file is not covered by the signature")
-        if not path.is_file():
+        if name not in entries:
             raise VerifierError(f"{name}: differs: file is missing")
-        if sha256(path.read_bytes()) != subjects[name]:
+        if sha256(entries[name]) != subjects[name]:
             raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
-    return json.loads(body)
+    signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
+    pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    return Verification(json.loads(body), signer, pinned_by, len(subjects))
 
 
-def _read(path: Path) -> bytes:
-    if not path.is_file():
-        raise VerifierError(f"{path.name}: differs: file is missing")
-    return path.read_bytes()
+def _entries(folder: Path) -> dict[str, bytes]:
+    """Every entry of the bundle folder as name -> bytes; anything but a plain file is refused.
+
+    Read once, so what is hashed is what is reported; a sub-folder, a link (to a file or a
+    folder, inside or outside) or a special file cannot be part of a bundle.
+    """
+    entries = {}
+    with os.scandir(folder) as scan:
+        for entry in sorted(scan, key=lambda e: e.name):
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
+                raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
+            entries[entry.name] = Path(entry.path).read_bytes()
+    return entries

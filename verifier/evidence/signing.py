@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,42 @@ from verifier.errors import VerifierError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+# The predicate: {claim_id, verdict, findings_sha256, verifier (version)}; documented in evidence/README.md.
 PREDICATE_TYPE = "https://github.com/verifier/verifier/audit/v1"
+
+
+def default_trust_dir() -> Path:
+    """``$VERIFIER_TRUST_DIR``, else ``~/.config/verifier/trusted``: the public keys a reader pins."""
+    if env := os.environ.get("VERIFIER_TRUST_DIR"):
+        return Path(env)
+    return Path.home() / ".config" / "verifier" / "trusted"
+
+
+def trusted_keys(trust_dir: Path | None = None) -> set[str]:
+    """Fingerprints of the pinned public keys (``*.pem`` / ``*.pub`` files of the trust store)."""
+    folder = trust_dir or default_trust_dir()
+    if not folder.is_dir():
+        return set()
+    found = set()
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".pem", ".pub") and path.is_file() and not path.is_symlink():
+            found.add(key_id(public_pem(load_public_key(path.read_bytes(), str(path)))))
+    return found
+
+
+def trust_key(public_path: Path, trust_dir: Path | None = None) -> tuple[Path, str]:
+    """Pin a signer's public key: copy it into the trust store, named by its fingerprint."""
+    try:
+        pem = Path(public_path).read_bytes()
+    except OSError as exc:
+        raise VerifierError(f"{public_path}: cannot read ({exc.strerror})") from None
+    fingerprint = key_id(public_pem(load_public_key(pem, str(public_path))))
+    folder = trust_dir or default_trust_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{fingerprint[:16]}.pem"
+    with atomic_output(target) as tmp:
+        tmp.write_bytes(public_pem(load_public_key(pem, str(public_path))))
+    return target, fingerprint
 
 
 def pae(payload_type: str, body: bytes) -> bytes:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resource
+from verifier.safe_yaml import load_yaml_file
 from verifier.verdicts import ALWAYS_ALLOWED, Verdict
 
 
@@ -71,12 +71,7 @@ def resolve_policy_path(name: str | Path, base: Path) -> Path:
 
 
 def load_yaml(path: Path, what: str = "policy") -> Any:
-    if not path.is_file():
-        raise VerifierError(f"{path}: {what} file not found")
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise VerifierError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    return load_yaml_file(path, what)
 
 
 def load_policy(path: Path) -> Policy:

@@ -11,6 +11,7 @@ from markupsafe import Markup
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from verifier.policy.schema import load_regulation_map
+from verifier.display import visible
 from verifier.resources import resource
 from verifier.report.svg import FIGURES, tree_svg
 
@@ -24,6 +25,8 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # Every {{ value }} of user text shows its invisible characters by name (then is escaped).
+        finalize=lambda value: visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value,
     )
     env.globals |= {"figure_svg": lambda section: FIGURES[section["figure"]](section["data"]), "tree_svg": tree_svg}
     env.filters["num"] = lambda v, digits=4: "-" if v is None else f"{v:.{digits}f}"
@@ -31,11 +34,14 @@ def _environment() -> Environment:
     return env
 
 
-def render_html(findings: dict[str, Any], findings_sha256: str) -> str:
+def render_html(findings: dict[str, Any], findings_sha256: str, signer: str | None = None, run: dict[str, Any] | None = None) -> str:
+    """The report; ``signer`` is the signing key's fingerprint, ``run`` how this run got its numbers
+    (both outside the findings, whose digest does not depend on them)."""
     regulation = load_regulation_map()["fields"]
     # The stylesheet is ours (trusted) and inlined, so the report is one self-contained file.
     css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
-    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation, css=css)
+    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation, css=css,
+                                                                 signer=signer, run=run or {})
 
 
 def render_pdf(html: str) -> bytes:

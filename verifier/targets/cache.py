@@ -1,24 +1,37 @@
-"""On-disk cache of forward-pass arrays, so no document is ever scored twice.
+"""On-disk cache of forward-pass arrays, so no document is ever scored twice - and never trusted blindly.
 
 Keys hash everything the arrays depend on: the model's weight digest, the tokenizer's digest,
-the numeric precision, the character cut and token limit, and the text's SHA-256. Rows are
-committed after every batch (SQLite, WAL journal), so an interrupted run loses at most one
-batch and the next run resumes where it stopped.
+the numeric precision, the character cut, token limit and batch shape, and the text's SHA-256.
+Rows are committed after every batch (SQLite, WAL journal), so an interrupted run loses at most
+one batch and the next run resumes where it stopped.
+
+Anyone who can write the cache folder could otherwise forge evidence: raise the cached log-probs
+of the suspect documents and the auditor signs a SUPPORTED the model never gave. Every row is
+therefore stored with an HMAC-SHA256 over its key and bytes under a per-user secret kept outside
+the cache folder (mode 0600). A row whose tag does not verify is treated as absent - the
+document is scored again and the row replaced - and counted, so the bundle can say how many
+documents came from the cache and how many cached rows were refused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from verifier.atomic import atomic_output
+from verifier.errors import VerifierError
 from verifier.targets.token_scores import TokenScores
 
 # Bump when the meaning or layout of cached arrays changes, so stale rows are never reused.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+TABLE = "token_scores_v2"
 
 
 def default_cache_dir() -> Path:
@@ -28,8 +41,30 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "verifier"
 
 
+def default_secret_path() -> Path:
+    """``$VERIFIER_CACHE_SECRET``, else ``~/.config/verifier/cache.secret``: outside the cache folder."""
+    if env := os.environ.get("VERIFIER_CACHE_SECRET"):
+        return Path(env)
+    return Path.home() / ".config" / "verifier" / "cache.secret"
+
+
+def cache_secret(path: Path) -> bytes:
+    """The per-user HMAC secret, created (32 random bytes, mode 0600) on first use."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(path) as tmp:
+            tmp.chmod(0o600)
+            tmp.write_bytes(secrets.token_bytes(32))
+    if path.stat().st_mode & 0o077:
+        raise VerifierError(f"{path}: the cache secret must be readable by its owner only (chmod 600)")
+    secret = path.read_bytes()
+    if len(secret) < 32:
+        raise VerifierError(f"{path}: not a cache secret (fewer than 32 bytes)")
+    return secret
+
+
 def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cache_key(fingerprint: Mapping[str, object], text: str) -> str:
@@ -38,33 +73,65 @@ def cache_key(fingerprint: Mapping[str, object], text: str) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class ScoreCache:
-    """A key -> ``TokenScores`` store in one SQLite file."""
+@dataclass
+class CacheCounts:
+    """What the cache did in one run: rows served, rows refused (tag or bytes wrong), rows stored."""
 
-    def __init__(self, folder: str | Path | None = None) -> None:
+    served: int = 0
+    refused: int = 0
+    stored: int = 0
+
+
+class ScoreCache:
+    """A key -> ``TokenScores`` store in one SQLite file, every row authenticated."""
+
+    def __init__(self, folder: str | Path | None = None, secret_path: Path | None = None) -> None:
         folder = Path(folder) if folder is not None else default_cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / "token_scores.sqlite"
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, blob BLOB NOT NULL)")
-        self._db.commit()
+        self._secret = cache_secret(secret_path or default_secret_path())
+        self.counts = CacheCounts()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.path = folder / "token_scores.sqlite"
+            self._db = sqlite3.connect(self.path, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise VerifierError(f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it") from None
+
+    def _tag(self, key: str, blob: bytes) -> str:
+        return hmac.new(self._secret, key.encode() + b"\0" + blob, hashlib.sha256).hexdigest()
 
     def get_many(self, keys: list[str]) -> dict[str, TokenScores]:
         found: dict[str, TokenScores] = {}
-        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, blob in self._db.execute(f"SELECT key, blob FROM scores WHERE key IN ({marks})", chunk):
-                found[key] = TokenScores.from_bytes(blob)
+        try:
+            for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, blob, tag in self._db.execute(f"SELECT key, blob, tag FROM {TABLE} WHERE key IN ({marks})", chunk):
+                    if not isinstance(blob, bytes) or not hmac.compare_digest(str(tag), self._tag(key, blob)):
+                        self.counts.refused += 1
+                        continue
+                    try:
+                        found[key] = TokenScores.from_bytes(blob)
+                    except (ValueError, KeyError, OSError):
+                        self.counts.refused += 1
+        except sqlite3.Error as exc:
+            raise VerifierError(f"{self.path}: score cache unreadable ({exc}); pass another --cache-dir or remove it") from None
+        self.counts.served += len(found)
         return found
 
     def put_many(self, items: Mapping[str, TokenScores]) -> None:
-        with self._db:  # one transaction per batch: all rows land or none do
-            self._db.executemany(
-                "INSERT OR REPLACE INTO scores (key, blob) VALUES (?, ?)",
-                [(key, scores.to_bytes()) for key, scores in items.items()],
-            )
+        rows = []
+        for key, scores in items.items():
+            blob = scores.to_bytes()
+            rows.append((key, blob, self._tag(key, blob)))
+        try:
+            with self._db:  # one transaction per batch: all rows land or none do
+                self._db.executemany(f"INSERT OR REPLACE INTO {TABLE} (key, blob, tag) VALUES (?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            raise VerifierError(f"{self.path}: cannot write the score cache ({exc})") from None
+        self.counts.stored += len(rows)
 
     def close(self) -> None:
         self._db.close()

@@ -34,6 +34,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # allocator reuses memory instead of mapping fresh pages for every temporary (page faults cost
 # more than the arithmetic), large enough to keep each kernel busy.
 CHUNK_BYTES = 16 << 20
+# Documents are padded to a multiple of this many tokens: their width depends on their own length only.
+WIDTH_STEP = 32
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class CausalLMTarget:
         spec = self.source.spec if not self.source.is_local or self.source.spec in BUNDLED else Path(self.source.spec).name
         return TargetIdentity(self.kind, spec, {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
                               {"revision": self.source.revision, "dtype": self.options.dtype, "max_tokens": self.options.max_tokens,
-                               "max_chars": self.options.max_chars})
+                               "max_chars": self.options.max_chars, "batch_size": self.options.batch_size})
 
     @property
     def fingerprint(self) -> dict[str, object]:
@@ -146,6 +148,7 @@ class CausalLMTarget:
             "dtype": self.options.dtype,
             "max_tokens": self.options.max_tokens,
             "max_chars": self.options.max_chars,
+            "batch_size": self.options.batch_size,  # the shape of every forward pass, so part of the numbers
         }
 
     def encode(self, text: str) -> Encoded:
@@ -178,57 +181,58 @@ class CausalLMTarget:
             if len(enc.ids) < 2:
                 where = keys.index(key) + 1
                 raise VerifierError(f"document {where}: fewer than 2 tokens, nothing to score")
-        order = sorted(encoded, key=lambda key: len(encoded[key].ids), reverse=True)
-        for start in range(0, len(order), self.options.batch_size):
-            batch = order[start : start + self.options.batch_size]
-            results = dict(zip(batch, self.forward([encoded[key] for key in batch])))
-            if cache is not None:
-                cache.put_many(results)
-            found.update(results)
-            if on_progress:
-                on_progress(sum(1 for key in keys if key in results))
+        by_width: dict[int, list[str]] = {}
+        for key in sorted(encoded, key=lambda key: (len(encoded[key].ids), key), reverse=True):
+            by_width.setdefault(self.width_of(encoded[key]), []).append(key)
+        for width, group in by_width.items():
+            for start in range(0, len(group), self.options.batch_size):
+                batch = group[start : start + self.options.batch_size]
+                results = dict(zip(batch, self.forward([encoded[key] for key in batch], width)))
+                if cache is not None:
+                    cache.put_many(results)
+                found.update(results)
+                if on_progress:
+                    on_progress(sum(1 for key in keys if key in results))
         return [found[key] for key in keys]
 
+    def width_of(self, enc: Encoded) -> int:
+        """The padded width a document is scored at: a function of its own length only."""
+        return min(self.options.max_tokens, -(-len(enc.ids) // WIDTH_STEP) * WIDTH_STEP)
+
     @torch.inference_mode()
-    def forward(self, batch: Sequence[Encoded]) -> list[TokenScores]:
-        """One padded forward pass over ``batch``, reduced on the device to per-position arrays."""
-        device = self.options.device
-        lengths = torch.tensor([len(enc.ids) for enc in batch])
-        width = int(lengths.max())
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
+    def forward(self, batch: Sequence[Encoded], width: int) -> list[TokenScores]:
+        """One forward pass of shape [batch_size, width], reduced on the device to per-position arrays.
+
+        Batch-invariant: every pass has the same shape for a given width (missing rows are filled
+        with a one-token dummy that is never read), and the output layer and statistics run per
+        document over all ``width - 1`` positions in fixed chunks. So no arithmetic depends on which
+        other documents share the batch or where a document sits in it, and a document's numbers
+        are the same whatever the cache held before (checked bitwise in the tests).
+        """
+        device, rows = self.options.device, self.options.batch_size
+        ids = torch.zeros((rows, width), dtype=torch.long)
+        mask = torch.zeros((rows, width), dtype=torch.long)
         for row, enc in enumerate(batch):
             ids[row, : len(enc.ids)] = torch.tensor(enc.ids)
-        mask = (torch.arange(width)[None, :] < lengths[:, None]).long()
+            mask[row, : len(enc.ids)] = 1
+        mask[len(batch) :, 0] = 1
         ids, mask = ids.to(device), mask.to(device)
-        # Position t predicts token t+1; keep positions whose target token is real, not padding.
-        keep = mask[:, 1:].bool()
-        targets = ids[:, 1:][keep]
         if self.head_from_hidden:
-            rows = self.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, :-1][keep]
+            states = self.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
             head = self.model.get_output_embeddings()
         else:
-            rows = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1][keep]
+            states = self.model(input_ids=ids, attention_mask=mask).logits
             head = torch.nn.Identity()
         chunk = self.row_chunk
-        stats = torch.cat(
-            [_position_stats(head(rows[i : i + chunk]), targets[i : i + chunk]) for i in range(0, len(rows), chunk)]
-        ).cpu().numpy()
-        out, offset = [], 0
-        for enc in batch:
-            n = len(enc.ids) - 1
-            part = stats[offset : offset + n].astype(np.float64)
-            offset += n
-            out.append(
-                TokenScores(
-                    token_ids=np.asarray(enc.ids, dtype=np.int32),
-                    logprob=part[:, 0],
-                    mu=part[:, 1],
-                    sigma=part[:, 2],
-                    top1=part[:, 3],
-                    char_start=enc.char_start,
-                    char_end=enc.char_end,
-                )
-            )
+        out = []
+        for row, enc in enumerate(batch):
+            # Position t predicts token t+1: all width - 1 positions, the padded ones dropped after.
+            positions, targets = states[row, :-1], ids[row, 1:]
+            stats = torch.cat([_position_stats(head(positions[i : i + chunk]), targets[i : i + chunk])
+                               for i in range(0, width - 1, chunk)])
+            part = stats[: len(enc.ids) - 1].cpu().numpy().astype(np.float64)
+            out.append(TokenScores(token_ids=np.asarray(enc.ids, dtype=np.int32), logprob=part[:, 0], mu=part[:, 1],
+                                   sigma=part[:, 2], top1=part[:, 3], char_start=enc.char_start, char_end=enc.char_end))
         return out
 
 
@@ -266,7 +270,7 @@ def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
         with contextlib.redirect_stderr(io.StringIO()):
             tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
             model = AutoModelForCausalLM.from_pretrained(source.location, dtype=torch.float32, **kwargs)
-    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's model files: truncated weights, no tokenizer, bad config
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise VerifierError(f"model {source.spec}: cannot load ({first_line})") from None
     if not getattr(tokenizer, "is_fast", False):
