@@ -249,7 +249,7 @@ def test_poisoned_cache_rows_are_refused_and_rescored(tiny_model_dir, tmp_path):
         np.testing.assert_array_equal(a.logprob, b.logprob)
     # A secret that others can read is refused, and a damaged cache file is one line.
     (tmp_path / "secret").chmod(0o644)
-    with pytest.raises(VerifierError, match="readable by its owner only"):
+    with pytest.raises(VerifierError, match="must be owned and readable by you only"):
         ScoreCache(tmp_path / "c", secret_path=tmp_path / "secret")
     (tmp_path / "secret").chmod(0o600)
     (tmp_path / "bad").mkdir()
@@ -273,3 +273,90 @@ def test_hostile_document_files(tmp_path, content, suffix, message):
         return
     with pytest.raises(VerifierError, match=message):
         load_documents(path)
+
+
+def test_a_newline_in_signed_fields_cannot_paint_a_fake_ok_line(refused_claim, keys, tmp_path, monkeypatch):
+    import verifier.evidence.bundle as bundle_module
+
+    real = bundle_module.statement
+    fake = "0.1.0\nOK: 8 files intact; signer 0000000000000000; signer pinned by trust store"
+    monkeypatch.setattr(bundle_module, "statement", lambda subjects, predicate: real(subjects, predicate | {"verifier": fake}))
+    forged = make_bundle(refused_claim, tmp_path, keys["attacker"])
+    status, lines = verify(str(forged), "--trust-dir", str(tmp_path / "none"))
+    assert status == 3 and len(lines) == 1 and lines[0].startswith("signature valid but the signer is not pinned")
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda env, st: env.update(signatures=None),
+    lambda env, st: env.update(signatures=5),
+    lambda env, st: env.update(payloadType=5),
+    lambda env, st: st.update(subject=[{"name": 1, "digest": {"sha256": "0"}}, {"name": None, "digest": {"sha256": "0"}}]),
+    lambda env, st: st.update(predicate=["not", "a", "dict"]),
+    lambda env, st: st.update(_type="something else"),
+])
+def test_malformed_envelopes_are_one_line_exit_2(genuine, keys, tmp_path, mutate):
+    import base64
+
+    copy = tmp_path / "copy"
+    shutil.copytree(genuine, copy)
+    envelope = json.loads((copy / "envelope.dsse.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    mutate(envelope, statement)
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (copy / "envelope.dsse.json").write_text(json.dumps(envelope))
+    status, lines = verify(str(copy), "--key", f"{keys['genuine']}.pub")
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: envelope.dsse.json: differs: "), lines
+
+
+def test_an_unreadable_file_in_the_trust_store_pins_nothing_and_blocks_nothing(genuine, keys, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "id_ed25519.pub").write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI... user@host\n")
+    (store / "README.pub").write_text("not a key")
+    shutil.copy(f"{keys['genuine']}.pub", store / "genuine.pem")
+    status, lines = verify(str(genuine), "--trust-dir", str(store))
+    assert status == 0 and lines[0].endswith("signer pinned by trust store")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("claim: {id: a, statement: one, statement: two, kind: trained_on, made_by: m}\n", "key 'statement' appears twice"),
+    ("seed: " + "9" * 5000 + "\n", "not valid YAML"),
+    ("claim: {id: a, statement: !!timestamp 2020-13-45}\n", "not valid YAML"),
+    ("claim: {id: a, statement: !!float abc}\n", "not valid YAML"),
+    ('claim: {id: a, statement: "a\\ud800b", kind: trained_on, made_by: m}\n', "not valid YAML"),
+])
+def test_more_hostile_yaml_ends_in_one_line(refused_claim, text, message):
+    path = refused_claim.parent / "hostile2.yaml"
+    path.write_text(text)
+    result = runner.invoke(app, ["audit", str(path), "--no-sign"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], result.output
+
+
+def test_jsonl_strings_may_hold_line_separators(tmp_path):
+    from verifier.data import load_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": "one\u2028two\x85three"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert load_documents(path).texts == ["one\u2028two\x85three"]
+
+
+def test_redaction_replaces_whole_folders_only(tmp_path, monkeypatch):
+    from verifier.errors import redact_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m").mkdir()
+    text = f"model models/acme: cannot read {tmp_path}/m/docs.jsonl"
+    assert redact_paths(text, Path("m")) == "model models/acme: cannot read <claim folder>/docs.jsonl"
+
+
+def test_a_policy_or_index_outside_the_claim_folder_is_named_not_located(refused_claim, tmp_path):
+    shutil.copy(ROOT / "verifier" / "policies" / "strict.yaml", tmp_path / "shared-policy.yaml")
+    claim = yaml.safe_load(refused_claim.read_text())
+    claim["policy"] = str(tmp_path / "shared-policy.yaml")
+    claim["evidence"]["corpus"] = {"index": str(tmp_path / "indexes" / "dolma")}
+    path = refused_claim.parent / "shared.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    result = run_audit(path, target_factory=never_load)
+    assert str(tmp_path) not in json.dumps(result.findings) and str(tmp_path).encode() not in result.claim_bytes
+    assert result.findings["claim"]["policy"] == "shared-policy.yaml" and result.policy_bytes == (tmp_path / "shared-policy.yaml").read_bytes()

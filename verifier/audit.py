@@ -38,7 +38,7 @@ class AuditResult:
     findings: dict[str, Any]
     scores: pd.DataFrame  # one row per scored document: role, text digest, signals (no text)
     claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
-    policy_path: Path
+    policy_bytes: bytes  # the policy file as read and validated
 
 
 def run_audit(
@@ -57,6 +57,7 @@ def run_audit(
     claim, base = load_claim(claim_path)
     policy = load_policy(resolve_policy_path(claim.policy, base))
     check_against_claim(policy, claim)
+    inputs = _input_digests(claim, base)  # before anything runs: the digests of what the routes then read
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
                        target_factory=target_factory or _claim_targets(claim, base))
     records = walk(policy, ctx)
@@ -76,14 +77,13 @@ def run_audit(
         "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
         "failed_routes": failed,
         "path": [record_to_dict(r) for r in records],
-        "inputs": _input_digests(claim, base),
+        "inputs": inputs,
         "environment": _environment(),
         "seed": claim.seed,
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
     claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
-    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"),
-                       policy_path=resolve_policy_path(claim.policy, base))
+    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw)
 
 
 def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
@@ -94,6 +94,12 @@ def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
         spec = data["model"].get(role)
         if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
             data["model"][role] = Path(spec).name
+    # A policy or corpus index may live anywhere (shared by many claims): named, and digested elsewhere.
+    if "/" in data["policy"]:
+        data["policy"] = Path(data["policy"]).name
+    corpus = data["evidence"].get("corpus")
+    if corpus and (Path(corpus["index"]).is_absolute() or corpus["index"].startswith(("~", "."))):
+        corpus["index"] = Path(corpus["index"]).name
     return data
 
 

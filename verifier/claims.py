@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resolve_claim_path
@@ -34,9 +34,9 @@ class Strict(BaseModel):
 
 class ClaimStatement(Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="names the bundle folder: starts with a letter or digit")
-    statement: str
+    statement: str = Field(min_length=1, max_length=2000)
     kind: ClaimKind
-    made_by: str
+    made_by: str = Field(min_length=1, max_length=300)
     regulation_fields: list[str] = Field(default_factory=list)
 
     @field_validator("regulation_fields")
@@ -65,7 +65,7 @@ class DocumentRef(Strict):
     where: dict[str, Any] = Field(default_factory=dict)
     offset: int = Field(0, ge=0, description="skip this many matching rows (to split one file into disjoint sets)")
     limit: int | None = Field(None, ge=1)
-    year: int | None = Field(None, description="declared year of every document in the set")
+    year: StrictInt | None = Field(None, ge=1000, le=2200, description="declared year of every document in the set")
 
 
 class CorpusRef(Strict):

@@ -40,24 +40,26 @@ class HandledGroup(typer.core.TyperGroup):
         except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except VerifierError as exc:
-            err.print(f"[red]error:[/red] {escape(visible(str(exc)))}", highlight=False, soft_wrap=True)  # messages quote user data
+            err.print(f"[red]error:[/red] {escape(visible(str(exc), single_line=True))}", highlight=False, emoji=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
-            err.print(f"[red]error:[/red] {escape(visible(where + (exc.strerror or type(exc).__name__)))}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(visible(where + (exc.strerror or type(exc).__name__), single_line=True))}",
+                      highlight=False, emoji=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except Exception as exc:
             if os.environ.get("VERIFIER_DEBUG"):
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first))} "
+            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first, single_line=True))} "
                       "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
 
 def say(console: Console, text: str) -> None:
-    """Print text that may hold user data (paths, names, claim fields): no markup, nothing invisible."""
-    console.print(visible(text), markup=False, highlight=False, soft_wrap=True)
+    """Print one line that may hold user data (paths, names, claim fields, bundle contents): no
+    markup or emoji codes, nothing invisible, and no newline that could start a fake line."""
+    console.print(visible(text, single_line=True), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
@@ -230,7 +232,8 @@ def keys_generate(
 
     path = out_path or default_key_path()
     public = generate_key(path, force=force)
-    say(err, f"private key: {path} (mode 0600)\npublic key:  {public}")
+    say(err, f"private key: {path} (mode 0600)")
+    say(err, f"public key:  {public}")
 
 
 @keys_app.command("trust")

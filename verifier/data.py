@@ -126,7 +126,8 @@ def _decode(path: Path) -> str:
 
 def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
     rows = []
-    for number, line in enumerate(_decode(path).splitlines(), start=1):
+    # Lines end at "\n" only: U+2028 and U+0085 may stand unescaped inside a JSON string.
+    for number, line in enumerate(_decode(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -135,6 +136,8 @@ def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise VerifierError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer past Python's digit limit
+            raise VerifierError(f"{path} line {number}: not valid JSON ({str(exc)[:200]})") from None
         if not isinstance(row, dict):
             raise VerifierError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
         rows.append((f"line {number}", row))

@@ -14,12 +14,13 @@ class VerifierError(Exception):
     """An input problem the user can fix, described in one line."""
 
 
-def redact_paths(text: str, *folders: Path) -> str:
+def redact_paths(text: str, *folders: Path, label: str = "<claim folder>") -> str:
     """``text`` with each folder's absolute path replaced by a placeholder and the home folder by
     ``~``: error messages name files, and findings must not carry where a user keeps them."""
     for folder in folders:
-        for form in {str(folder.resolve()), str(folder)} - {"", "."}:
-            text = text.replace(form.rstrip("/") + "/", "<claim folder>/").replace(form, "<claim folder>")
+        form = str(folder.resolve())  # absolute only: a relative name like "m" would match inside words
+        if form != "/":
+            text = text.replace(form + "/", f"{label}/").replace(form, label)
     return text.replace(str(Path.home()) + "/", "~/")
 
 

@@ -6,6 +6,7 @@ A file larger than ``MAX_BYTES`` or nested deeper than ``MAX_DEPTH`` is refused 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,38 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201 - PyYAML's signature
+        keys = [self.construct_object(key, deep=True) for key, _ in node.value]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise yaml.YAMLError(f"key {key!r} appears twice, line {node.start_mark.line + 1}")
+        return super().construct_mapping(node, deep)
+
 
 def load_yaml_file(path: Path, what: str) -> Any:
     """The parsed document at ``path``, or a one-line ``VerifierError`` naming the file."""
+    return load_yaml_bytes(read_bounded(path, what), path)
+
+
+def read_bounded(path: Path, what: str) -> bytes:
+    """The file's bytes, read once (what is parsed is what is digested), at most ``MAX_BYTES``."""
     if not path.is_file():
         raise VerifierError(f"{path}: {what} file not found")
-    if path.stat().st_size > MAX_BYTES:
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
         raise VerifierError(f"{path}: {what} file larger than {MAX_BYTES // 1024} KiB")
+    return data
+
+
+def load_yaml_bytes(raw: bytes, path: Path) -> Any:
+    """Parse ``raw`` (read from ``path``) or raise one line naming the file."""
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        data = yaml.load(raw.decode("utf-8"), Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
+        json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")  # lone surrogates (a "\ud800" escape) are not text
+    except (yaml.YAMLError, UnicodeError, RecursionError, ValueError, TypeError, OverflowError) as exc:
+        # ValueError etc.: tags PyYAML cannot construct (!!timestamp 2020-13-45, !!float abc), integers
+        # past Python's digit limit.
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise VerifierError(f"{path}: not valid YAML ({first})") from None
+        raise VerifierError(f"{path}: not valid YAML ({first[:200]})") from None
+    return data

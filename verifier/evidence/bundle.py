@@ -33,6 +33,7 @@ from verifier.digests import canonical_json, findings_digest
 from verifier.errors import VerifierError
 from verifier.evidence.signing import (
     PREDICATE_TYPE,
+    STATEMENT_TYPE,
     key_id,
     load_public_key,
     public_pem,
@@ -77,7 +78,7 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     result.scores.to_parquet(scores, index=False)
     files = {
         "claim.yaml": result.claim_bytes,
-        "policy.yaml": result.policy_path.read_bytes(),
+        "policy.yaml": result.policy_bytes,
         "findings.json": canonical_json(result.findings),
         "scores.parquet": scores.getvalue(),
         "report.html": html.encode("utf-8"),
@@ -139,20 +140,9 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
     entries = _entries(folder)
     if ENVELOPE not in entries:
         raise VerifierError(f"{folder}: bundle is not signed (no {ENVELOPE})")
-    envelope_bytes = entries[ENVELOPE]
-    try:
-        envelope = json.loads(envelope_bytes)
-        claimed = json.loads(base64.b64decode(envelope["payload"], validate=True))
-        subjects = {s["name"]: s["digest"]["sha256"] for s in claimed["subject"]}
-        predicate_type = claimed["predicateType"]
-        if len(subjects) != len(claimed["subject"]):
-            raise ValueError("a subject is named twice")
-    except (ValueError, KeyError, TypeError):
-        raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
-    if bad := sorted(name for name in subjects if name not in BUNDLE_FILES):
-        raise VerifierError(f"{ENVELOPE}: differs: the statement names {bad[0]!r}, which is not a bundle file")
-    if predicate_type != PREDICATE_TYPE:
-        raise VerifierError(f"{ENVELOPE}: differs: predicate type {predicate_type!r} is not {PREDICATE_TYPE}")
+    envelope, subjects, claimed = _read_envelope(entries[ENVELOPE])
+    if missing := sorted(BUNDLE_FILES - set(subjects)):
+        raise VerifierError(f"{ENVELOPE}: differs: the statement does not cover {missing[0]}")
     # The signature is the root of trust: check it first, so a change to the envelope is never
     # blamed on a file it describes. If it fails, say whether the embedded key was changed.
     embedded = entries.get(PUBLIC_KEY)
@@ -172,23 +162,77 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
             raise VerifierError(f"{name}: differs: file is missing")
         if sha256(entries[name]) != subjects[name]:
             raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
+    if json.loads(body) != claimed:
+        raise VerifierError(f"{ENVELOPE}: differs: the signed payload is not the statement read")
+    predicate = claimed["predicate"]
+    if predicate["findings_sha256"] != sha256(entries["findings.json"]):
+        raise VerifierError("findings.json: differs: its SHA-256 is not the findings digest the statement signs")
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
-    return Verification(json.loads(body), signer, pinned_by, len(subjects))
+    return Verification(claimed, signer, pinned_by, len(subjects))
+
+
+PREDICATE_FIELDS = {"claim_id": str, "verdict": str, "findings_sha256": str, "verifier": str}
+
+
+def _read_envelope(data: bytes) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The envelope, its subjects (name -> SHA-256) and statement, every field checked for shape
+    before anything is trusted or printed: a malformed envelope is one line, never a crash."""
+    bad = f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement"
+    try:
+        envelope = json.loads(data)
+        claimed = json.loads(base64.b64decode(envelope["payload"], validate=True))
+        entries = claimed["subject"]
+        if claimed.get("_type") != STATEMENT_TYPE or not isinstance(entries, list):
+            raise ValueError
+        subjects = {}
+        for entry in entries:
+            name, digest = entry["name"], entry["digest"]["sha256"]
+            if not isinstance(name, str) or not isinstance(digest, str) or name in subjects:
+                raise ValueError
+            subjects[name] = digest
+        predicate = claimed["predicate"]
+        if not isinstance(predicate, dict) or any(not isinstance(predicate.get(k), t) for k, t in PREDICATE_FIELDS.items()):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        raise VerifierError(bad) from None
+    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES):
+        raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
+    if claimed.get("predicateType") != PREDICATE_TYPE:
+        raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
+    return envelope, subjects, claimed
+
+
+MAX_FILE_BYTES = 4 << 30
 
 
 def _entries(folder: Path) -> dict[str, bytes]:
-    """Every entry of the bundle folder as name -> bytes; anything but a plain file is refused.
+    """Every entry of the bundle folder as name -> bytes; anything but a plain bundle file is refused.
 
-    Read once, so what is hashed is what is reported; a sub-folder, a link (to a file or a
-    folder, inside or outside) or a special file cannot be part of a bundle.
+    Names are checked before anything is read, and each file is opened without following links
+    and checked on the open descriptor, so a link or FIFO swapped in after the listing cannot be
+    read either. Read once, so what is hashed is what is reported.
     """
     entries = {}
     with os.scandir(folder) as scan:
-        for entry in sorted(scan, key=lambda e: e.name):
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if not stat.S_ISREG(mode):
-                kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
-                raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
-            entries[entry.name] = Path(entry.path).read_bytes()
+        listing = sorted(scan, key=lambda e: e.name)
+    for entry in listing:
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
+            raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
+        if entry.name not in BUNDLE_FILES | {ENVELOPE}:
+            raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
+    for entry in listing:
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise VerifierError(f"{entry.name}: differs: cannot be opened as a plain file ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
+            if info.st_size > MAX_FILE_BYTES:
+                raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
+            entries[entry.name] = handle.read()
     return entries

@@ -41,7 +41,10 @@ def trusted_keys(trust_dir: Path | None = None) -> set[str]:
     found = set()
     for path in sorted(folder.iterdir()):
         if path.suffix in (".pem", ".pub") and path.is_file() and not path.is_symlink():
-            found.add(key_id(public_pem(load_public_key(path.read_bytes(), str(path)))))
+            try:  # a file that is not an Ed25519 public key pins nothing (and blocks nothing)
+                found.add(key_id(public_pem(load_public_key(path.read_bytes(), str(path)))))
+            except (VerifierError, OSError):
+                continue
     return found
 
 
@@ -139,7 +142,9 @@ def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey) -> bytes
         body = base64.b64decode(envelope["payload"], validate=True)
         signatures = envelope["signatures"]
         payload_type = envelope["payloadType"]
-    except (KeyError, TypeError, ValueError):
+        if payload_type != PAYLOAD_TYPE or not isinstance(signatures, list) or not all(isinstance(e, dict) for e in signatures):
+            raise ValueError("not a DSSE envelope of an in-toto statement")
+    except (KeyError, TypeError, ValueError, AttributeError):
         raise VerifierError("envelope.dsse.json: differs: malformed DSSE envelope") from None
     for entry in signatures:
         try:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resource
-from verifier.safe_yaml import load_yaml_file
+from verifier.safe_yaml import load_yaml_bytes, load_yaml_file, read_bounded
 from verifier.verdicts import ALWAYS_ALLOWED, Verdict
 
 
@@ -54,6 +54,7 @@ class Policy:
     routes: list[PolicyRoute]
     file: str
     sha256: str
+    raw: bytes  # the file as read and validated: what the bundle copies
 
 
 BUNDLED_POLICIES = ("default", "strict")
@@ -78,8 +79,9 @@ def load_policy(path: Path) -> Policy:
     """The validated policy, with the SHA-256 of its file (recorded in the findings)."""
     from verifier.routes import PLANNED, ROUTES
 
+    data = read_bounded(path, "policy")
     try:
-        raw = PolicyFile.model_validate(load_yaml(path))
+        raw = PolicyFile.model_validate(load_yaml_bytes(data, path))
     except ValidationError as exc:
         raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
     steps, seen = [], set()
@@ -102,7 +104,7 @@ def load_policy(path: Path) -> Policy:
             raise VerifierError(f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
                                 f"it can reach {', '.join(sorted(v.value for v in reachable))}")
         steps.append(PolicyRoute(spec.route, route, params, grants, declared.requires))
-    return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(path.read_bytes()).hexdigest())
+    return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(data).hexdigest(), data)
 
 
 def load_regulation_map() -> dict[str, Any]:

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.atomic import atomic_output
 from verifier.errors import VerifierError
 from verifier.targets.token_scores import TokenScores
 
@@ -52,11 +51,19 @@ def cache_secret(path: Path) -> bytes:
     """The per-user HMAC secret, created (32 random bytes, mode 0600) on first use."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_output(path) as tmp:
-            tmp.chmod(0o600)
-            tmp.write_bytes(secrets.token_bytes(32))
-    if path.stat().st_mode & 0o077:
-        raise VerifierError(f"{path}: the cache secret must be readable by its owner only (chmod 600)")
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+        try:
+            os.link(tmp, path)  # only if absent: two first runs agree on one secret
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    info = path.stat()
+    if info.st_mode & 0o077 or info.st_uid != os.getuid():
+        raise VerifierError(f"{path}: the cache secret must be owned and readable by you only (chmod 600)")
     secret = path.read_bytes()
     if len(secret) < 32:
         raise VerifierError(f"{path}: not a cache secret (fewer than 32 bytes)")

@@ -23,10 +23,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, redact_paths
 from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
 from verifier.targets.cache import ScoreCache, cache_key
-from verifier.targets.model_source import BUNDLED, ModelSource, resolve_model
+from verifier.targets.model_source import ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -134,8 +134,7 @@ class CausalLMTarget:
 
     @property
     def identity(self) -> TargetIdentity:
-        spec = self.source.spec if not self.source.is_local or self.source.spec in BUNDLED else Path(self.source.spec).name
-        return TargetIdentity(self.kind, spec, {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
+        return TargetIdentity(self.kind, self.source.public_name, {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
                               {"revision": self.source.revision, "dtype": self.options.dtype, "max_tokens": self.options.max_tokens,
                                "max_chars": self.options.max_chars, "batch_size": self.options.batch_size})
 
@@ -149,6 +148,11 @@ class CausalLMTarget:
             "max_tokens": self.options.max_tokens,
             "max_chars": self.options.max_chars,
             "batch_size": self.options.batch_size,  # the shape of every forward pass, so part of the numbers
+            # Kernels, and so the last bits, differ by device, thread count and library version.
+            "device": self.options.device,
+            "threads": self.options.threads or torch.get_num_threads(),
+            "torch": torch.__version__,
+            "transformers": _transformers_version(),
         }
 
     def encode(self, text: str) -> Encoded:
@@ -236,6 +240,12 @@ class CausalLMTarget:
         return out
 
 
+def _transformers_version() -> str:
+    from transformers import __version__
+
+    return __version__
+
+
 def _position_stats(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """[rows, vocab] logits -> [rows, 4] float32: log p(target), mu, sigma, log p(top-1).
 
@@ -272,7 +282,8 @@ def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
             model = AutoModelForCausalLM.from_pretrained(source.location, dtype=torch.float32, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a user's model files: truncated weights, no tokenizer, bad config
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise VerifierError(f"model {source.spec}: cannot load ({first_line})") from None
+        reason = redact_paths(first_line, Path(source.location), label="<model folder>")
+        raise VerifierError(f"model {source.public_name}: cannot load ({reason})") from None
     if not getattr(tokenizer, "is_fast", False):
-        raise VerifierError(f"model {source.spec}: needs a fast tokenizer (character offsets); none was found")
+        raise VerifierError(f"model {source.public_name}: needs a fast tokenizer (character offsets); none was found")
     return model, tokenizer

@@ -34,6 +34,12 @@ class ModelSource:
     is_local: bool
     revision: str | None = None  # a hub id's requested branch, tag or commit
 
+    @property
+    def public_name(self) -> str:
+        """How findings and messages name the model: a bundled name or hub id as given, a local
+        file or folder by its name only (never where it lies on the auditor's disk)."""
+        return self.spec if not self.is_local or self.spec in BUNDLED else Path(self.spec).name
+
     def digest(self) -> str:
         """SHA-256 of the local weights (and of the folder's files); hub ids are digested after loading."""
         if not self.is_local:
