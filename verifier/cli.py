@@ -106,7 +106,7 @@ def score(
     signal: Annotated[Optional[list[str]], typer.Option(help="Signals to compute (repeatable); default: all available.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
-    batch_size: Annotated[int, typer.Option(help="Documents per forward pass.")] = 16,
+    batch_size: Annotated[int, typer.Option(help="Rows of every forward pass (fixed, for batch-invariant numbers; part of the cache key).")] = 4,
     max_tokens: Annotated[int, typer.Option(help="Tokens scored per document.")] = 256,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder (default ~/.cache/verifier).")] = None,

@@ -45,7 +45,7 @@ class ScoringOptions:
 
     device: str = "cpu"
     dtype: Literal["fp32", "bf16"] = "fp32"
-    batch_size: int = 16
+    batch_size: int = 4  # rows of every pass at a width; small, so partial passes waste little (see forward)
     max_tokens: int = 256
     max_chars: int = 2500
     threads: int | None = None
