@@ -184,6 +184,11 @@ def test_no_private_path_enters_the_findings_or_the_copied_claim(refused_claim, 
      "claim.id: String should match pattern"),
     ("claim: {id: ok, statement: s, kind: trained_on, made_by: m}\nmodel: {target: smollm2-135m}\nevidence: {suspect: {path: docs.jsonl}}\nseed: 99999999999\n",
      "seed: Input should be less than 4294967296"),
+    ("claim: {id: a, statement: one, statement: two, kind: trained_on, made_by: m}\n", "key 'statement' appears twice"),
+    ("seed: " + "9" * 5000 + "\n", "not valid YAML"),
+    ("claim: {id: a, statement: !!timestamp 2020-13-45}\n", "not valid YAML"),
+    ("claim: {id: a, statement: !!float abc}\n", "not valid YAML"),
+    ('claim: {id: a, statement: "a\\ud800b", kind: trained_on, made_by: m}\n', "not valid YAML"),
 ])
 def test_hostile_yaml_ends_in_one_line(refused_claim, text, message):
     path = refused_claim.parent / "hostile.yaml"
@@ -316,21 +321,6 @@ def test_an_unreadable_file_in_the_trust_store_pins_nothing_and_blocks_nothing(g
     shutil.copy(f"{keys['genuine']}.pub", store / "genuine.pem")
     status, lines = verify(str(genuine), "--trust-dir", str(store))
     assert status == 0 and lines[0].endswith("signer pinned by trust store")
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("claim: {id: a, statement: one, statement: two, kind: trained_on, made_by: m}\n", "key 'statement' appears twice"),
-    ("seed: " + "9" * 5000 + "\n", "not valid YAML"),
-    ("claim: {id: a, statement: !!timestamp 2020-13-45}\n", "not valid YAML"),
-    ("claim: {id: a, statement: !!float abc}\n", "not valid YAML"),
-    ('claim: {id: a, statement: "a\\ud800b", kind: trained_on, made_by: m}\n', "not valid YAML"),
-])
-def test_more_hostile_yaml_ends_in_one_line(refused_claim, text, message):
-    path = refused_claim.parent / "hostile2.yaml"
-    path.write_text(text)
-    result = runner.invoke(app, ["audit", str(path), "--no-sign"])
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], result.output
 
 
 def test_jsonl_strings_may_hold_line_separators(tmp_path):

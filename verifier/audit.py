@@ -136,7 +136,7 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
             continue
         local = base / spec
         source = resolve_model(str(local) if local.exists() else spec)
-        identity[role] = {"kind": target_class(spec).kind, "spec": Path(spec).name if source.is_local and spec not in BUNDLED else spec,
+        identity[role] = {"kind": target_class(spec).kind, "spec": source.public_name,
                           "digests": {"weights": source.digest()} if source.is_local else {}, "loaded": False}
     return identity
 

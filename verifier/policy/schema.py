@@ -71,10 +71,6 @@ def resolve_policy_path(name: str | Path, base: Path) -> Path:
     return (base / text).resolve()
 
 
-def load_yaml(path: Path, what: str = "policy") -> Any:
-    return load_yaml_file(path, what)
-
-
 def load_policy(path: Path) -> Policy:
     """The validated policy, with the SHA-256 of its file (recorded in the findings)."""
     from verifier.routes import PLANNED, ROUTES
@@ -108,7 +104,7 @@ def load_policy(path: Path) -> Policy:
 
 
 def load_regulation_map() -> dict[str, Any]:
-    return load_yaml(resource("policies", "regulation.yaml"), "regulation map")
+    return load_yaml_file(resource("policies", "regulation.yaml"), "regulation map")
 
 
 def departures_from_default(policy: Policy) -> tuple[list[str], list[str]]:

@@ -29,8 +29,6 @@ def _environment() -> Environment:
         finalize=lambda value: visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value,
     )
     env.globals |= {"figure_svg": lambda section: FIGURES[section["figure"]](section["data"]), "tree_svg": tree_svg}
-    env.filters["num"] = lambda v, digits=4: "-" if v is None else f"{v:.{digits}f}"
-    env.filters["pval"] = lambda v: "-" if v is None else f"{v:.3g}"
     return env
 
 

@@ -172,7 +172,8 @@ class CausalLMTarget:
             return self._score(texts, cache, on_progress)
 
     def _score(self, texts: Sequence[str], cache: ScoreCache | None, on_progress: Callable[[int], None] | None) -> list[TokenScores]:
-        keys = [cache_key(self.fingerprint, text) for text in texts]
+        fingerprint = self.fingerprint  # once: the property builds a dict and asks torch for its thread count
+        keys = [cache_key(fingerprint, text) for text in texts]
         found = cache.get_many(list(set(keys))) if cache is not None else {}
         if on_progress:
             on_progress(sum(key in found for key in keys))
