@@ -263,11 +263,14 @@ def test_claim_dtype_is_validated_with_its_key(claim_folder, tiny_model_dir):
         run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, dtype="fp8"), target_factory=never_load)
 
 
-def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(claim_folder, tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("control_path", ["x/../docs.jsonl", "copy-of-docs.jsonl"])
+def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(claim_folder, tiny_model_dir, tmp_path, control_path):
+    # Respelled, or a byte-identical copy under another name (found by an outside attack from the README).
     (claim_folder / "x").mkdir()
+    shutil.copy(claim_folder / "docs.jsonl", claim_folder / "copy-of-docs.jsonl")
     evidence = {"suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 100, "year": 2023},
                 "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 100, "limit": 80, "year": 2023},
-                "control": {"path": "x/../docs.jsonl", "where": {"label": "0"}, "offset": 180, "year": 2023}}
+                "control": {"path": control_path, "where": {"label": "0"}, "offset": 180, "year": 2023}}
     findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence, policy="strict"), cache=ScoreCache(tmp_path / "c")).findings
     metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
     assert "control" in metrics, metrics["set_test"]["reason"]

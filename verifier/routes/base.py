@@ -18,6 +18,7 @@ shared cache, and keeps every scored row for the evidence bundle (digests, never
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -124,6 +125,10 @@ class RouteContext:
         if role not in self.loaded:
             self.loaded[role] = self.target_factory(role)
         return self.loaded[role]
+
+    def file_sha256(self, ref: DocumentRef) -> str:
+        """SHA-256 of the file a set is read from (what the findings' input digests name)."""
+        return hashlib.sha256((self.base_dir / ref.path).read_bytes()).hexdigest()
 
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)

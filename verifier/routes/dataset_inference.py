@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -71,12 +70,13 @@ class DatasetInferenceParams(SetTestParams):
     target_power: float = Field(0.8, gt=0, lt=1)
 
 
-def origin(ref: DocumentRef, base: Path) -> str:
-    """Which population a set is drawn from: its file, text field and filter (not offset or limit),
-    in one form however it is spelled (``x/../docs.jsonl`` is ``docs.jsonl``; ``{label: "0"}`` is
-    ``{label: 0}``), so a split of the held-out set cannot pass for another population."""
+def origin(ref: DocumentRef, file_sha256: str) -> str:
+    """Which population a set is drawn from: its file's contents, text field and filter (not offset
+    or limit), in one form however it is spelled (a copy of the file, ``x/../docs.jsonl`` or a link
+    is the same file; ``{label: "0"}`` is ``{label: 0}``), so a split of the held-out set cannot pass
+    for another population."""
     where = {key: normalised_value(value) for key, value in ref.where.items()}
-    return f"{(base / ref.path).resolve().as_posix()}:{ref.text_field}:{json.dumps(where, sort_keys=True)}"
+    return f"{file_sha256}:{ref.text_field}:{json.dumps(where, sort_keys=True)}"
 
 
 @register
@@ -95,7 +95,7 @@ class DatasetInferenceRoute(Route):
         for role in ("suspect", "heldout", "control"):
             ref = getattr(evidence, role)
             if ref is not None:
-                sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.base_dir))
+                sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.file_sha256(ref)))
         finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
                                      scorer=lambda role, texts: ctx.features(role, texts, signals))
         metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
@@ -150,15 +150,14 @@ class DatasetInferenceRoute(Route):
 
 def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -> list[list[Cell]]:
     """The checks table: every rule the set test applied, with its numbers, in order."""
-    f = finding.as_finding()
-    overlap = f["heldout_overlap"]
+    overlap = finding.heldout_overlap
     rows: list[list[Cell]] = [
         ["where the verdict rules stopped", finding.status.value.replace("_", " ")],
         ["documents repeating another of the same set, removed: suspect / held-out",
          f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['held-out']}"],
         ["held-out / suspect documents removed as duplicates or near duplicates of each other "
          "(held-out documents matched exactly / by prefix / nearly)",
-         f"{len(overlap['removed'])} / {len(overlap['removed_reference'])} ({overlap['exact']} / {overlap['prefix']} / {overlap['near']})"],
+         f"{len(overlap.removed)} / {len(overlap.removed_reference)} ({overlap.exact} / {overlap.prefix} / {overlap.near})"],
         ["documents tested: suspect / held-out", f"{finding.n_suspect} / {finding.n_heldout}"],
         ["seed of halves, relabellings and folds (derived from the SHA-256 of the tested documents' sorted text digests)", finding.seed],
     ]
