@@ -72,3 +72,18 @@ def small_testbed(tmp_path_factory: pytest.TempPathFactory):
     from verifier.testbed import PRESETS, build_testbed
 
     return build_testbed(PRESETS["small"], out=tmp_path_factory.mktemp("testbed") / "small")
+
+
+CORPUS = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory):
+    """The bundled demo corpus (PG-19 openings, Wikipedia event texts) indexed in three shards,
+    with MinHash signatures: built once per session (about a second)."""
+    from verifier.overlap import CorpusIndex, build_index
+
+    out = tmp_path_factory.mktemp("index") / "demo"
+    report = build_index([CORPUS], out, shard_bytes=300_000, minhash=True)
+    assert report.shards >= 2
+    return CorpusIndex.open(out)

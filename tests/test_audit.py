@@ -135,12 +135,13 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
 
 def test_unavailable_routes_say_so_and_disclosure_decides(testbed_claim, tmp_path):
     claim = yaml.safe_load(testbed_claim.read_text())
-    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "corpus": {"index": "olmo-dolma-v1.7", "version": "1.7"}}
-    path = testbed_claim.parent / "corpus-claim.yaml"
+    (testbed_claim.parent / "registration.json").write_text("{}")
+    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "marks": {"registration": "registration.json"}}
+    path = testbed_claim.parent / "marks-claim.yaml"
     path.write_text(yaml.safe_dump(claim))
     findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
     statuses = {r["route"]: (r["status"], r["reason"]) for r in findings["path"]}
-    assert statuses["corpus_lookup"][0] == "not_available" and "not available" in statuses["corpus_lookup"][1]
+    assert statuses["marks"][0] == "not_available" and "not available" in statuses["marks"][1]
     assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import WIKIMIA
+from conftest import ROOT, WIKIMIA
 from verifier.cli import app
 
 runner = CliRunner()
@@ -82,4 +82,24 @@ def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
 
 def test_bundled_example_names_are_checked():
     result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
-    assert result.exit_code == 2 and "no such bundled example; bundled: example:testbed, example:wikimia-smollm2" in result.output
+    assert result.exit_code == 2 and "no such bundled example; bundled: example:corpus-pg19, example:corpus-wikimia-decontaminated, example:testbed, example:wikimia-smollm2" in result.output
+
+
+def test_index_commands_build_digest_query_and_refuse_in_one_line(tmp_path):
+    corpus = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
+    digest = runner.invoke(app, ["index", "digest", str(corpus)])
+    assert digest.exit_code == 0 and "corpus sha256 9888ca4a77f899e825ebbf3fc4a8d90b422383d9eee960f64905593f11c86beb" in digest.output
+    built = runner.invoke(app, ["index", "build", str(corpus / "wikipedia-events.jsonl"), "--out", str(tmp_path / "ix")])
+    assert built.exit_code == 0 and "corpus sha256" in built.output and "indexed 139 documents" in built.output
+    text = json.loads((corpus / "wikipedia-events.jsonl").read_text().splitlines()[0])["text"]
+    query = runner.invoke(app, ["index", "query", str(tmp_path / "ix"), text, "--json"])
+    data = json.loads(query.output)
+    assert query.exit_code == 0 and data["lookup"]["verbatim"] and data["found"]["count"] == 1
+    again = runner.invoke(app, ["index", "build", str(corpus), "--out", str(tmp_path / "ix")])
+    assert again.exit_code == 2 and "exists (use --force" in again.output
+    (tmp_path / "ix" / "shard-00000" / "sa.bin").write_bytes(b"\0" * 8)
+    broken = runner.invoke(app, ["index", "query", str(tmp_path / "ix"), "x"])
+    assert broken.exit_code == 2 and "sa.bin" in broken.output and "Traceback" not in broken.output
+    (tmp_path / "bin.txt").write_bytes(b"\x00\x01")
+    binary = runner.invoke(app, ["index", "build", str(tmp_path / "bin.txt"), "--out", str(tmp_path / "ix2")])
+    assert binary.exit_code == 2 and "bin.txt: binary file" in binary.output

@@ -90,22 +90,25 @@ def test_a_significant_set_test_never_supports_or_contradicts_a_summary_field():
 
 @pytest.fixture(scope="module")
 def route_context(tmp_path_factory, tiny_model_dir):
-    """A claim giving every document set on two halves of one population, with the tiny GPT-2."""
+    """A claim giving every document set on two halves of one population, and the demo corpus, with the tiny GPT-2."""
     import shutil
 
     import yaml
 
-    from conftest import WIKIMIA
+    from conftest import CORPUS, WIKIMIA
     from verifier.claims import load_claim
+    from verifier.overlap import digest_files
     from verifier.routes import RouteContext
     from verifier.targets import ScoreCache, load_target
 
     folder = tmp_path_factory.mktemp("contract")
     shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
+    shutil.copytree(CORPUS, folder / "corpus")
     half = {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}
     claim = {"claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
              "model": {"target": str(tiny_model_dir)},
-             "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "reference": half | {"offset": 120}}}
+             "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "reference": half | {"offset": 120},
+                          "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]}}}
     claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
     manifest, base = load_claim(folder / "claim.yaml")

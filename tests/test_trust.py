@@ -340,11 +340,10 @@ def test_redaction_replaces_whole_folders_only(tmp_path, monkeypatch):
     assert redact_paths(text, Path("m")) == "model models/acme: cannot read <claim folder>/docs.jsonl"
 
 
-def test_a_policy_or_index_outside_the_claim_folder_is_named_not_located(refused_claim, tmp_path):
+def test_a_policy_outside_the_claim_folder_is_named_not_located(refused_claim, tmp_path):
     shutil.copy(ROOT / "verifier" / "policies" / "strict.yaml", tmp_path / "shared-policy.yaml")
     claim = yaml.safe_load(refused_claim.read_text())
     claim["policy"] = str(tmp_path / "shared-policy.yaml")
-    claim["evidence"]["corpus"] = {"index": str(tmp_path / "indexes" / "dolma")}
     path = refused_claim.parent / "shared.yaml"
     path.write_text(yaml.safe_dump(claim))
     result = run_audit(path, target_factory=never_load)

@@ -94,12 +94,10 @@ def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
         spec = data["model"].get(role)
         if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
             data["model"][role] = Path(spec).name
-    # A policy or corpus index may live anywhere (shared by many claims): named, and digested elsewhere.
+    # A policy may live anywhere (shared by many claims): named, and digested elsewhere. (Corpus
+    # evidence is inside the claim folder, or an API URL without credentials or query.)
     if "/" in data["policy"]:
         data["policy"] = Path(data["policy"]).name
-    corpus = data["evidence"].get("corpus")
-    if corpus and (Path(corpus["index"]).is_absolute() or corpus["index"].startswith(("~", "."))):
-        corpus["index"] = Path(corpus["index"]).name
     return data
 
 

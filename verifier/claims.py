@@ -48,11 +48,28 @@ class ClaimStatement(Strict):
         return fields
 
 
+class DeclaredSummary(Strict):
+    """What the developer's EU public summary declares, where a declared corpus can check it."""
+
+    crawled_domains: list[str] | None = Field(None, max_length=100_000, description="section 2.3: the most relevant domain names")
+    sme: bool = Field(False, description="an SME lists the top 5% or 1,000 domains instead of the top 10%")
+    size_band: Literal["<1B", "1B-10T", ">10T"] | None = Field(None, description="section 1.3: text size band, in tokens")
+    latest_collection: str | None = Field(None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="section 1.3: latest date of data collection, YYYY-MM")
+
+    @field_validator("crawled_domains")
+    @classmethod
+    def hostnames(cls, domains: list[str] | None) -> list[str] | None:
+        bad = [d for d in domains or [] if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", d.lower().removeprefix("www."))]
+        if bad:
+            raise ValueError(f"not domain names: {bad[:3]}")
+        return None if domains is None else [d.lower().removeprefix("www.") for d in domains]
+
+
 class ModelUnderTest(Strict):
     target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id[@revision]")
     reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
-    declared_summary: dict[str, Any] | None = None
+    declared_summary: DeclaredSummary | None = None
     max_tokens: int = Field(256, ge=2, le=32_768)
     dtype: Literal["fp32", "bf16"] = "fp32"
 
@@ -69,11 +86,15 @@ class DocumentRef(Strict):
 
 
 class CorpusRef(Strict):
-    """A published training corpus or an index of it: where it is, which version, and its digest."""
+    """The corpus a developer declared as training data: where to look it up, and its digest."""
 
-    index: str = Field(min_length=1, description="a local index path (relative to the claim) or a remote index name")
-    version: str | None = None
-    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="digest of the index, pinned by the claimant")
+    index: str = Field(min_length=1, max_length=300, description="a local index folder, or the corpus files or folder "
+                       "(indexed at audit time), relative to the claim; with `api`, the index name there")
+    api: str | None = Field(None, pattern=r"^https?://[^\s@?#]+$", max_length=300,
+                            description="an infini-gram-style index API (no credentials or query string: the claim enters the bundle)")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier index digest')")
+    index_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)")
+    version: str | None = Field(None, max_length=100)
 
 
 class MarksRef(Strict):
@@ -118,6 +139,11 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
         _inside(path, f"evidence.{role}.path", ref.path)
         if not (path.parent / ref.path).is_file():
             raise VerifierError(f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)")
+    corpus = claim.evidence.corpus
+    if corpus is not None and corpus.api is None:
+        _inside(path, "evidence.corpus.index", Path(corpus.index))
+        if not (path.parent / corpus.index).exists():
+            raise VerifierError(f"{path}: evidence.corpus.index: {corpus.index} not found (an index folder or corpus files, relative to the claim)")
     if claim.evidence.marks is not None:
         _inside(path, "evidence.marks.registration", claim.evidence.marks.registration)
     if claim.evidence.marks is not None and not (path.parent / claim.evidence.marks.registration).is_file():

@@ -217,6 +217,94 @@ def power(
             tmp.write_text(json.dumps(asdict(result), indent=1))
 
 
+index_app = typer.Typer(no_args_is_help=True, help="Corpus indexes: build, digest, query and serve a published training corpus.")
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("build")
+def index_build(
+    inputs: Annotated[list[Path], typer.Argument(help="Corpus files or folders: JSONL (.gz, .zst), Parquet, plain text.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Index folder to create.")],
+    text_field: Annotated[str, typer.Option(help="Field or column holding the text (JSONL, Parquet).")] = "text",
+    shard_bytes: Annotated[int, typer.Option(help="Text bytes per shard (about 5 bytes of RAM each while building).")] = 512 << 20,
+    minhash: Annotated[bool, typer.Option("--minhash/--no-minhash", help="Store MinHash signatures for near-duplicate queries (slower build).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing index folder.")] = False,
+) -> None:
+    """Build a suffix-array index of a corpus; prints the corpus digest a developer declares."""
+    from verifier.overlap import build_index
+
+    with progress_bars() as progress:
+        report = build_index(inputs, out_dir, text_field=text_field, shard_bytes=shard_bytes, minhash=minhash, force=force, progress=progress)
+    empty = sum(s.empty_documents for s in report.sources)
+    say(err, f"indexed {report.documents} documents ({report.input_bytes / 1e6:.1f} MB of files, {report.text_bytes / 1e6:.1f} MB of text) "
+             f"in {report.shards} shard(s), {report.seconds:.1f} s" + (f"; {empty} empty documents not indexed" if empty else ""))
+    say(out, f"corpus sha256 {report.corpus_sha256}")
+    say(out, f"index  sha256 {report.index_sha256}  {report.folder}")
+
+
+@index_app.command("digest")
+def index_digest(
+    inputs: Annotated[list[Path], typer.Argument(help="Corpus files or folders, in the order they are indexed.")],
+) -> None:
+    """The corpus digest of files (what a claim's evidence.corpus.sha256 declares), without indexing."""
+    from verifier.overlap import digest_files
+
+    digest, files = digest_files(inputs)
+    for name, sha in files:
+        say(out, f"{sha}  {name}")
+    say(out, f"corpus sha256 {digest}")
+
+
+@index_app.command("query")
+def index_query(
+    index: Annotated[str, typer.Argument(help="Index folder, or http(s)://HOST/#NAME for an infini-gram-style API.")],
+    text: Annotated[Optional[str], typer.Argument(help="The text to look up (or --file).")] = None,
+    file: Annotated[Optional[Path], typer.Option(help="Read the text from this file.")] = None,
+    ngram: Annotated[int, typer.Option(help="Word n-gram length of the overlap.")] = 13,
+    min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
+    documents: Annotated[int, typer.Option(help="Documents listed per match.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Count, documents, n-gram overlap, 50-character rule and longest verbatim spans of a text."""
+    from verifier.overlap.backends import open_backend, query_report
+
+    if (text is None) == (file is None):
+        raise VerifierError("give the text as an argument or with --file (one of them)")
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise VerifierError(f"{file.name}: not UTF-8 text") from None
+    backend = open_backend(index)
+    result = query_report(backend, text or "", ngram=ngram, min_span_words=min_span_words, documents=documents)
+    if as_json:
+        json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    for line in result["lines"]:
+        say(out, line)
+
+
+@index_app.command("serve")
+def index_serve(
+    index: Annotated[Path, typer.Argument(help="Index folder to serve.")],
+    name: Annotated[Optional[str], typer.Option(help="Index name clients ask for (default: the folder name).")] = None,
+    host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+) -> None:
+    """Answer infini-gram-style JSON queries (count, search_docs, attribution) over HTTP."""
+    from verifier.overlap import CorpusIndex
+    from verifier.overlap.server import make_server
+
+    opened = CorpusIndex.open(index)
+    server = make_server(opened, name or opened.name, host, port)
+    say(err, f"serving index {name or opened.name} (corpus sha256 {opened.corpus_sha256}) on http://{host}:{server.server_port}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.server_close()
+
+
 keys_app = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles.")
 app.add_typer(keys_app, name="keys")
 

@@ -144,6 +144,7 @@ def _compare_params(params: BaseModel, default: BaseModel) -> tuple[list[str], l
         mine, base = getattr(params, name), getattr(default, name)
         if mine == base:
             continue
-        loosened = (direction == "higher" and mine > base) or (direction == "lower" and mine < base) or (direction == "false" and not mine)
+        loosened = ((direction == "higher" and mine > base) or (direction == "lower" and mine < base) or direction == "either"
+                    or (direction == "false" and not mine) or (direction == "true" and mine))
         (weaker if loosened else changed).append(f"{name} {mine} (default {base})")
     return weaker, changed

@@ -1,6 +1,6 @@
 """Routes of the decision tree, registered by name; the policy YAML orders and parameterises them.
 
-Routes a policy may name that this version does not implement yet (corpus lookup, marks) are
+Routes a policy may name that this version does not implement yet (marks) are
 ``PLANNED``, with the evidence they will need: the engine reports them as "not available" when
 that evidence is given, and nothing pretends to run them.
 """
@@ -9,13 +9,9 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from verifier.routes import dataset_inference, date_shift, disclosure  # noqa: F401
+from verifier.routes import corpus_lookup, dataset_inference, date_shift, disclosure  # noqa: F401
 from verifier.routes.base import ROUTES, Route, RouteContext, RouteOutcome, RouteParams
 from verifier.verdicts import Verdict
-
-
-class CorpusLookupParams(RouteParams):
-    ngram: int = Field(13, ge=8, le=64, json_schema_extra={"weaker": "higher"})
 
 
 class MarksParams(RouteParams):
@@ -32,8 +28,6 @@ class Planned:
 
 
 PLANNED = {
-    "corpus_lookup": Planned(frozenset({"suspect", "corpus"}), CorpusLookupParams,
-                             frozenset({Verdict.VERIFIED, Verdict.CONTRADICTED, Verdict.REJECTED_METHOD})),
     "marks": Planned(frozenset({"marks"}), MarksParams, frozenset({Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.REJECTED_METHOD})),
 }
 

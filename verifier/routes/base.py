@@ -44,8 +44,9 @@ class RouteParams(BaseModel):
     """Base of every route's parameters: unknown keys are errors, values are frozen.
 
     A field whose looser setting weakens the route declares it, so a policy can be compared
-    with the default: ``Field(..., json_schema_extra={"weaker": "higher"})`` (or "lower", or
-    "false" for a safeguard switched off).
+    with the default: ``Field(..., json_schema_extra={"weaker": "higher"})`` (or "lower";
+    "false" for a safeguard switched off, "true" for a risk switched on; "either" where any change
+    can favour one side).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

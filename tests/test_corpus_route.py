@@ -1,0 +1,244 @@
+"""The corpus-lookup route end to end (claims, policy, verdicts), and attempts to make it give a
+wrong VERIFIED or CONTRADICTED: disguised copies, forged or unpinned indexes, another corpus,
+partial overlaps, remote indexes that cannot be checked or reached."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from verifier.audit import run_audit
+from verifier.errors import VerifierError
+from verifier.overlap import build_index, digest_files
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "verifier" / "examples" / "data"
+
+
+def never_load(role: str):
+    pytest.fail(f"the {role} model was loaded; a corpus lookup needs none")
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    shutil.copytree(DATA / "corpus" / "demo-v1", tmp_path / "corpus")
+    return tmp_path
+
+
+def claim(folder: Path, suspect: list[str], kind: str, corpus: dict | None = None, policy: str = "default") -> Path:
+    (folder / "suspect.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in suspect))
+    corpus = corpus or {"index": "corpus", "sha256": digest_files([folder / "corpus"])[0]}
+    body = {"claim": {"id": "c", "statement": "s", "kind": kind, "made_by": "tests"}, "model": {"target": "smollm2-135m"},
+            "evidence": {"suspect": {"path": "suspect.jsonl"}, "corpus": corpus}, "policy": policy}
+    path = folder / "claim.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def lookup_of(findings: dict) -> dict:
+    return next(r for r in findings["path"] if r["route"] == "corpus_lookup")
+
+
+BOOKS = [r["text"] for r in rows(DATA / "corpus" / "demo-v1" / "pg19-openings.jsonl")]
+BENCH = rows(DATA / "wikimia" / "length64.jsonl")
+
+
+def test_bundled_examples_reach_verified_and_contradicted() -> None:
+    verified = run_audit("example:corpus-pg19", target_factory=never_load).findings
+    assert verified["verdict"] == "VERIFIED" and verified["decided_by"] == "corpus_lookup"
+    metrics = lookup_of(verified)["outcome"]["metrics"]
+    assert metrics["present"] == metrics["n_documents"] == 25 and metrics["corpus"]["built_from_files"]
+    assert "developer's declaration" in verified["verdict_sentence"]
+    contradicted = run_audit("example:corpus-wikimia-decontaminated", target_factory=never_load).findings
+    assert contradicted["verdict"] == "CONTRADICTED"
+    m = lookup_of(contradicted)["outcome"]["metrics"]
+    # every present item really begins a corpus document; no non-member (2023) item is present
+    present = [it["item"] for it in m["items"] if it["class"] == "present"]
+    assert len(present) == m["present"] > 100 and all(BENCH[i - 1]["label"] == 1 for i in present)
+    assert m["present_rate"]["ci_low"] < m["present"] / 542 < m["present_rate"]["ci_high"]
+    sections = lookup_of(contradicted)["outcome"]["sections"]
+    assert any(s["kind"] == "spans" and s["spans"] for s in sections)
+
+
+def test_absent_documents_verify_absence_and_contradict_training(folder: Path) -> None:
+    novel = [r["text"] for r in BENCH if r["label"] == 0]  # 2023 events: not in the corpus
+    result = run_audit(claim(folder, novel[:40], "not_trained_on"), target_factory=never_load).findings
+    assert lookup_of(result)["outcome"]["status"] == "all_clean" and result["verdict"] == "VERIFIED"
+    trained = run_audit(claim(folder, novel[:40], "trained_on"), target_factory=never_load).findings
+    assert trained["verdict"] == "CONTRADICTED"
+    # Over all 258, the 2023 BAFTA article repeats a sentence of the 2014 one in the corpus (29
+    # words) and a few share 50-character phrases: partial overlaps, so absence is not verified.
+    everything = run_audit(claim(folder, novel, "not_trained_on"), target_factory=never_load).findings
+    outcome = lookup_of(everything)["outcome"]
+    assert outcome["status"] == "partial_overlap" and everything["verdict"] == "INCONCLUSIVE"
+    assert outcome["metrics"]["partial"] == 8 and outcome["metrics"]["present"] == 0
+
+
+def disguise(text: str) -> str:
+    """Re-cased, re-punctuated, re-spaced and sprinkled with zero-width characters."""
+    words = text.upper().split()
+    return "  ".join(w[:2] + "\u200b" + w[2:] + ("," if i % 3 == 0 else "") for i, w in enumerate(words))
+
+
+def test_disguised_copies_still_contradict_decontamination(folder: Path) -> None:
+    items = [r["text"] for r in BENCH if r["label"] == 1][:30]
+    corpus = folder / "corpus" / "wikipedia-events.jsonl"
+    corpus.write_text("".join(json.dumps({"text": disguise(json.loads(line)["text"])}) + "\n" for line in corpus.read_text().splitlines()))
+    result = run_audit(claim(folder, items, "decontaminated"), target_factory=never_load).findings
+    assert result["verdict"] == "CONTRADICTED", result["verdict_sentence"]
+
+
+def test_partial_overlap_decides_nothing(folder: Path) -> None:
+    novel = "the quarterly report of the river authority listed seventeen unusual herons nesting near the old mill " * 3
+    mixed = [" ".join(b.split()[60:80]) + " " + novel for b in BOOKS[:5]]
+    for kind in ("trained_on", "decontaminated", "not_trained_on"):
+        result = run_audit(claim(folder, mixed, kind), target_factory=never_load).findings
+        assert lookup_of(result)["outcome"]["status"] == "partial_overlap"
+        assert result["verdict"] not in ("VERIFIED", "CONTRADICTED")
+
+
+def test_short_common_phrases_are_never_present(folder: Path) -> None:
+    phrases = ["of the", "the project gutenberg", "in the united states", "it was the best of times"]
+    result = run_audit(claim(folder, phrases, "trained_on"), target_factory=never_load).findings
+    assert lookup_of(result)["outcome"]["metrics"]["present"] == 0 and result["verdict"] != "VERIFIED"
+
+
+def test_another_corpus_is_refused_as_evidence(folder: Path) -> None:
+    path = claim(folder, BOOKS[:5], "trained_on", {"index": "corpus", "sha256": "0" * 64})
+    result = run_audit(path, target_factory=never_load).findings
+    record = lookup_of(result)
+    assert record["outcome"]["status"] == "evidence_refused" and "differs from the declared" in record["outcome"]["summary"]
+    assert result["verdict"] == "UNVERIFIABLE" and result["decided_by"] == "disclosure"
+
+
+def test_a_prebuilt_index_needs_a_pin_and_a_forged_one_fails_it(folder: Path) -> None:
+    declared = digest_files([folder / "corpus"])[0]
+    built = build_index([folder / "corpus"], folder / "index")
+    again = build_index([folder / "corpus"], folder / "index-again")
+    assert again.index_sha256 == built.index_sha256, "indexing is deterministic: a pinned digest can be re-derived from the files"
+    contaminated = [r["text"] for r in BENCH if r["label"] == 1][:20]
+    unpinned = run_audit(claim(folder, contaminated, "decontaminated", {"index": "index", "sha256": declared}), target_factory=never_load).findings
+    assert lookup_of(unpinned)["outcome"]["status"] == "evidence_refused" and unpinned["verdict"] == "UNVERIFIABLE"
+    pinned = {"index": "index", "sha256": declared, "index_sha256": built.index_sha256}
+    assert run_audit(claim(folder, contaminated, "decontaminated", pinned), target_factory=never_load).findings["verdict"] == "CONTRADICTED"
+    # Forgery: drop the Wikipedia file, rebuild, and write the declared corpus digest into the manifest.
+    (folder / "clean").mkdir()
+    shutil.copy(folder / "corpus" / "pg19-openings.jsonl", folder / "clean")
+    forged = build_index([folder / "clean"], folder / "forged")
+    manifest = json.loads((folder / "forged" / "manifest.json").read_text())
+    manifest["corpus_sha256"] = declared
+    (folder / "forged" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(VerifierError, match="not the digest of the listed source files"):
+        from verifier.overlap import CorpusIndex
+        CorpusIndex.open(folder / "forged")
+    manifest["sources"] = json.loads((folder / "index" / "manifest.json").read_text())["sources"]  # forge the file list too
+    manifest["sources"][1]["documents"] = 0
+    (folder / "forged" / "manifest.json").write_text(json.dumps(manifest))
+    forged_pin = {"index": "forged", "sha256": declared, "index_sha256": built.index_sha256}
+    result = run_audit(claim(folder, contaminated, "decontaminated", forged_pin), target_factory=never_load).findings
+    assert lookup_of(result)["outcome"]["status"] == "evidence_refused" and result["verdict"] != "VERIFIED"
+    assert forged.index_sha256 != built.index_sha256
+
+
+def test_corpus_outside_the_claim_folder_is_refused_at_load(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    path = claim(folder, BOOKS[:2], "trained_on", {"index": str(elsewhere), "sha256": "0" * 64})
+    with pytest.raises(VerifierError, match="evidence.corpus.index: .* must be a path relative"):
+        run_audit(path, target_factory=never_load)
+    path = claim(folder, BOOKS[:2], "trained_on", {"index": "missing", "sha256": "0" * 64})
+    with pytest.raises(VerifierError, match="evidence.corpus.index: missing not found"):
+        run_audit(path, target_factory=never_load)
+
+
+@pytest.fixture()
+def api(demo_index):
+    from verifier.overlap.server import make_server
+
+    server = make_server(demo_index, "demo")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_remote_index_gives_no_verdict_unless_the_policy_trusts_it(folder: Path, api: str, demo_index) -> None:
+    remote = {"index": "demo", "api": api, "sha256": demo_index.corpus_sha256}
+    result = run_audit(claim(folder, BOOKS[:5], "trained_on", remote), target_factory=never_load).findings
+    assert lookup_of(result)["outcome"]["status"] == "remote_unchecked" and result["verdict"] == "INCONCLUSIVE"
+    policy = yaml.safe_load((ROOT / "verifier" / "policies" / "default.yaml").read_text())
+    policy["routes"][0]["params"]["trust_remote"] = True
+    (folder / "trusting.yaml").write_text(yaml.safe_dump(policy))
+    trusting = run_audit(claim(folder, BOOKS[:5], "trained_on", remote, policy="trusting.yaml"), target_factory=never_load).findings
+    assert trusting["verdict"] == "VERIFIED" and any("trust_remote" in w for w in trusting["policy"]["weaker_than_default"])
+
+
+def test_unreachable_remote_index_is_not_available_never_absent(folder: Path) -> None:
+    remote = {"index": "demo", "api": "http://127.0.0.1:9/", "sha256": "0" * 64}
+    result = run_audit(claim(folder, BOOKS[:2], "not_trained_on", remote), target_factory=never_load).findings
+    record = lookup_of(result)
+    assert record["outcome"]["status"] == "not_available" and "not available" in record["outcome"]["summary"]
+    assert result["verdict"] == "UNVERIFIABLE"
+
+
+def summary_corpus(folder: Path, late: str | None = None, undated: bool = False) -> dict:
+    """The demo texts with URLs and dates: gutenberg.org books, en.wikipedia.org articles, and 20
+    small blogs (one WikiMIA-64 text each); 22 domains, so the top 10% is 3 domains."""
+    corpus = folder / "web"
+    corpus.mkdir(exist_ok=True)
+    records = [{"text": t, "url": f"https://www.gutenberg.org/ebooks/{i}", "date": "2016-01"} for i, t in enumerate(BOOKS[:50])]
+    wiki = rows(DATA / "corpus" / "demo-v1" / "wikipedia-events.jsonl")
+    records += [{"text": r["text"], "url": f"https://en.wikipedia.org/wiki/Event_{i}", "date": "2016-06"} for i, r in enumerate(wiki)]
+    records += [{"text": r["text"] * (3 if i == 7 else 1), "url": f"https://blog{i}.example.org/post", "date": "2016-11"}
+                for i, r in enumerate(BENCH[:20])]
+    if late:
+        records[-1]["date"] = late
+    if undated:
+        del records[-1]["date"]
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return {"index": "web", "sha256": digest_files([corpus])[0]}
+
+
+def summary_claim(folder: Path, corpus: dict, **declared) -> Path:
+    path = claim(folder, BOOKS[:2], "summary_field", corpus)
+    body = yaml.safe_load(path.read_text())
+    body["claim"]["regulation_fields"] = ["eu:2.3", "eu:1.3"]
+    body["model"]["declared_summary"] = declared
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def test_summary_fields_checked_against_the_corpus(folder: Path) -> None:
+    corpus = summary_corpus(folder)
+    full = ["gutenberg.org", "en.wikipedia.org", "blog7.example.org"]
+    ok = run_audit(summary_claim(folder, corpus, crawled_domains=full + ["other.net"], size_band="<1B", latest_collection="2016-12"),
+                   target_factory=never_load).findings
+    metrics = lookup_of(ok)["outcome"]["metrics"]
+    assert ok["verdict"] == "VERIFIED" and set(metrics["required_domains"]) == set(full) and metrics["domain_coverage"] == 1.0
+    missing = run_audit(summary_claim(folder, corpus, crawled_domains=full[:2], size_band="<1B"), target_factory=never_load).findings
+    assert missing["verdict"] == "CONTRADICTED" and "blog7.example.org" in missing["verdict_sentence"]
+    band = run_audit(summary_claim(folder, corpus, crawled_domains=full, size_band="1B-10T"), target_factory=never_load).findings
+    assert band["verdict"] == "CONTRADICTED" and "outside the declared band" in band["verdict_sentence"]
+    sme = run_audit(summary_claim(folder, corpus, crawled_domains=full[:2], sme=True), target_factory=never_load).findings
+    assert sme["verdict"] == "VERIFIED"  # SMEs list the top 5%: 2 of 22 domains
+
+
+def test_summary_dates_late_or_missing(folder: Path) -> None:
+    full = ["gutenberg.org", "en.wikipedia.org", "blog7.example.org"]
+    late = run_audit(summary_claim(folder, summary_corpus(folder, late="2017-03-02"), crawled_domains=full, latest_collection="2016-12"),
+                     target_factory=never_load).findings
+    assert late["verdict"] == "CONTRADICTED" and "2017-03" in late["verdict_sentence"]
+    undated = run_audit(summary_claim(folder, summary_corpus(folder, undated=True), crawled_domains=full, latest_collection="2016-12"),
+                        target_factory=never_load).findings
+    assert undated["verdict"] == "UNVERIFIABLE" and lookup_of(undated)["outcome"]["status"] == "summary_uncheckable"
+    bad = summary_claim(folder, summary_corpus(folder), crawled_domains=["not a domain!"])
+    with pytest.raises(VerifierError, match="declared_summary.crawled_domains"):
+        run_audit(bad, target_factory=never_load)

@@ -1,0 +1,205 @@
+"""The corpus index against brute-force search on real text (the bundled PG-19 openings and
+Wikipedia event texts), and the index's refusals: corrupt files, bad inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from verifier.errors import VerifierError
+from verifier.overlap import CorpusIndex, build_index, count, digest_files, find, lookup, normalise
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
+WIKIMIA64 = ROOT / "verifier" / "examples" / "data" / "wikimia" / "length64.jsonl"
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def corpus_texts() -> list[str]:
+    return [r["text"] for f in sorted(CORPUS.glob("*.jsonl")) for r in rows(f)]
+
+
+@pytest.fixture(scope="module")
+def index(demo_index: CorpusIndex) -> CorpusIndex:
+    return demo_index
+
+
+def brute_count(frames: list[str], query: str) -> int:
+    needle = f" {normalise(query)} "
+    return sum(len(re.findall(f"(?={re.escape(needle)})", f)) for f in frames)
+
+
+@pytest.fixture(scope="module")
+def frames(corpus_texts: list[str]) -> list[str]:
+    return [f" {normalise(t)} " for t in corpus_texts if normalise(t)]
+
+
+def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str]) -> None:
+    rng = random.Random(0)
+    queries = ["the", "of the", "project gutenberg", "zzqx never", "The  PROJECT, gutenberg!"]
+    for _ in range(60):  # word runs cut from corpus documents, and from WikiMIA (mostly absent)
+        words = rng.choice(frames).split()
+        k = rng.randint(1, 6)
+        i = rng.randrange(max(1, len(words) - k))
+        queries.append(" ".join(words[i:i + k]))
+    for r in rows(WIKIMIA64)[:30]:
+        words = r["text"].split()
+        queries.append(" ".join(words[5:15]))
+    for q in queries:
+        assert count(index, q) == brute_count(frames, q), q
+        found = find(index, q, limit=1000)
+        holding = [i for i, f in enumerate(frames) if f" {normalise(q)} " in f]
+        assert found.count == count(index, q)
+        assert sorted(h.document for h in found.documents) == holding, q
+        for hit in found.documents[:3]:
+            assert normalise(q) in hit.snippet
+
+
+def test_count_is_whole_word(index: CorpusIndex, frames: list[str]) -> None:
+    assert count(index, "gutenberg") > 0
+    assert count(index, "utenberg") == brute_count(frames, "utenberg") == 0
+
+
+def test_lookup_matches_brute_force(index: CorpusIndex, frames: list[str], corpus_texts: list[str]) -> None:
+    grams = {}
+    texts = corpus_texts[:3] + [r["text"] for r in rows(WIKIMIA64)[:25]] + ["no word here is zzqx in any corpus document at all ok"]
+    results = lookup(index, texts, ngram=13, min_span_words=8, characters=True)
+    joined = "\xff".join(frames)
+    for text, result in zip(texts, results):
+        words = normalise(text).split()
+        n = min(13, len(words))
+        present = [f" {' '.join(words[i:i + n])} " in joined for i in range(len(words) - n + 1)]
+        assert result.ngrams == len(present) and result.ngrams_found == sum(present), text[:40]
+        assert result.verbatim == (f" {' '.join(words)} " in joined)
+        longest = 0
+        for i in range(len(words)):
+            k = longest
+            while i + k < len(words) and f" {' '.join(words[i:i + k + 1])} " in joined:
+                k += 1
+            longest = max(longest, k)
+        assert result.longest_words == longest
+        norm = normalise(text)
+        best = 0
+        for i in range(len(norm)):
+            while i + best < len(norm) and norm[i:i + best + 1] in joined:
+                best += 1
+        assert result.longest_chars == best
+        assert result.fifty_char == (best >= 50)
+        for span in result.spans:
+            piece = result.text[span.start:span.end]
+            assert len(piece.split()) == span.words >= 8
+            assert span.count == brute_count(frames, piece) > 0
+            assert all(piece in h.snippet for h in span.documents)
+        grams[text] = result
+    assert results[0].verbatim and results[0].ngrams_found == results[0].ngrams
+    assert results[-1].ngrams_found == 0 and results[-1].spans == []
+    # the benchmark items extended in the corpus's Wikipedia documents are found, most others are not
+    assert 0 < sum(r.verbatim for r in results[3:-1]) < 25
+
+
+def test_near_duplicates_survive_edits(index: CorpusIndex, corpus_texts: list[str]) -> None:
+    original = corpus_texts[7]
+    words = original.split()
+    edited = " ".join(w if i % 25 else "changed" for i, w in enumerate(words))
+    result = lookup(index, [edited, "an unrelated sentence about nothing in particular at all"], near_duplicates=0.8)
+    hits = result[0].near_duplicates
+    assert hits and hits[0][0].document == 7 and 0.8 <= hits[0][1] < 1.0
+    assert result[1].near_duplicates == []
+
+
+def test_digest_is_the_files_and_index_records_it(index: CorpusIndex, tmp_path: Path) -> None:
+    digest, files = digest_files([CORPUS])
+    assert digest == index.corpus_sha256 and [n for n, _ in files] == ["demo-v1/pg19-openings.jsonl", "demo-v1/wikipedia-events.jsonl"]
+    renamed = tmp_path / "other"
+    renamed.mkdir()
+    for name, _ in files:
+        shutil.copy(CORPUS / Path(name).name, renamed / ("x-" + Path(name).name))
+    assert digest_files([renamed])[0] == digest  # names do not enter the corpus digest; contents and order do
+
+
+@pytest.fixture()
+def small_copy(index: CorpusIndex, tmp_path: Path) -> Path:
+    folder = tmp_path / "copy"
+    shutil.copytree(index.folder, folder)
+    return folder
+
+
+@pytest.mark.parametrize("damage", ["flip-text", "truncate-sa", "drop-meta", "edit-manifest", "manifest-not-json", "link"])
+def test_damaged_index_is_refused_in_one_line(small_copy: Path, damage: str) -> None:
+    shard = small_copy / "shard-00000"
+    if damage == "flip-text":
+        data = bytearray((shard / "text.bin").read_bytes())
+        data[100] ^= 1
+        (shard / "text.bin").write_bytes(bytes(data))
+    elif damage == "truncate-sa":
+        data = (shard / "sa.bin").read_bytes()
+        (shard / "sa.bin").write_bytes(data[:-4])
+    elif damage == "drop-meta":
+        (shard / "meta.jsonl").unlink()
+    elif damage == "edit-manifest":
+        manifest = json.loads((small_copy / "manifest.json").read_text())
+        manifest["shards"][0]["documents"] += 1
+        (small_copy / "manifest.json").write_text(json.dumps(manifest))
+    elif damage == "manifest-not-json":
+        (small_copy / "manifest.json").write_text("{not json")
+    else:
+        (shard / "docs.bin").rename(shard / "real")
+        (shard / "docs.bin").symlink_to(shard / "real")
+    with pytest.raises(VerifierError) as info:
+        CorpusIndex.open(small_copy)
+    assert "\n" not in str(info.value) and str(small_copy.parent) not in str(info.value)
+
+
+def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:
+    texts = [r["text"] for r in rows(CORPUS / "wikipedia-events.jsonl")[:6]]
+    lines = "".join(json.dumps({"text": t, "url": f"https://www.example{i}.org/a", "date": "2016"}) + "\n" for i, t in enumerate(texts))
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(lines[: len(lines) // 2].encode()))
+    import zstandard
+
+    rest = lines.splitlines(keepends=True)
+    (tmp_path / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress("".join(rest[3:]).encode()))
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress("".join(rest[:3]).encode()))
+    pq.write_table(pa.table({"text": texts[:2], "id": ["p1", "p2"]}), tmp_path / "c.parquet")
+    (tmp_path / "d.txt").write_text(texts[0])
+    report = build_index([tmp_path], tmp_path.parent / "ix")
+    assert report.documents == 6 + 2 + 1
+    index = CorpusIndex.open(tmp_path.parent / "ix")
+    hit = find(index, " ".join(texts[1].split()[:12])).documents
+    assert {h.meta.get("domain") for h in hit} >= {"example1.org"} and any(h.meta.get("id") == "p2" for h in hit)
+    with pytest.raises(VerifierError, match="exists"):
+        build_index([tmp_path], tmp_path.parent / "ix")
+    bad = {
+        "empty.jsonl": b"",
+        "binary.txt": b"\x00\x01\x02abc",
+        "latin1.txt": "caf\u00e9".encode("latin-1"),
+        "broken.jsonl": b'{"text": "fine"}\n{oops\n',
+        "notext.jsonl": b'{"body": "x"}\n',
+        "number.jsonl": b'{"text": 5}\n',
+        "trunc.jsonl.gz": gzip.compress(lines.encode())[:40],
+        "nonutf.jsonl": b'{"text": "\xff\xfe"}\n',
+        "junk.parquet": b"not parquet at all",
+    }
+    for name, data in bad.items():
+        path = tmp_path / "bad" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        with pytest.raises(VerifierError) as info:
+            build_index([path], tmp_path / f"out-{name}")
+        message = str(info.value)
+        assert message.startswith(name) and "\n" not in message, message
+        assert not (tmp_path / f"out-{name}").exists()
+        assert not list(tmp_path.glob(f".out-{name}*")), "a failed build leaves nothing behind"
+        path.unlink()

@@ -1,0 +1,195 @@
+"""Corpus backends behind one interface: a local index folder, or an infini-gram-style HTTP API.
+
+The route and the CLI ask a backend for counts, documents and per-document lookups and never
+know which one answers. A remote index that cannot be reached after retries raises
+``IndexUnavailable``: the caller reports "not available", never "absent".
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from verifier.errors import VerifierError
+from verifier.overlap import queries
+from verifier.overlap.index import CorpusIndex, Found, Hit
+from verifier.overlap.normalise import normalise
+from verifier.overlap.queries import Lookup, Span, covered_from_spans, summarise
+
+MAX_RESPONSE = 32 << 20
+
+
+class IndexUnavailable(VerifierError):
+    """A remote index did not answer usably after every retry."""
+
+
+class CorpusBackend(Protocol):
+    def describe(self) -> dict[str, Any]: ...
+    def count(self, text: str) -> int: ...
+    def find(self, text: str, limit: int = 10) -> Found: ...
+    def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
+               characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]: ...
+
+
+class LocalBackend:
+    """A built index folder, opened and checked against its manifest."""
+
+    def __init__(self, index: CorpusIndex) -> None:
+        self.index = index
+
+    def describe(self) -> dict[str, Any]:
+        m = self.index.manifest
+        return {"kind": "local index", "name": self.index.name, "index_sha256": self.index.sha256, "corpus_sha256": m.corpus_sha256,
+                "documents": m.documents, "text_bytes": m.text_bytes, "shards": len(m.shards), "normalisation": m.normalisation,
+                "near_duplicates": m.minhash is not None, "sources": [{"name": s.name, "sha256": s.sha256} for s in m.sources]}
+
+    def count(self, text: str) -> int:
+        return queries.count(self.index, text)
+
+    def find(self, text: str, limit: int = 10) -> Found:
+        return queries.find(self.index, text, limit)
+
+    def lookup(self, texts: list[str], **options: Any) -> list[Lookup]:
+        return queries.lookup(self.index, texts, **options)
+
+
+class RemoteBackend:
+    """An index behind the infini-gram JSON protocol (POST {"index", "query_type", "query"}).
+
+    Uses ``count``, ``search_docs`` and ``attribution`` (maximal spans with their documents, as
+    OLMoTrace attributes model output); spans are read as word offsets of the compared text, as
+    ``verifier index serve`` returns them. Timeouts, connection errors, 429 and 5xx answers and
+    malformed JSON are retried with exponential backoff (``Retry-After`` honoured); requests are
+    spaced by ``min_interval`` seconds to stay polite."""
+
+    def __init__(self, url: str, name: str, *, timeout: float = 30.0, retries: int = 4, backoff: float = 0.5,
+                 min_interval: float = 0.05) -> None:
+        import requests
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise VerifierError(f"{url}: not an http(s) URL of an index API")
+        if parts.username or parts.password:
+            raise VerifierError("the index API URL must not carry credentials")
+        self.url = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
+        self.name = name
+        self.timeout, self.retries, self.backoff, self.min_interval = timeout, retries, backoff, min_interval
+        self.session = requests.Session()
+        self.requests = 0
+        self.failures = 0
+        self._lock = threading.Lock()
+        self._last = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "remote index", "name": self.name, "endpoint": self.url, "requests": self.requests, "retried_failures": self.failures}
+
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        import requests
+
+        last = "no answer"
+        for attempt in range(self.retries + 1):
+            with self._lock:
+                wait = self._last + self.min_interval - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self._last = time.monotonic()
+            self.requests += 1
+            delay = self.backoff * 2 ** attempt
+            try:
+                response = self.session.post(self.url, json={"index": self.name, **payload}, timeout=self.timeout)
+                body = response.content[:MAX_RESPONSE + 1]
+                if response.status_code == 429 or response.status_code >= 500:
+                    last = f"HTTP {response.status_code}"
+                    retry_after = response.headers.get("Retry-After", "")
+                    if retry_after.isdigit():
+                        delay = max(delay, min(float(retry_after), 30.0))
+                else:
+                    if len(body) > MAX_RESPONSE:
+                        raise VerifierError(f"index API {self.url}: answer larger than {MAX_RESPONSE >> 20} MiB")
+                    try:
+                        data = json.loads(body)
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        data = None
+                        last = "malformed JSON"
+                    if isinstance(data, dict):
+                        if "error" in data or response.status_code >= 400:
+                            raise VerifierError(f"index API {self.url}, index {self.name}: {str(data.get('error', response.status_code))[:200]}")
+                        return data
+                    if data is not None:
+                        last = "an answer that is not a JSON object"
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+                last = type(exc).__name__
+            self.failures += 1
+            if attempt < self.retries:
+                time.sleep(delay)
+        raise IndexUnavailable(f"index API {self.url}, index {self.name}: not available after {self.retries + 1} attempts ({last})")
+
+    @staticmethod
+    def _hit(doc: dict[str, Any]) -> Hit:
+        if not isinstance(doc, dict):
+            raise VerifierError("index API: a document entry is not an object")
+        return Hit(int(doc.get("doc_ix", -1)), doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {},
+                   int(doc.get("offset", 0)), str(doc.get("snippet", ""))[:2000])
+
+    def count(self, text: str) -> int:
+        return int(self._post({"query_type": "count", "query": text})["count"])
+
+    def find(self, text: str, limit: int = 10) -> Found:
+        data = self._post({"query_type": "search_docs", "query": text, "maxnum": limit})
+        docs = [self._hit(d) for d in data.get("documents", [])][:limit]
+        return Found(int(data.get("cnt", 0)), docs, int(data.get("documents_total", len(docs))), not data.get("approx", False))
+
+    def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
+               characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]:
+        """Per text, one attribution request for every maximal span of at least ``min(ngram,
+        min_span_words)`` words; n-gram overlap and verbatim presence follow from the spans. The
+        50-character rule and near-duplicates need the index itself: None here."""
+        results = []
+        shortest = min(ngram, min_span_words)
+        for text in texts:
+            words = len(normalise(text).split())
+            data = self._post({"query_type": "attribution", "query": text, "min_len": shortest, "max_cnt": span_documents})
+            raw = [s for s in data.get("spans", []) if isinstance(s, dict)]
+            bounds = [(int(s["l"]), int(s["r"]) - int(s["l"])) for s in raw]
+            if any(first < 0 or k < 1 or first + k > words for first, k in bounds):
+                raise VerifierError(f"index API {self.url}: attribution spans outside the text (another normalisation?)")
+            result = summarise(text, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
+            by_first = {int(s["l"]): s for s in raw}
+            filled = [Span(sp.start, sp.end, sp.words, int(by_first[sp.start_word].get("count", 0)),
+                           [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)
+                      for sp in result.spans]
+            result.spans[:] = filled
+            results.append(result)
+        return results
+
+
+def open_backend(spec: str, *, verify: bool = True) -> CorpusBackend:
+    """``http(s)://HOST/PATH#NAME`` for an API, anything else a local index folder."""
+    if spec.startswith(("http://", "https://")):
+        url, _, name = spec.partition("#")
+        if not name:
+            raise VerifierError(f"{spec}: name the index after '#', e.g. http://127.0.0.1:8000/#demo")
+        return RemoteBackend(url, name)
+    return LocalBackend(CorpusIndex.open(Path(spec), verify=verify))
+
+
+def query_report(backend: CorpusBackend, text: str, *, ngram: int, min_span_words: int, documents: int) -> dict[str, Any]:
+    """Everything ``verifier index query`` prints, as data, with the printed lines."""
+    found = backend.find(text, documents)
+    result = backend.lookup([text], ngram=ngram, min_span_words=min_span_words, span_documents=documents,
+                            characters=isinstance(backend, LocalBackend))[0]
+    lines = [f"index: {backend.describe()['name']}",
+             f"count (whole words, compared form): {found.count} in {found.documents_total}{'' if found.documents_exact else '+'} document(s)"]
+    lines += [f"  document {h.document} {json.dumps(h.meta, ensure_ascii=False)}: ...{h.snippet}..." for h in found.documents]
+    lines.append(f"{result.ngram}-gram overlap: {result.ngrams_found}/{result.ngrams} ({result.ngram_share:.1%}); "
+                 f"verbatim: {'yes' if result.verbatim else 'no'}; longest span: {result.longest_words} words"
+                 + ("" if result.fifty_char is None else f"; 50-character rule: {'yes' if result.fifty_char else 'no'} (longest {result.longest_chars} characters)"))
+    for span in result.spans:
+        lines.append(f"span words {span.start_word}-{span.start_word + span.words} ({span.words} words, {span.count} in corpus): {result.text[span.start:span.end]}")
+        lines += [f"  document {h.document} {json.dumps(h.meta, ensure_ascii=False)}" for h in span.documents]
+    return {"index": backend.describe(), "found": asdict(found), "lookup": asdict(result), "lines": lines}

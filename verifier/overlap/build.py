@@ -1,0 +1,184 @@
+"""Building a corpus index: normalised text, a suffix array per shard, document boundaries and
+metadata, and a manifest of digests.
+
+A shard holds up to ``shard_bytes`` of text (the suffix array of a shard is built in memory:
+about 5 bytes of RAM per text byte), so corpora larger than memory are built shard by shard and
+queried as one. Nothing is visible under ``out`` until the whole index is written: it is built in
+a temporary sibling folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from verifier import __version__
+from verifier.digests import canonical_json
+from verifier.errors import VerifierError
+from verifier.overlap.normalise import NORMALISATION, framed
+from verifier.overlap.sources import Source, SourceStats, file_sha256, list_sources, read_documents
+
+FORMAT = "verifier-corpus-index/1"
+SEPARATOR = b"\xff"  # never in UTF-8: no match crosses from one document into the next
+DEFAULT_SHARD_BYTES = 512 << 20
+MINHASH_PERM = 64
+MINHASH_SHINGLE = 5
+MINHASH_SEED = 1
+MINHASH_SCHEME = "affine32"  # datasketch >= 2 names its hashing scheme; recorded so signatures stay comparable
+
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class BuildReport:
+    folder: Path
+    corpus_sha256: str
+    index_sha256: str
+    documents: int
+    text_bytes: int
+    input_bytes: int
+    shards: int
+    seconds: float
+    sources: list[SourceStats]
+
+
+def corpus_digest(source_digests: list[str]) -> str:
+    """The corpus's digest: SHA-256 of the ordered list of its files' SHA-256 (names and the
+    index's own format left out, so a developer can declare it from the files alone)."""
+    return hashlib.sha256(canonical_json({"corpus_files_sha256": source_digests})).hexdigest()
+
+
+def digest_files(paths: list[Path]) -> tuple[str, list[tuple[str, str]]]:
+    """The corpus digest of files and folders, and each file's name and SHA-256."""
+    rows = [(s.name, file_sha256(s.path)) for s in list_sources(paths)]
+    return corpus_digest([sha for _, sha in rows]), rows
+
+
+class _ShardWriter:
+    def __init__(self, folder: Path, minhash: bool) -> None:
+        self.folder = folder
+        self.minhash = minhash
+        self.shards: list[dict] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.text = bytearray()
+        self.starts: list[int] = []
+        self.meta: list[bytes] = []
+        self.hashes: list[np.ndarray] = []
+
+    def add(self, frame: bytes, meta: dict[str, str]) -> None:
+        self.starts.append(len(self.text))
+        self.text += frame
+        self.text += SEPARATOR
+        self.meta.append(json.dumps(meta, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        if self.minhash:
+            self.hashes.append(minhash_signature(frame))
+
+    def flush(self, first_document: int) -> None:
+        if not self.starts:
+            return
+        import pydivsufsort
+
+        name = f"shard-{len(self.shards):05d}"
+        folder = self.folder / name
+        folder.mkdir()
+        text = np.frombuffer(bytes(self.text), dtype=np.uint8).copy()
+        sa = pydivsufsort.divsufsort(text)
+        sa_dtype = "int32" if len(text) < 2**31 - 1 else "int64"
+        text.tofile(folder / "text.bin")
+        sa.astype(sa_dtype, copy=False).tofile(folder / "sa.bin")
+        np.asarray(self.starts + [len(text)], dtype=np.int64).tofile(folder / "docs.bin")
+        offsets = np.cumsum([0] + [len(m) for m in self.meta], dtype=np.int64)
+        (folder / "meta.jsonl").write_bytes(b"".join(self.meta))
+        offsets.tofile(folder / "meta.idx")
+        if self.minhash:
+            np.stack(self.hashes).astype(np.uint64).tofile(folder / "minhash.bin")
+        files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())}
+        self.shards.append({"name": name, "documents": len(self.starts), "first_document": first_document,
+                            "bytes": int(len(text)), "sa_dtype": sa_dtype, "files": files})
+        self._reset()
+
+
+def minhash_signature(frame: bytes) -> np.ndarray:
+    """MinHash of a framed text's word 5-shingles (one shingle for shorter texts)."""
+    from datasketch import MinHash
+
+    words = frame.split()
+    shingles = [b" ".join(words[i:i + MINHASH_SHINGLE]) for i in range(max(1, len(words) - MINHASH_SHINGLE + 1))]
+    mh = MinHash(num_perm=MINHASH_PERM, seed=MINHASH_SEED, scheme=MINHASH_SCHEME)
+    mh.update_batch(shingles)
+    return mh.hashvalues
+
+
+def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard_bytes: int = DEFAULT_SHARD_BYTES,
+                minhash: bool = False, force: bool = False, progress: Progress | None = None) -> BuildReport:
+    """Index the documents of ``paths`` (files or folders) into the folder ``out``."""
+    if shard_bytes < 1 << 16:
+        raise VerifierError(f"--shard-bytes {shard_bytes}: at least 65536")
+    out = Path(out)
+    if out.exists() and not force:
+        raise VerifierError(f"{out}: exists (use --force to replace it)")
+    sources = list_sources(paths)
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        writer = _ShardWriter(work, minhash)
+        stats_list: list[SourceStats] = []
+        documents = 0
+        shard_first = 0
+        advance = progress("indexing corpus files", len(sources)) if progress else None
+        for source in sources:
+            stats = SourceStats(source.name, sha256=file_sha256(source.path), bytes=source.path.stat().st_size)
+            for doc in read_documents(source, stats, text_field):
+                frame = framed(doc.text)
+                if not frame:  # punctuation only: nothing a word-level lookup could match
+                    stats.documents -= 1
+                    stats.empty_documents += 1
+                    continue
+                if writer.starts and len(writer.text) + len(frame) + 1 > shard_bytes:
+                    writer.flush(shard_first)
+                    shard_first = documents
+                writer.add(frame, {**doc.meta, "file": source.name})
+                documents += 1
+            if stats.documents == 0:
+                raise VerifierError(f"{source.name}: no document with words to index")
+            stats_list.append(stats)
+            if advance:
+                advance(1)
+        writer.flush(shard_first)
+        manifest = {
+            "format": FORMAT,
+            "normalisation": NORMALISATION,
+            "corpus_sha256": corpus_digest([s.sha256 for s in stats_list]),
+            "documents": documents,
+            "text_bytes": sum(s["bytes"] for s in writer.shards),
+            "sources": [asdict(s) for s in stats_list],
+            "shards": writer.shards,
+            "minhash": {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE, "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME} if minhash else None,
+            "text_field": text_field,
+            "built_with": f"verifier {__version__}",
+        }
+        body = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        (work / "manifest.json").write_bytes(body)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(work, 0o777 & ~mask)  # mkdtemp made it private; the index is shared like any output
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return BuildReport(out, manifest["corpus_sha256"], hashlib.sha256(body).hexdigest(), documents, manifest["text_bytes"],
+                       sum(s.bytes for s in stats_list), len(writer.shards), time.perf_counter() - started, stats_list)

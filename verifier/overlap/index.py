@@ -1,0 +1,264 @@
+"""A built corpus index, opened memory-mapped and checked against its manifest, and the queries
+it answers: count, find, matching statistics, near-duplicates.
+
+Opening checks every file's SHA-256 and size against the manifest, so a corrupt, truncated or
+edited index stops with one line naming the file; the index's own digest is the SHA-256 of its
+manifest, which names every file's digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifier.errors import VerifierError, first_validation_error
+from verifier.overlap.build import FORMAT, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
+from verifier.overlap.normalise import NORMALISATION
+from verifier.overlap.search import count_range, matching_lengths
+from verifier.overlap.sources import file_sha256
+
+MAX_MANIFEST = 64 << 20
+MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond
+SNIPPET = 80
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ShardEntry(_Strict):
+    name: str = Field(pattern=r"^shard-\d{5}$")
+    documents: int = Field(ge=1)
+    first_document: int = Field(ge=0)
+    bytes: int = Field(ge=1)
+    sa_dtype: str = Field(pattern=r"^int(32|64)$")
+    files: dict[str, str]
+
+
+class SourceEntry(_Strict):
+    name: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+    documents: int = Field(ge=0)
+    empty_documents: int = Field(ge=0)
+
+
+class Manifest(_Strict):
+    format: str
+    normalisation: str
+    corpus_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    documents: int = Field(ge=1)
+    text_bytes: int = Field(ge=1)
+    sources: list[SourceEntry] = Field(min_length=1)
+    shards: list[ShardEntry] = Field(min_length=1)
+    minhash: dict[str, int | str] | None
+    text_field: str
+    built_with: str
+
+
+REQUIRED_FILES = ("text.bin", "sa.bin", "docs.bin", "meta.jsonl", "meta.idx")
+
+
+@dataclass
+class Shard:
+    entry: ShardEntry
+    text: np.ndarray
+    sa: np.ndarray
+    starts: np.ndarray
+    meta_offsets: np.ndarray
+    meta: np.ndarray
+    minhash: np.ndarray | None
+
+    def document_of(self, positions: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.starts, positions, side="right") - 1
+
+    def meta_of(self, local: int) -> dict[str, Any]:
+        raw = bytes(self.meta[self.meta_offsets[local]:self.meta_offsets[local + 1]])
+        return json.loads(raw)
+
+    def words_of(self, local: int) -> str:
+        return bytes(self.text[self.starts[local]:self.starts[local + 1] - 1]).decode("utf-8").strip()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One corpus document holding a match: its number in the corpus, its metadata, and the
+    match in context (compared form)."""
+
+    document: int
+    meta: dict[str, Any]
+    offset: int
+    snippet: str
+
+
+@dataclass(frozen=True)
+class Found:
+    count: int
+    documents: list[Hit] = field(default_factory=list)
+    documents_total: int = 0
+    documents_exact: bool = True
+
+
+class CorpusIndex:
+    """A local suffix-array index (one or more shards), read-only and memory-mapped."""
+
+    def __init__(self, folder: Path, manifest: Manifest, digest: str, shards: list[Shard]) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self.sha256 = digest
+        self.shards = shards
+        self._lsh: dict[float, Any] = {}
+
+    @property
+    def corpus_sha256(self) -> str:
+        return self.manifest.corpus_sha256
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @classmethod
+    def open(cls, folder: str | Path, verify: bool = True) -> "CorpusIndex":
+        folder = Path(folder)
+        label = folder.name
+        path = folder / "manifest.json"
+        if not path.is_file():
+            raise VerifierError(f"{label}: not a corpus index (no manifest.json; build one with 'verifier index build')")
+        if path.stat().st_size > MAX_MANIFEST:
+            raise VerifierError(f"{label}/manifest.json: larger than {MAX_MANIFEST >> 20} MiB")
+        body = path.read_bytes()
+        try:
+            manifest = Manifest.model_validate(json.loads(body))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise VerifierError(f"{label}/manifest.json: not JSON (corrupt index)") from None
+        except ValidationError as exc:
+            raise VerifierError(f"{label}/manifest.json: {first_validation_error(exc)}") from None
+        if manifest.format != FORMAT:
+            raise VerifierError(f"{label}/manifest.json: format {manifest.format!r}; this verifier reads {FORMAT!r}")
+        if manifest.minhash is not None and manifest.minhash != {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE,
+                                                                 "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME}:
+            raise VerifierError(f"{label}/manifest.json: minhash {manifest.minhash}: not the signatures this verifier computes")
+        if manifest.normalisation != NORMALISATION:
+            raise VerifierError(f"{label}/manifest.json: normalisation {manifest.normalisation!r}; this verifier compares in {NORMALISATION!r}")
+        if corpus_digest([src.sha256 for src in manifest.sources]) != manifest.corpus_sha256:
+            raise VerifierError(f"{label}/manifest.json: corpus_sha256 is not the digest of the listed source files (altered manifest)")
+        shards = [cls._open_shard(folder, entry, manifest, verify) for entry in manifest.shards]
+        expected_first = 0
+        for shard in shards:
+            if shard.entry.first_document != expected_first:
+                raise VerifierError(f"{label}/manifest.json: shards: {shard.entry.name} starts at document {shard.entry.first_document}, expected {expected_first}")
+            expected_first += shard.entry.documents
+        if expected_first != manifest.documents or sum(s.entry.bytes for s in shards) != manifest.text_bytes:
+            raise VerifierError(f"{label}/manifest.json: documents or text_bytes disagree with the shards")
+        return cls(folder, manifest, hashlib.sha256(body).hexdigest(), shards)
+
+    @staticmethod
+    def _open_shard(folder: Path, entry: ShardEntry, manifest: Manifest, verify: bool) -> Shard:
+        where = folder / entry.name
+        label = f"{folder.name}/{entry.name}"
+        names = set(REQUIRED_FILES) | ({"minhash.bin"} if manifest.minhash else set())
+        if set(entry.files) != names:
+            raise VerifierError(f"{folder.name}/manifest.json: {entry.name}: files {sorted(entry.files)}, expected {sorted(names)}")
+        itemsize = 4 if entry.sa_dtype == "int32" else 8
+        perm = MINHASH_PERM
+        sizes = {"text.bin": entry.bytes, "sa.bin": entry.bytes * itemsize, "docs.bin": (entry.documents + 1) * 8,
+                 "meta.idx": (entry.documents + 1) * 8, "minhash.bin": entry.documents * perm * 8}
+        for name in sorted(names):
+            path = where / name
+            if not path.is_file() or path.is_symlink():
+                raise VerifierError(f"{label}/{name}: missing (corrupt or incomplete index)")
+            if name in sizes and path.stat().st_size != sizes[name]:
+                raise VerifierError(f"{label}/{name}: {path.stat().st_size} bytes, the manifest implies {sizes[name]} (truncated or corrupt index)")
+            if verify and file_sha256(path) != entry.files[name]:
+                raise VerifierError(f"{label}/{name}: SHA-256 differs from the manifest (corrupt or altered index)")
+        starts = np.fromfile(where / "docs.bin", dtype=np.int64)
+        offsets = np.fromfile(where / "meta.idx", dtype=np.int64)
+        meta_size = (where / "meta.jsonl").stat().st_size
+        if starts[0] != 0 or starts[-1] != entry.bytes or np.any(np.diff(starts) <= 0) \
+                or offsets[0] != 0 or offsets[-1] != meta_size or np.any(np.diff(offsets) <= 0):
+            raise VerifierError(f"{label}: document boundaries are inconsistent (corrupt index)")
+        mm = lambda name, dtype: np.memmap(where / name, dtype=dtype, mode="r")  # noqa: E731
+        minhash = mm("minhash.bin", np.uint64).reshape(entry.documents, perm) if manifest.minhash else None
+        return Shard(entry, mm("text.bin", np.uint8), mm("sa.bin", np.dtype(entry.sa_dtype)), starts, offsets,
+                     mm("meta.jsonl", np.uint8), minhash)
+
+    # -- queries -----------------------------------------------------------------------------
+    def count_frames(self, frames: list[bytes]) -> np.ndarray:
+        """Occurrences of each framed string (`` words ``) in the whole corpus."""
+        total = np.zeros(len(frames), dtype=np.int64)
+        if not frames:
+            return total
+        for shard in self.shards:
+            lo, hi = count_range(shard.text, shard.sa, frames)
+            total += hi - lo
+        return total
+
+    def find_frame(self, frame: bytes, limit: int = 10) -> Found:
+        """Occurrences of a framed string and the first ``limit`` documents holding it."""
+        count = 0
+        hits: list[Hit] = []
+        total_docs = 0
+        exact = True
+        for shard in self.shards:
+            lo, hi = count_range(shard.text, shard.sa, [frame])
+            n = int(hi[0] - lo[0])
+            count += n
+            if not n:
+                continue
+            exact &= n <= MAX_OCCURRENCES
+            positions = np.sort(np.asarray(shard.sa[lo[0]:lo[0] + min(n, MAX_OCCURRENCES)]).astype(np.int64))
+            docs, first = np.unique(shard.document_of(positions), return_index=True)
+            total_docs += docs.size
+            for local, pos in zip(docs[:max(limit - len(hits), 0)], positions[first]):
+                hits.append(self._hit(shard, int(local), int(pos), len(frame)))
+        return Found(count, hits, total_docs, exact)
+
+    def _hit(self, shard: Shard, local: int, pos: int, length: int) -> Hit:
+        begin, end = int(shard.starts[local]), int(shard.starts[local + 1]) - 1
+        lo, hi = max(begin, pos - SNIPPET), min(end, pos + length + SNIPPET)
+        snippet = bytes(shard.text[lo:hi]).decode("utf-8", errors="ignore").strip()
+        return Hit(shard.entry.first_document + local, shard.meta_of(local), pos - begin, snippet)
+
+    def matching(self, query: np.ndarray, positions: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Matching statistics over all shards: per position, the longest prefix of
+        ``query[position:end]`` found in the corpus."""
+        best = np.zeros(positions.size, dtype=np.int64)
+        for shard in self.shards:
+            best = np.maximum(best, matching_lengths(shard.text, shard.sa, query, positions, ends))
+        return best
+
+    def near_duplicates(self, words: str, threshold: float = 0.8, limit: int = 5) -> list[tuple[Hit, float]] | None:
+        """Corpus documents whose word 5-shingles overlap ``words``'s (MinHash LSH at
+        ``threshold``), confirmed by rapidfuzz's normalised similarity >= ``threshold``; None when
+        the index was built without MinHash signatures."""
+        if self.manifest.minhash is None:
+            return None
+        from datasketch import LeanMinHash, MinHashLSH
+        from rapidfuzz import fuzz
+
+        lsh = self._lsh.get(threshold)
+        if lsh is None:
+            lsh = MinHashLSH(threshold=threshold, num_perm=MINHASH_PERM)
+            with lsh.insertion_session() as session:
+                for shard in self.shards:
+                    for local, row in enumerate(np.asarray(shard.minhash)):
+                        session.insert(shard.entry.first_document + local, LeanMinHash(seed=MINHASH_SEED, hashvalues=row, scheme=MINHASH_SCHEME))
+            self._lsh[threshold] = lsh
+        frame = f" {words} ".encode("utf-8")
+        query = LeanMinHash(seed=MINHASH_SEED, hashvalues=minhash_signature(frame), scheme=MINHASH_SCHEME)
+        found: list[tuple[Hit, float]] = []
+        for document in sorted(lsh.query(query)):
+            shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
+            local = document - shard.entry.first_document
+            similarity = fuzz.ratio(words, shard.words_of(local)) / 100
+            if similarity >= threshold:
+                found.append((self._hit(shard, local, int(shard.starts[local]), 0), round(similarity, 4)))
+        found.sort(key=lambda item: -item[1])
+        return found[:limit]
+

@@ -1,0 +1,196 @@
+"""Reading corpus files as documents, the way corpora ship.
+
+JSONL (plain, ``.gz`` or ``.zst``), Parquet, and plain-text files (one document each), given as
+files or folders. Every problem names the file: an empty, binary or non-UTF-8 input stops the
+build rather than being skipped, since an index that silently lacks part of the declared corpus
+would turn "absent" into a false finding. Only file names (relative to a folder given) are
+recorded, never where the user keeps them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from verifier.errors import VerifierError
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json.gz", ".json.zst")
+PARQUET_SUFFIXES = (".parquet",)
+META_FIELDS = {"id": ("id", "doc_id", "document_id"), "source": ("source", "dataset"), "url": ("url", "uri", "link"),
+               "date": ("date", "created", "timestamp", "added", "publication_date", "year")}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: the name recorded in the index, and where it is read from."""
+
+    name: str
+    path: Path
+
+
+@dataclass
+class SourceStats:
+    name: str
+    sha256: str = ""
+    bytes: int = 0
+    documents: int = 0
+    empty_documents: int = field(default=0)
+
+
+@dataclass(frozen=True)
+class Document:
+    text: str
+    meta: dict[str, str]
+
+
+def list_sources(paths: list[Path]) -> list[Source]:
+    """Files to read, in a stable order: each file given, and every file under each folder given
+    (sorted, hidden files excluded). Refuses a missing path or a folder with no files."""
+    sources: list[Source] = []
+    for path in paths:
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not files:
+                raise VerifierError(f"{path.name}: folder holds no files")
+            sources += [Source(f"{path.name}/{p.relative_to(path).as_posix()}", p) for p in files]
+        elif path.is_file():
+            sources.append(Source(path.name, path))
+        else:
+            raise VerifierError(f"{path}: no such file or folder")
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise VerifierError(f"{dup}: given twice (each corpus file may appear once)")
+    return sources
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_documents(source: Source, stats: SourceStats, text_field: str = "text") -> Iterator[Document]:
+    """Documents of one file; ``stats`` counts them as they go."""
+    name = source.name.lower()
+    if name.endswith(JSONL_SUFFIXES):
+        yield from _jsonl(source, stats, text_field)
+    elif name.endswith(PARQUET_SUFFIXES):
+        yield from _parquet(source, stats, text_field)
+    else:
+        yield from _plain(source, stats)
+    if stats.documents == 0:
+        raise VerifierError(f"{source.name}: empty (no document with text)")
+
+
+def _text(source: Source, value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise VerifierError(f"{source.name}: {where}: text is {type(value).__name__}, not a string")
+    if "\x00" in value:
+        raise VerifierError(f"{source.name}: {where}: holds NUL characters (binary data, not text)")
+    return value
+
+
+def _meta(record: dict[str, Any], fallback_id: str) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for key, names in META_FIELDS.items():
+        for candidate in names:
+            value = record.get(candidate)
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+                meta[key] = str(value)[:300]
+                break
+    meta.setdefault("id", fallback_id)
+    if "url" in meta:
+        host = urlsplit(meta["url"]).hostname
+        if host:
+            meta["domain"] = host.removeprefix("www.")
+    return meta
+
+
+def _open_text(source: Source) -> io.TextIOBase:
+    name = source.name.lower()
+    raw = open(source.path, "rb")
+    if name.endswith(".gz"):
+        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+    elif name.endswith(".zst"):
+        import zstandard
+
+        stream = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[assignment]
+    else:
+        stream = raw
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="\n")
+
+
+def _jsonl(source: Source, stats: SourceStats, text_field: str) -> Iterator[Document]:
+    line_no = 0
+    try:
+        with _open_text(source) as handle:
+            for line_no, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
+                    raise VerifierError(f"{source.name}: line {line_no}: not a JSON object") from None
+                if not isinstance(record, dict) or text_field not in record:
+                    raise VerifierError(f"{source.name}: line {line_no}: no {text_field!r} field")
+                text = _text(source, record[text_field], f"line {line_no}")
+                if not text.strip():
+                    stats.empty_documents += 1
+                    continue
+                stats.documents += 1
+                yield Document(text, _meta(record, f"{source.name}:{line_no}"))
+    except UnicodeDecodeError:
+        raise VerifierError(f"{source.name}: line {line_no + 1}: not UTF-8 text") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise VerifierError(f"{source.name}: cannot be read as {'compressed ' if source.name.endswith(('.gz', '.zst')) else ''}JSONL ({exc})") from None
+    except Exception as exc:  # zstandard raises its own error type for corrupt frames
+        if type(exc).__module__.startswith("zstandard"):
+            raise VerifierError(f"{source.name}: corrupt zstd data ({exc})") from None
+        raise
+
+
+def _parquet(source: Source, stats: SourceStats, text_field: str) -> Iterator[Document]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(source.path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a file that is not Parquet
+        raise VerifierError(f"{source.name}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    columns = set(table.schema_arrow.names)
+    if text_field not in columns:
+        raise VerifierError(f"{source.name}: no {text_field!r} column")
+    wanted = [text_field] + [c for names in META_FIELDS.values() for c in names if c in columns and c != text_field]
+    row = 0
+    for batch in table.iter_batches(columns=wanted, batch_size=4096):
+        for record in batch.to_pylist():
+            row += 1
+            value = record[text_field]
+            if value is None or (isinstance(value, str) and not value.strip()):
+                stats.empty_documents += 1
+                continue
+            text = _text(source, value, f"row {row}")
+            stats.documents += 1
+            yield Document(text, _meta(record, f"{source.name}:{row}"))
+
+
+def _plain(source: Source, stats: SourceStats) -> Iterator[Document]:
+    data = source.path.read_bytes()
+    if b"\x00" in data:
+        raise VerifierError(f"{source.name}: binary file (NUL bytes), not text; corpus inputs are JSONL, Parquet or plain text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VerifierError(f"{source.name}: not UTF-8 text (byte {exc.start})") from None
+    if text.strip():
+        stats.documents += 1
+        yield Document(text, {"id": source.name, "source": source.name})

@@ -1,0 +1,323 @@
+"""Route: a published training corpus -> look the suspect documents up in it.
+
+The only route that can reach VERIFIED: when a developer declares its training corpus (by digest)
+and the corpus or an index of it is at hand, "was this document in the training data" becomes a
+lookup, not a statistical guess. What the lookup establishes is what the declared corpus
+contains; the link from that corpus to the model is the developer's declaration, and the report
+says so.
+
+Each suspect document is classed from its lookup (in compared form: case, punctuation and
+spacing folded, so a re-cased or re-punctuated copy is still found):
+- present: found verbatim, or at least ``present_share`` of its word n-grams found, or a
+  near-duplicate of a corpus document (MinHash + rapidfuzz, where the index has signatures),
+  and at least one n-gram long (a three-word document found in a corpus may be a common phrase);
+- clean: at most ``clean_share`` of its n-grams found, no near-duplicate, and (with the
+  50-character rule on) no 50-character string shared with the corpus;
+- partial: anything between, which decides nothing either way.
+Absence claims (not_trained_on, decontaminated) are VERIFIED only when every document is clean,
+and CONTRADICTED by one present document; trained_on is VERIFIED when every document is present
+and CONTRADICTED when every one is clean. A summary_field claim about EU summary sections 2.3
+(top domains by size) or 1.3 (size band, latest collection date) is checked against the corpus's
+own composition (``overlap.composition``): VERIFIED when every field named agrees, CONTRADICTED
+when one disagrees.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from verifier.claims import ClaimKind, CorpusRef
+from verifier.errors import VerifierError
+from verifier.overlap import CorpusIndex, Lookup, build_index
+from verifier.overlap.backends import CorpusBackend, IndexUnavailable, LocalBackend, RemoteBackend
+from verifier.overlap.composition import composition
+from verifier.overlap.normalise import NORMALISATION
+from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, RouteParams, Spans, Table, register
+from verifier.stats.power import wilson
+from verifier.verdicts import Verdict
+
+DOCUMENT_KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})
+KINDS = DOCUMENT_KINDS | {ClaimKind.SUMMARY_FIELD}
+SHOWN_ITEMS = 150
+SHOWN_SPANS = 5
+
+LIMITATIONS = [
+    "The lookup verifies what the declared corpus contains. That the model was trained on this corpus, and on nothing else "
+    "that matters to the claim, is the developer's declaration; the lookup does not test the model.",
+    "Matching is on words in compared form (Unicode NFKC, case-folded, punctuation and spacing removed). A paraphrase or a "
+    "translation is not a verbatim match, look-alike letters from other scripts are not folded, and near-duplicates are "
+    "caught only where the index holds MinHash signatures. Documents shorter than one n-gram can be clean, never present.",
+]
+
+
+class CorpusLookupParams(RouteParams):
+    # Each of these can favour either side (a longer n-gram finds less contamination and less
+    # presence alike), so any change from the default is reported as weakening the route.
+    ngram: int = Field(13, ge=8, le=64, json_schema_extra={"weaker": "either"})
+    present_share: float = Field(0.5, gt=0, le=1, json_schema_extra={"weaker": "either"})
+    clean_share: float = Field(0.0, ge=0, lt=0.5, json_schema_extra={"weaker": "higher"})
+    fifty_char_rule: bool = Field(True, json_schema_extra={"weaker": "false"})
+    near_duplicate: float = Field(0.8, ge=0.5, le=1.0, json_schema_extra={"weaker": "either"})
+    min_span_words: int = Field(8, ge=4, le=64)
+    trust_remote: bool = Field(False, json_schema_extra={"weaker": "true"})
+
+
+@register
+class CorpusLookupRoute(Route):
+    name = "corpus_lookup"
+    Params = CorpusLookupParams
+    requires = frozenset({"suspect", "corpus"})
+    claim_kinds = KINDS
+    _undecided = {ClaimKind.SUMMARY_FIELD: Verdict.INCONCLUSIVE}  # document statuses never arise for a summary claim
+    verdicts = {
+        "all_present": {ClaimKind.TRAINED_ON: Verdict.VERIFIED, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
+                        ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED} | _undecided,
+        "some_present": {ClaimKind.TRAINED_ON: Verdict.INCONCLUSIVE, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
+                         ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED} | _undecided,
+        "all_clean": {ClaimKind.TRAINED_ON: Verdict.CONTRADICTED, ClaimKind.NOT_TRAINED_ON: Verdict.VERIFIED,
+                      ClaimKind.DECONTAMINATED: Verdict.VERIFIED} | _undecided,
+        "partial_overlap": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
+        "remote_unchecked": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
+        "summary_consistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.VERIFIED},
+        "summary_inconsistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.CONTRADICTED},
+        "summary_uncheckable": None,
+        "evidence_refused": None,
+        "not_available": None,
+    }
+
+    def run(self, ctx: RouteContext, params: CorpusLookupParams) -> RouteOutcome:  # type: ignore[override]
+        ref = ctx.claim.evidence.corpus
+        assert ref is not None  # the engine runs this route only when the claim names a corpus
+        texts = ctx.load(ctx.claim.evidence.suspect).texts
+        with ExitStack() as stack:
+            backend, identity, refused = open_corpus(ref, ctx.base_dir, stack)
+            if refused:
+                return RouteOutcome("evidence_refused", f"The corpus evidence is refused: {refused}.", {"corpus": identity},
+                                    [Notes("Corpus evidence refused", [refused])])
+            local = isinstance(backend, LocalBackend)
+            if ctx.claim.claim.kind == ClaimKind.SUMMARY_FIELD:
+                return check_summary(backend, identity | backend.describe(), ctx)
+            near = params.near_duplicate if local and backend.index.manifest.minhash is not None else None
+            try:
+                lookups = backend.lookup(texts, ngram=params.ngram, min_span_words=params.min_span_words, spans=5,
+                                         span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near)
+            except IndexUnavailable as exc:
+                return RouteOutcome("not_available", f"The corpus index was not available ({exc}); nothing is concluded about "
+                                    "presence or absence.", {"corpus": identity})
+            identity = backend.describe() | identity
+        classes = [classify(item, params) for item in lookups]
+        status = decide(Counter(classes), len(classes))
+        kind = ctx.claim.claim.kind
+        if not local and not params.trust_remote and status in ("all_present", "some_present", "all_clean"):
+            status = "remote_unchecked"
+        metrics = findings(lookups, classes, params, identity, near is not None, ref)
+        summary = summarise(status, metrics, kind, ref)
+        return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics, ref), list(LIMITATIONS))
+
+
+def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack) -> tuple[CorpusBackend, dict[str, Any], str | None]:
+    """The backend the claim names, what identifies it, and why it is refused (None: accepted)."""
+    declared = {"declared_corpus_sha256": ref.sha256, "version": ref.version}
+    if ref.api is not None:
+        return RemoteBackend(ref.api, ref.index), declared | {"digest_checked": False}, None
+    path = base / ref.index
+    if (path / "manifest.json").is_file():
+        index = CorpusIndex.open(path)
+        built_here = False
+        if ref.index_sha256 is None:
+            # Whoever built an index wrote its corpus digest; only the files can confirm it. A pinned
+            # index digest is a public commitment anyone holding the files can check by rebuilding.
+            return LocalBackend(index), declared | {"digest_checked": False}, (
+                "a prebuilt index is accepted only when the claim pins it (evidence.corpus.index_sha256, printed by "
+                "'verifier index build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
+    else:  # corpus files: indexed now, so the corpus digest is computed from the files themselves
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="verifier-index-")))
+        build_index([path], folder / Path(ref.index).name, minhash=True)
+        index = CorpusIndex.open(folder / Path(ref.index).name)
+        built_here = True
+    identity = declared | {"digest_checked": True, "built_from_files": built_here}
+    if index.corpus_sha256 != ref.sha256:
+        return LocalBackend(index), identity, (f"the index's corpus digest {index.corpus_sha256[:16]}... differs from the declared "
+                                               f"{ref.sha256[:16]}... (another corpus, or another version of it)")
+    if ref.index_sha256 is not None and index.sha256 != ref.index_sha256:
+        return LocalBackend(index), identity, f"the index digest {index.sha256[:16]}... differs from the pinned {ref.index_sha256[:16]}..."
+    return LocalBackend(index), identity, None
+
+
+def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteContext) -> RouteOutcome:
+    """EU summary sections 2.3 (top domains) and 1.3 (size band, latest collection date) against
+    the declared corpus, for the sections the claim names and the summary declares."""
+    declared = ctx.claim.model.declared_summary
+    fields = set(ctx.claim.claim.regulation_fields)
+    if not isinstance(backend, LocalBackend) or declared is None or not fields & {"eu:2.3", "eu:1.3"}:
+        why = ("a remote index cannot list the corpus's domains or size" if not isinstance(backend, LocalBackend) else
+               "the claim names neither eu:2.3 nor eu:1.3 with a model.declared_summary to compare")
+        return RouteOutcome("summary_uncheckable", f"The corpus cannot check this summary claim: {why}.", {"corpus": identity})
+    facts = composition(backend.index)
+    rows: list[list[Any]] = []
+    problems: list[str] = []
+    unchecked: list[str] = []
+    metrics: dict[str, Any] = {"corpus": identity, "documents": facts.documents, "words": facts.words,
+                               "tokens_range": [facts.tokens_low, facts.tokens_high]}
+    if "eu:2.3" in fields:
+        if declared.crawled_domains is None or not facts.domains:
+            unchecked.append("2.3 domains: " + ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs"))
+        else:
+            required = facts.required_domains(declared.sme)
+            missing = [d for d in required if d not in set(declared.crawled_domains)]
+            share = (len(required) - len(missing)) / len(required)
+            metrics |= {"domains": len(facts.domains), "required_domains": required, "missing_domains": missing, "domain_coverage": share}
+            rows.append(["2.3 most relevant domains", f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} domains "
+                         f"by text size: {len(required)} required, {share:.0%} declared" + (f"; missing {', '.join(missing[:20])}" if missing else "")])
+            if missing:
+                problems.append(f"{len(missing)} of the {len(required)} largest domains are not declared ({', '.join(missing[:5])})")
+    if "eu:1.3" in fields:
+        if declared.size_band is not None:
+            bands = facts.bands()
+            metrics["size_bands_possible"] = bands
+            rows.append(["1.3 text size band", f"{facts.tokens_low:,}-{facts.tokens_high:,} tokens (1 per word to 2 per byte): "
+                         f"{' or '.join(bands)}; declared {declared.size_band}"])
+            if declared.size_band not in bands:
+                problems.append(f"the corpus holds {facts.tokens_low:,}-{facts.tokens_high:,} tokens, outside the declared band {declared.size_band}")
+            elif len(bands) > 1:
+                unchecked.append("1.3 size band: the token range spans two bands")
+        if declared.latest_collection is not None:
+            metrics["latest_dated_document"] = facts.latest
+            rows.append(["1.3 latest collection date", f"latest dated document {facts.latest or 'none'} "
+                         f"({facts.dated_documents} of {facts.documents} dated); declared {declared.latest_collection}"])
+            if facts.latest is not None and facts.latest > declared.latest_collection:
+                problems.append(f"documents are dated as late as {facts.latest}, after the declared latest collection {declared.latest_collection}")
+            elif facts.dated_documents < facts.documents:
+                unchecked.append("1.3 latest date: undated documents could be later")
+    metrics |= {"problems": problems, "unchecked": unchecked}
+    sections = [Table("EU summary fields against the declared corpus", ["field", "what the corpus shows"], rows or [["-", "nothing to compare"]]),
+                Notes("What this check shows", [LIMITATIONS[0], *(f"Not established: {u}." for u in unchecked)])]
+    if problems:
+        return RouteOutcome("summary_inconsistent", "The declared summary disagrees with the declared corpus: " + "; ".join(problems) + ".",
+                            metrics, sections, [LIMITATIONS[0]])
+    if unchecked or not rows:
+        return RouteOutcome("summary_uncheckable", "The corpus does not establish the summary fields: " + ("; ".join(unchecked) or "nothing declared to compare") + ".",
+                            metrics, sections, [LIMITATIONS[0]])
+    return RouteOutcome("summary_consistent", "The declared summary fields agree with the declared corpus: " + "; ".join(str(r[1]) for r in rows) + ".",
+                        metrics, sections, [LIMITATIONS[0]])
+
+
+def classify(item: Lookup, params: CorpusLookupParams) -> str:
+    near = bool(item.near_duplicates)
+    if item.verbatim or (item.ngrams and item.ngram_share >= params.present_share) or near:
+        # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
+        return "present" if item.words >= params.ngram else "partial"
+    if item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char):
+        return "clean"
+    return "partial"
+
+
+def decide(classes: Counter, n: int) -> str:
+    if n and classes["present"] == n:
+        return "all_present"
+    if classes["present"]:
+        return "some_present"
+    if n and classes["clean"] == n:
+        return "all_clean"
+    return "partial_overlap"
+
+
+def findings(lookups: list[Lookup], classes: list[str], params: CorpusLookupParams, identity: dict[str, Any],
+             near_checked: bool, ref: CorpusRef) -> dict[str, Any]:
+    n = len(lookups)
+    counts = Counter(classes)
+    rate = wilson(counts["present"], n) if n else None
+    return {
+        "corpus": identity,
+        "n_documents": n,
+        "present": counts["present"], "partial": counts["partial"], "clean": counts["clean"],
+        "present_rate": None if rate is None else {"value": rate.value, "ci_low": rate.ci_low, "ci_high": rate.ci_high},
+        "verbatim": sum(item.verbatim for item in lookups),
+        "fifty_char": None if all(item.fifty_char is None for item in lookups) else sum(bool(item.fifty_char) for item in lookups),
+        "mean_ngram_share": sum(item.ngram_share for item in lookups) / n if n else None,
+        "near_duplicates_checked": near_checked,
+        "normalisation": NORMALISATION,
+        "items": [{"item": i + 1, "class": c, "words": item.words, "ngrams": item.ngrams, "ngrams_found": item.ngrams_found,
+                   "verbatim": item.verbatim, "longest_words": item.longest_words, "longest_chars": item.longest_chars,
+                   "near_duplicate": max((s for _, s in item.near_duplicates or []), default=None),
+                   "documents": sorted({h.document for s in item.spans for h in s.documents})[:5]}
+                  for i, (item, c) in enumerate(zip(lookups, classes))],
+    }
+
+
+def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -> str:
+    corpus = f"the declared corpus{f' (version {ref.version})' if ref.version else ''}"
+    rate = m["present_rate"]
+    found = (f"{m['present']} of {m['n_documents']} suspect documents are present in {corpus} "
+             f"({rate['value']:.1%}, 95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}), {m['partial']} overlap it partly, "
+             f"{m['clean']} are clean") if rate else "no suspect document"
+    why = {
+        "all_present": "every document is present",
+        "some_present": "at least one document is present" + ("; not all are, so a claim of training on all of them is not verified"
+                                                             if kind == ClaimKind.TRAINED_ON else ""),
+        "all_clean": "no document shares any of its word n-grams beyond the policy's clean share"
+                     + (", nor a 50-character string," if m["fifty_char"] is not None else ",") + " with the corpus",
+        "partial_overlap": "some documents overlap the corpus partly, below the presence threshold: neither presence nor absence is established",
+        "remote_unchecked": "the index was queried remotely and its contents cannot be checked against the declared digest, "
+                            "so the policy grants no verdict on it",
+    }[status]
+    return (f"Corpus lookup: {found}; {why}. This verifies what the declared corpus contains; that the model was trained on it "
+            "is the developer's declaration.")
+
+
+def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any], ref: CorpusRef) -> list:
+    c = m["corpus"]
+    rate = m["present_rate"]
+    pct = lambda v: f"{v:.1%}"  # noqa: E731
+    rates = Table("Contamination rates (per suspect document)", ["measure", "value"], [
+        ["documents looked up", m["n_documents"]],
+        ["present (verbatim, n-gram share at or above threshold, or near-duplicate)", f"{m['present']} ({pct(rate['value'])}, 95% CI "
+         f"{pct(rate['ci_low'])}-{pct(rate['ci_high'])})" if rate else "-"],
+        ["partial overlap (decides nothing)", m["partial"]],
+        ["clean", m["clean"]],
+        ["present verbatim", m["verbatim"]],
+        ["sharing a 50-character string (50-character rule)", "not computed" if m["fifty_char"] is None else m["fifty_char"]],
+        ["mean share of word n-grams found", "-" if m["mean_ngram_share"] is None else pct(m["mean_ngram_share"])],
+        ["near-duplicate check", "MinHash LSH + rapidfuzz" if m["near_duplicates_checked"] else "not available for this index"],
+    ], note="Wilson 95% interval over the suspect documents. Null of the interval: the documents are a sample of the set the claim is about.")
+    corpus = Table("Corpus", ["field", "value"], [
+        ["declared corpus digest", c["declared_corpus_sha256"]],
+        ["version", c.get("version") or "-"],
+        ["index", f"{c.get('kind', '-')} {c.get('name', '')}"],
+        ["corpus digest of the index", c.get("corpus_sha256", "not checkable (remote)")],
+        ["index digest", c.get("index_sha256", "-")],
+        ["digest check", "indexed here from the corpus files" if c.get("built_from_files") else
+         "prebuilt index pinned by the claim (rebuild from the files to confirm)" if c.get("digest_checked") else "not checked"],
+        ["documents / text", f"{c.get('documents', '-')} / {c.get('text_bytes', '-')} bytes"],
+    ])
+    order = sorted(range(len(lookups)), key=lambda i: (classes[i] == "clean", -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
+    items = Table("Per-document lookup", ["#", "class", "words", f"{lookups[0].ngram if lookups else 13}-grams found", "verbatim",
+                                          "longest span (words)", "longest (chars)", "near-dup", "corpus documents"],
+                  [[i + 1, classes[i], lookups[i].words, f"{lookups[i].ngrams_found}/{lookups[i].ngrams}", "yes" if lookups[i].verbatim else "",
+                    lookups[i].longest_words, "-" if lookups[i].longest_chars is None else lookups[i].longest_chars,
+                    "-" if not lookups[i].near_duplicates else f"{lookups[i].near_duplicates[0][1]:.2f}",
+                    ", ".join(_doc_name(h.meta, h.document) for h in {h.document: h for s in lookups[i].spans for h in s.documents}.values())[:120]]
+                   for i in order],
+                  row_classes=[classes[i] for i in order],
+                  note=(f"Documents with the most overlap first; {len(order)} of {len(lookups)} shown, all in the findings." if len(order) < len(lookups) else None))
+    out: list = [rates, items, corpus]
+    for i in [i for i in order if lookups[i].spans][:SHOWN_SPANS]:
+        item = lookups[i]
+        labels = [(s.start, s.end, f"{s.words} words, {s.count}x in corpus") for s in sorted(item.spans, key=lambda s: s.start)]
+        sources = sorted({_doc_name(h.meta, h.document) for s in item.spans for h in s.documents})
+        out.append(Spans(f"Document {i + 1}: verbatim spans found in the corpus (compared form)", item.text, labels,
+                         note="From corpus documents: " + ", ".join(sources[:8])))
+    out.append(Notes("What this lookup shows", [LIMITATIONS[0], LIMITATIONS[1],
+                     "Classes: present = verbatim, or n-gram share at or above the policy's present_share, or a near-duplicate; "
+                     "clean = n-gram share at most clean_share and no 50-character string shared; partial = between."]))
+    return out
+
+
+def _doc_name(meta: dict[str, Any], document: int) -> str:
+    return str(meta.get("id") or meta.get("url") or f"document {document}")[:80]
