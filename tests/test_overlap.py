@@ -68,6 +68,28 @@ def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str])
             assert normalise(q) in hit.snippet
 
 
+def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str]) -> None:
+    rng = random.Random(1)
+    batch = []
+    for _ in range(200):  # above the one-by-one threshold: the vectorised search answers
+        words = rng.choice(frames).split()
+        k = rng.randint(1, 4)
+        i = rng.randrange(max(1, len(words) - k))
+        batch.append(f" {' '.join(words[i:i + k])} ".encode())
+    batch.append(b" zzqx absent ")
+    assert index.count_frames(batch).tolist() == [int(index.count_frames([f])[0]) for f in batch]
+    assert index.count_frames(batch)[:5].tolist() == [brute_count(frames, f.decode()) for f in batch[:5]]
+
+
+def test_ascii_fast_path_equals_the_general_normalisation(corpus_texts: list[str]) -> None:
+    from verifier.overlap.normalise import normalise_unicode
+
+    samples = [t for t in corpus_texts if t.isascii()][:300] + ["A_b\x0bC\x1fd  e--F\tg\r\nH~1_2", "___", "", " x "]
+    assert len(samples) > 250
+    assert all(normalise(t) == normalise_unicode(t) for t in samples)
+    assert normalise("Caf\u00e9 \u200bZERO\u200bwidth \ufb01ne") == "café zerowidth fine"
+
+
 def test_count_is_whole_word(index: CorpusIndex, frames: list[str]) -> None:
     assert count(index, "gutenberg") > 0
     assert count(index, "utenberg") == brute_count(frames, "utenberg") == 0

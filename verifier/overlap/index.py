@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class Shard:
     meta_offsets: np.ndarray
     meta: np.ndarray
     minhash: np.ndarray | None
+    scalar: tuple[mmap.mmap, memoryview]  # the text and suffix array for one-by-one bisection
 
     def document_of(self, positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.starts, positions, side="right") - 1
@@ -103,6 +105,12 @@ class Found:
     documents: list[Hit] = field(default_factory=list)
     documents_total: int = 0
     documents_exact: bool = True
+
+
+def _map(path: Path) -> mmap.mmap:
+    """A read-only memory map of a (non-empty) index file."""
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class CorpusIndex:
@@ -183,10 +191,11 @@ class CorpusIndex:
         if starts[0] != 0 or starts[-1] != entry.bytes or np.any(np.diff(starts) <= 0) \
                 or offsets[0] != 0 or offsets[-1] != meta_size or np.any(np.diff(offsets) <= 0):
             raise VerifierError(f"{label}: document boundaries are inconsistent (corrupt index)")
-        mm = lambda name, dtype: np.memmap(where / name, dtype=dtype, mode="r")  # noqa: E731
-        minhash = mm("minhash.bin", np.uint64).reshape(entry.documents, perm) if manifest.minhash else None
-        return Shard(entry, mm("text.bin", np.uint8), mm("sa.bin", np.dtype(entry.sa_dtype)), starts, offsets,
-                     mm("meta.jsonl", np.uint8), minhash)
+        maps = {name: _map(where / name) for name in names}
+        minhash = np.frombuffer(maps["minhash.bin"], np.uint64).reshape(entry.documents, perm) if manifest.minhash else None
+        return Shard(entry, np.frombuffer(maps["text.bin"], np.uint8), np.frombuffer(maps["sa.bin"], np.dtype(entry.sa_dtype)), starts,
+                     offsets, np.frombuffer(maps["meta.jsonl"], np.uint8), minhash,
+                     (maps["text.bin"], memoryview(maps["sa.bin"]).cast("i" if entry.sa_dtype == "int32" else "q")))
 
     # -- queries -----------------------------------------------------------------------------
     def count_frames(self, frames: list[bytes]) -> np.ndarray:
@@ -195,7 +204,7 @@ class CorpusIndex:
         if not frames:
             return total
         for shard in self.shards:
-            lo, hi = count_range(shard.text, shard.sa, frames)
+            lo, hi = count_range(shard.text, shard.sa, frames, shard.scalar)
             total += hi - lo
         return total
 
@@ -206,7 +215,7 @@ class CorpusIndex:
         total_docs = 0
         exact = True
         for shard in self.shards:
-            lo, hi = count_range(shard.text, shard.sa, [frame])
+            lo, hi = count_range(shard.text, shard.sa, [frame], shard.scalar)
             n = int(hi[0] - lo[0])
             count += n
             if not n:

@@ -24,8 +24,20 @@ _NOT_WORD = re.compile(r"[\W_]+")
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
 
 
+# ASCII text (most of any English corpus) takes a byte-table path with the same result: NFKC
+# and case folding of ASCII are lower-casing, and the non-word characters are the non-alphanumerics.
+_ASCII = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 0x20 for c in range(128)) + b" " * 128
+
+
 def normalise(text: str) -> str:
     """Words of ``text`` in compared form, separated by single spaces, no leading or trailing space."""
+    if text.isascii():
+        return b" ".join(text.encode("ascii").translate(_ASCII).split()).decode("ascii")
+    return normalise_unicode(text)
+
+
+def normalise_unicode(text: str) -> str:
+    """The general path of ``normalise`` (any text)."""
     return _NOT_WORD.sub(" ", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()).strip()
 
 

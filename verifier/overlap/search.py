@@ -9,9 +9,28 @@ orders them).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+
 import numpy as np
 
 ROWS_PER_BLOCK = 4096
+SCALAR_QUERIES = 32  # up to this many queries, one C-level bisect each beats a vectorised step's overhead
+
+
+class Prefixes(Sequence[bytes]):
+    """The suffix array seen as the sorted sequence of each suffix's first ``width`` bytes, for
+    ``bisect`` (truncating keeps the order, and equal prefixes are exactly the occurrences)."""
+
+    def __init__(self, text: bytes | memoryview, sa: memoryview, width: int) -> None:
+        self.text, self.sa, self.width = text, sa, width
+
+    def __len__(self) -> int:
+        return len(self.sa)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        start = self.sa[i]
+        return self.text[start:start + self.width]
 
 
 def windows(text: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
@@ -62,10 +81,17 @@ def bound(text: np.ndarray, sa: np.ndarray, queries: np.ndarray, lengths: np.nda
     return lo
 
 
-def count_range(text: np.ndarray, sa: np.ndarray, queries: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """Suffix-array ranges [lo, hi) of each query's occurrences."""
+def count_range(text: np.ndarray, sa: np.ndarray, queries: list[bytes],
+                scalar: tuple[bytes | memoryview, memoryview] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Suffix-array ranges [lo, hi) of each query's occurrences. Given ``scalar`` (the text as a
+    buffer and the suffix array as an int memoryview), a few queries are bisected one by one."""
     lo = np.empty(len(queries), dtype=np.int64)
     hi = np.empty(len(queries), dtype=np.int64)
+    if scalar is not None and len(queries) <= SCALAR_QUERIES:
+        for i, query in enumerate(queries):
+            prefixes = Prefixes(scalar[0], scalar[1], len(query))
+            lo[i], hi[i] = bisect_left(prefixes, query), bisect_right(prefixes, query)
+        return lo, hi
     for start in range(0, len(queries), ROWS_PER_BLOCK):
         matrix, lengths = pack(queries[start:start + ROWS_PER_BLOCK])
         lo[start:start + len(lengths)] = bound(text, sa, matrix, lengths, upper=False)
@@ -79,27 +105,50 @@ def matching_lengths(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positi
     shard (the matching statistics of the query).
 
     The longest match of a string is shared with one of the two suffixes next to the string's
-    place in the suffix array, so one lower-bound search and two comparisons give it. Searches
-    start on the first 64 bytes; rows whose match fills the window are searched again wider."""
+    place in the suffix array, so one lower-bound search and two comparisons give it. Every
+    position is searched on its first 64 bytes; positions whose match fills that window are
+    searched again in position order, 64 at a time, on all that remains of their text (growing
+    the window until the match ends). A match that runs to the end of its text settles every
+    later position of the same text at once (a suffix of a match is a match), so a document found
+    whole costs one wide search, not one per word."""
     n = sa.shape[0]
-    best_len = np.zeros(positions.size, dtype=np.int64)
+    best = np.zeros(positions.size, dtype=np.int64)
     remaining = (ends - positions).astype(np.int64)
-    width = 64
-    todo = np.arange(positions.size)
-    while todo.size and n:
-        for start in range(0, todo.size, ROWS_PER_BLOCK):
-            rows = todo[start:start + ROWS_PER_BLOCK]
-            lengths = np.minimum(remaining[rows], width)
-            w = max(int(lengths.max()), 1)
-            q = windows(query, positions[rows], w)
-            insert = bound(text, sa, q, lengths, upper=False)
-            for neighbour in (insert - 1, insert):
-                valid = (neighbour >= 0) & (neighbour < n)
-                where = np.asarray(sa[np.clip(neighbour, 0, n - 1)]).astype(np.int64)
-                has, first = _first_difference(windows(text, where, w), q, lengths)
-                common = np.where(has, first, lengths) * valid
-                better = common > best_len[rows]
-                best_len[rows[better]] = common[better]
-        todo = todo[(best_len[todo] == np.minimum(remaining[todo], width)) & (remaining[todo] > width)]
-        width *= 8
-    return best_len
+    if not n or not positions.size:
+        return best
+    _search_rows(text, sa, query, positions, remaining, best, np.arange(positions.size), 64)
+    todo = np.flatnonzero((best == np.minimum(remaining, 64)) & (remaining > 64))
+    while todo.size:
+        chunk, todo = todo[:64], todo[64:]
+        rows, width = chunk, 64
+        while rows.size:  # all that remains (up to 64 KiB), then 4x wider while matches still fill the window
+            width = min(int(remaining[rows].max()), 1 << 16 if width < 1 << 16 else width * 4)
+            _search_rows(text, sa, query, positions, remaining, best, rows, width)
+            rows = rows[(best[rows] == np.minimum(remaining[rows], width)) & (remaining[rows] > width)]
+        whole = chunk[best[chunk] == remaining[chunk]]
+        if whole.size and todo.size:
+            first_whole = {}
+            for row in whole:
+                first_whole.setdefault(int(ends[row]), int(positions[row]))
+            settled = np.array([positions[r] > first_whole.get(int(ends[r]), np.iinfo(np.int64).max) for r in todo], dtype=bool)
+            best[todo[settled]] = remaining[todo[settled]]
+            todo = todo[~settled]
+    return best
+
+
+def _search_rows(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positions: np.ndarray, remaining: np.ndarray,
+                 best: np.ndarray, rows_all: np.ndarray, width: int) -> None:
+    """Longest match of the first ``width`` bytes from each row's position; raises ``best``."""
+    n = sa.shape[0]
+    for start in range(0, rows_all.size, ROWS_PER_BLOCK):
+        rows = rows_all[start:start + ROWS_PER_BLOCK]
+        lengths = np.minimum(remaining[rows], width)
+        w = max(int(lengths.max()), 1)
+        q = windows(query, positions[rows], w)
+        insert = bound(text, sa, q, lengths, upper=False)
+        for neighbour in (insert - 1, insert):
+            valid = (neighbour >= 0) & (neighbour < n)
+            where = np.asarray(sa[np.clip(neighbour, 0, n - 1)]).astype(np.int64)
+            has, first = _first_difference(windows(text, where, w), q, lengths)
+            common = np.where(has, first, lengths) * valid
+            best[rows] = np.maximum(best[rows], common)
