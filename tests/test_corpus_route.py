@@ -56,7 +56,7 @@ def test_bundled_examples_reach_verified_and_contradicted() -> None:
     verified = run_audit("example:corpus-pg19", target_factory=never_load).findings
     assert verified["verdict"] == "VERIFIED" and verified["decided_by"] == "corpus_lookup"
     metrics = lookup_of(verified)["outcome"]["metrics"]
-    assert metrics["present"] == metrics["n_documents"] == 25 and metrics["corpus"]["built_from_files"]
+    assert metrics["present"] == metrics["n_documents"] == 25 and metrics["corpus"]["provenance"] == "indexed here from the corpus files"
     assert "developer's declaration" in verified["verdict_sentence"]
     contradicted = run_audit("example:corpus-wikimia-decontaminated", target_factory=never_load).findings
     assert contradicted["verdict"] == "CONTRADICTED"
@@ -97,6 +97,50 @@ def test_disguised_copies_still_contradict_decontamination(folder: Path) -> None
     assert result["verdict"] == "CONTRADICTED", result["verdict_sentence"]
 
 
+def rewrite_corpus(folder: Path, edit) -> None:
+    corpus = folder / "corpus" / "wikipedia-events.jsonl"
+    corpus.write_text("".join(json.dumps({"text": edit(json.loads(line)["text"])}) + "\n" for line in corpus.read_text().splitlines()))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: " ".join(w[:2] + "\U000E0020" + w[2:] for w in t.split()),  # tag characters (an outside attack)
+    lambda t: " ".join(w[:2] + "\u034f" + w[2:] + "\ufe0f" for w in t.split()),  # grapheme joiner, variation selector
+    lambda t: t.replace("e", "&#101;"),  # HTML character references
+    lambda t: " ".join(w + (" indeed" if i % 4 == 3 else "") for i, w in enumerate(t.split())),  # a word inserted every 4 words
+], ids=["tags", "joiners", "entities", "insertions"])
+def test_edited_copies_still_contradict_decontamination(folder: Path, edit) -> None:
+    rewrite_corpus(folder, edit)
+    items = [r["text"] for r in BENCH if r["label"] == 1][:40]
+    result = run_audit(claim(folder, items, "decontaminated"), target_factory=never_load).findings
+    assert result["verdict"] == "CONTRADICTED", result["verdict_sentence"]
+
+
+def test_unspaced_script_items_inside_clauses_are_found(folder: Path) -> None:
+    """Chinese items copied into the middle of clauses (an outside attack): characters are words."""
+    import random
+
+    rng = random.Random(0)
+    common = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可也你"
+    items = ["".join(rng.choice(common) for _ in range(45)) for _ in range(10)]
+    (folder / "corpus" / "news.jsonl").write_text("".join(json.dumps({"text": "新闻报道。今天上午" + it + "据说明天还有更多的消息。"}) + "\n" for it in items))
+    result = run_audit(claim(folder, items, "decontaminated"), target_factory=never_load).findings
+    assert result["verdict"] == "CONTRADICTED" and lookup_of(result)["outcome"]["metrics"]["present"] == 10
+
+
+def test_punctuation_only_items_decide_nothing(folder: Path) -> None:
+    result = run_audit(claim(folder, ["* * * * *", "...", "\u2014", "!!"], "trained_on"), target_factory=never_load).findings
+    outcome = lookup_of(result)["outcome"]
+    assert outcome["status"] == "partial_overlap" and outcome["metrics"]["no_words"] == 4 and result["verdict"] == "INCONCLUSIVE"
+
+
+def test_links_in_corpus_evidence_are_refused(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "secret.jsonl"
+    outside.write_text(json.dumps({"text": "private words"}) + "\n")
+    (folder / "corpus" / "extra.jsonl").symlink_to(outside)
+    result = run_audit(claim(folder, BOOKS[:2], "trained_on"), target_factory=never_load).findings
+    assert "extra.jsonl: a link" in " ".join(result["failed_routes"]) and result["verdict"] == "UNVERIFIABLE"
+
+
 def test_partial_overlap_decides_nothing(folder: Path) -> None:
     novel = "the quarterly report of the river authority listed seventeen unusual herons nesting near the old mill " * 3
     mixed = [" ".join(b.split()[60:80]) + " " + novel for b in BOOKS[:5]]
@@ -120,7 +164,14 @@ def test_another_corpus_is_refused_as_evidence(folder: Path) -> None:
     assert result["verdict"] == "UNVERIFIABLE" and result["decided_by"] == "disclosure"
 
 
-def test_a_prebuilt_index_needs_a_pin_and_a_forged_one_fails_it(folder: Path) -> None:
+def trusting(folder: Path, **params) -> str:
+    policy = yaml.safe_load((ROOT / "verifier" / "policies" / "default.yaml").read_text())
+    policy["routes"][0]["params"].update(params)
+    (folder / "trusting.yaml").write_text(yaml.safe_dump(policy))
+    return "trusting.yaml"
+
+
+def test_a_prebuilt_index_needs_a_pin_and_trust_and_a_forged_one_fails(folder: Path) -> None:
     declared = digest_files([folder / "corpus"])[0]
     built = build_index([folder / "corpus"], folder / "index")
     again = build_index([folder / "corpus"], folder / "index-again")
@@ -129,7 +180,12 @@ def test_a_prebuilt_index_needs_a_pin_and_a_forged_one_fails_it(folder: Path) ->
     unpinned = run_audit(claim(folder, contaminated, "decontaminated", {"index": "index", "sha256": declared}), target_factory=never_load).findings
     assert lookup_of(unpinned)["outcome"]["status"] == "evidence_refused" and unpinned["verdict"] == "UNVERIFIABLE"
     pinned = {"index": "index", "sha256": declared, "index_sha256": built.index_sha256}
-    assert run_audit(claim(folder, contaminated, "decontaminated", pinned), target_factory=never_load).findings["verdict"] == "CONTRADICTED"
+    untrusted = run_audit(claim(folder, contaminated, "decontaminated", pinned), target_factory=never_load).findings
+    assert lookup_of(untrusted)["outcome"]["status"] == "index_unchecked" and untrusted["verdict"] == "INCONCLUSIVE"
+    trusted = run_audit(claim(folder, contaminated, "decontaminated", pinned, policy=trusting(folder, trust_prebuilt=True)),
+                        target_factory=never_load).findings
+    assert trusted["verdict"] == "CONTRADICTED" and "prebuilt index" in trusted["verdict_sentence"]
+    assert any("trust_prebuilt" in w for w in trusted["policy"]["weaker_than_default"])
     # Forgery: drop the Wikipedia file, rebuild, and write the declared corpus digest into the manifest.
     (folder / "clean").mkdir()
     shutil.copy(folder / "corpus" / "pg19-openings.jsonl", folder / "clean")
@@ -137,15 +193,21 @@ def test_a_prebuilt_index_needs_a_pin_and_a_forged_one_fails_it(folder: Path) ->
     manifest = json.loads((folder / "forged" / "manifest.json").read_text())
     manifest["corpus_sha256"] = declared
     (folder / "forged" / "manifest.json").write_text(json.dumps(manifest))
+    from verifier.overlap import CorpusIndex
+
     with pytest.raises(VerifierError, match="not the digest of the listed source files"):
-        from verifier.overlap import CorpusIndex
         CorpusIndex.open(folder / "forged")
     manifest["sources"] = json.loads((folder / "index" / "manifest.json").read_text())["sources"]  # forge the file list too
-    manifest["sources"][1]["documents"] = 0
     (folder / "forged" / "manifest.json").write_text(json.dumps(manifest))
-    forged_pin = {"index": "forged", "sha256": declared, "index_sha256": built.index_sha256}
+    with pytest.raises(VerifierError, match="the sources list 639 documents, the index 500"):
+        CorpusIndex.open(folder / "forged")
+    manifest["sources"][1]["documents"] = 0  # and the counts: consistent, pinned, but not trusted by default
+    (folder / "forged" / "manifest.json").write_text(json.dumps(manifest))
+    import hashlib
+
+    forged_pin = {"index": "forged", "sha256": declared, "index_sha256": hashlib.sha256((folder / "forged" / "manifest.json").read_bytes()).hexdigest()}
     result = run_audit(claim(folder, contaminated, "decontaminated", forged_pin), target_factory=never_load).findings
-    assert lookup_of(result)["outcome"]["status"] == "evidence_refused" and result["verdict"] != "VERIFIED"
+    assert lookup_of(result)["outcome"]["status"] == "index_unchecked" and result["verdict"] == "INCONCLUSIVE"
     assert forged.index_sha256 != built.index_sha256
 
 
@@ -173,12 +235,10 @@ def api(demo_index):
 def test_remote_index_gives_no_verdict_unless_the_policy_trusts_it(folder: Path, api: str, demo_index) -> None:
     remote = {"index": "demo", "api": api, "sha256": demo_index.corpus_sha256}
     result = run_audit(claim(folder, BOOKS[:5], "trained_on", remote), target_factory=never_load).findings
-    assert lookup_of(result)["outcome"]["status"] == "remote_unchecked" and result["verdict"] == "INCONCLUSIVE"
-    policy = yaml.safe_load((ROOT / "verifier" / "policies" / "default.yaml").read_text())
-    policy["routes"][0]["params"]["trust_remote"] = True
-    (folder / "trusting.yaml").write_text(yaml.safe_dump(policy))
-    trusting = run_audit(claim(folder, BOOKS[:5], "trained_on", remote, policy="trusting.yaml"), target_factory=never_load).findings
-    assert trusting["verdict"] == "VERIFIED" and any("trust_remote" in w for w in trusting["policy"]["weaker_than_default"])
+    assert lookup_of(result)["outcome"]["status"] == "index_unchecked" and result["verdict"] == "INCONCLUSIVE"
+    trusted = run_audit(claim(folder, BOOKS[:5], "trained_on", remote, policy=trusting(folder, trust_remote=True)), target_factory=never_load).findings
+    assert trusted["verdict"] == "VERIFIED" and any("trust_remote" in w for w in trusted["policy"]["weaker_than_default"])
+    assert "remote index" in trusted["verdict_sentence"]
 
 
 def test_unreachable_remote_index_is_not_available_never_absent(folder: Path) -> None:

@@ -82,12 +82,24 @@ def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str]) 
 
 
 def test_ascii_fast_path_equals_the_general_normalisation(corpus_texts: list[str]) -> None:
+    import html
+
     from verifier.overlap.normalise import normalise_unicode
 
-    samples = [t for t in corpus_texts if t.isascii()][:300] + ["A_b\x0bC\x1fd  e--F\tg\r\nH~1_2", "___", "", " x "]
+    samples = [t for t in corpus_texts if t.isascii()][:300] + ["A_b\x0bC\x1fd  e--F\tg\r\nH~1_2", "___", "", " x ", "&#101;x &amp; y"]
     assert len(samples) > 250
-    assert all(normalise(t) == normalise_unicode(t) for t in samples)
-    assert normalise("Caf\u00e9 \u200bZERO\u200bwidth \ufb01ne") == "café zerowidth fine"
+    assert all(normalise(t) == normalise_unicode(html.unescape(t)) for t in samples)
+
+
+@pytest.mark.parametrize(("text", "compared"), [
+    ("Caf\u00e9 \u200bZERO\u200bwidth \ufb01ne", "café zerowidth fine"),
+    ("ze\U000E0020ro wi\u034fdth se\ufe0fle\u17b4ct \u3164x q\U0001D173r", "zero width select x qr"),  # tags, CGJ, selectors, fillers
+    ("Cafe\u0301 \u0130stanbul", "caf\u00e9 istanbul"),  # combining marks composed or deleted, dotted capital I
+    ("&#101;ntity&nbsp;text", "entity text"),
+    ("新闻报道。今天", "新 闻 报 道 今 天"),  # scripts without spaces: a character is a word
+])
+def test_disguises_normalise_away(text: str, compared: str) -> None:
+    assert normalise(text) == compared
 
 
 def test_count_is_whole_word(index: CorpusIndex, frames: list[str]) -> None:
@@ -203,7 +215,16 @@ def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:
     assert {h.meta.get("domain") for h in hit} >= {"example1.org"} and any(h.meta.get("id") == "p2" for h in hit)
     with pytest.raises(VerifierError, match="exists"):
         build_index([tmp_path], tmp_path.parent / "ix")
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "keep.txt").write_text("x")
+    with pytest.raises(VerifierError, match="not a corpus index; not replaced"):
+        build_index([tmp_path / "d.txt"], victim, force=True)
+    with pytest.raises(VerifierError, match="overlaps the input"):
+        build_index([tmp_path], tmp_path / "inside", force=True)
+    assert (victim / "sub" / "keep.txt").exists()
     bad = {
+        "dupkey.jsonl": b'{"text": "ok", "text": "other"}\n',
         "empty.jsonl": b"",
         "binary.txt": b"\x00\x01\x02abc",
         "latin1.txt": "caf\u00e9".encode("latin-1"),

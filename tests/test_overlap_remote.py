@@ -64,6 +64,12 @@ def test_server_refuses_bad_requests(api: str) -> None:
         response = requests.post(api, json=body, timeout=5)
         assert response.status_code == 400 and "error" in response.json()
     assert requests.post(api, data=b"{nope", timeout=5).status_code == 400
+    assert requests.post(api, json={"index": "demo", "query_type": "count", "query": "x " * 20_000}, timeout=5).status_code == 400
+    import socket
+
+    with socket.create_connection(("127.0.0.1", int(api.rsplit(":", 1)[1].strip("/")))) as raw:  # a malformed header
+        raw.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+        assert b" 400 " in raw.recv(4096).split(b"\r\n")[0] + b" "
     with pytest.raises(VerifierError, match="unknown index") as info:
         RemoteBackend(api, "other", retries=0).count("x")
     assert not isinstance(info.value, IndexUnavailable)  # a refusal is not an outage
@@ -93,6 +99,10 @@ class Faults:
                     return
                 if fault == "garbled":
                     data = b"{\"count\": 12"
+                elif fault == "nan":
+                    data = b"{\"count\": NaN}"
+                elif fault == "deep":
+                    data = b"[" * 100_000 + b"]" * 100_000
                 elif fault == "dropped":
                     self.send_response(200)
                     self.send_header("Content-Length", "1000")
@@ -115,12 +125,12 @@ class Faults:
 
 
 def test_faults_are_retried_then_answered(api: str, demo_index: CorpusIndex) -> None:
-    faults = Faults(api, ["429", "503", "garbled", "dropped", "slow"])
+    faults = Faults(api, ["429", "503", "garbled", "nan", "deep", "dropped", "slow"])
     for url in serve(ThreadingHTTPServer(("127.0.0.1", 0), faults.handler())):
-        client = RemoteBackend(url, "demo", timeout=0.5, retries=5, backoff=0.01, min_interval=0.0)
+        client = RemoteBackend(url, "demo", timeout=0.5, retries=7, backoff=0.01, min_interval=0.0)
         assert client.count("of the") == LocalBackend(demo_index).count("of the")
-        assert faults.seen == ["429", "503", "garbled", "dropped", "slow", "forward"]
-        assert client.failures == 5 and client.requests == 6
+        assert faults.seen == ["429", "503", "garbled", "nan", "deep", "dropped", "slow", "forward"]
+        assert client.failures == 7 and client.requests == 8
 
 
 def test_unreachable_index_is_not_available_never_absent(api: str) -> None:

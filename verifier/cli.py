@@ -285,6 +285,35 @@ def index_query(
         say(out, line)
 
 
+@index_app.command("trace")
+def index_trace(
+    index: Annotated[str, typer.Argument(help="Index folder, or http(s)://HOST/#NAME.")],
+    model: Annotated[str, typer.Option(help="Model SPEC that generates.")],
+    prompts: Annotated[Path, typer.Option(help="Prompts: .jsonl, .csv or .parquet.")],
+    text_field: Annotated[str, typer.Option(help="Field holding each prompt.")] = "text",
+    max_new_tokens: Annotated[int, typer.Option(help="Tokens generated per prompt (greedy).")] = 64,
+    min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Generate from a model and attribute the long verbatim spans of its outputs to corpus documents."""
+    from verifier.data import load_documents
+    from verifier.overlap.backends import open_backend
+    from verifier.overlap.trace import trace_outputs
+    from verifier.targets import load_target
+
+    texts = load_documents(prompts, text_field=text_field).texts
+    traces = trace_outputs(open_backend(index), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
+    if as_json:
+        json.dump([asdict(t) for t in traces], sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    for i, t in enumerate(traces, 1):
+        say(out, f"prompt {i}: {len(t.lookup.spans)} span(s) of at least {min_span_words} words; longest {t.lookup.longest_words} words")
+        for span in t.lookup.spans:
+            docs = ", ".join(str(h.meta.get("id", h.document)) for h in span.documents)
+            say(out, f"  {span.words} words, {span.count}x in corpus ({docs}): {t.lookup.text[span.start:span.end]}")
+
+
 @index_app.command("serve")
 def index_serve(
     index: Annotated[Path, typer.Argument(help="Index folder to serve.")],

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +24,10 @@ from verifier.overlap.normalise import normalise
 from verifier.overlap.queries import Lookup, Span, covered_from_spans, summarise
 
 MAX_RESPONSE = 32 << 20
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 class IndexUnavailable(VerifierError):
@@ -46,7 +52,7 @@ class LocalBackend:
         m = self.index.manifest
         return {"kind": "local index", "name": self.index.name, "index_sha256": self.index.sha256, "corpus_sha256": m.corpus_sha256,
                 "documents": m.documents, "text_bytes": m.text_bytes, "shards": len(m.shards), "normalisation": m.normalisation,
-                "near_duplicates": m.minhash is not None, "sources": [{"name": s.name, "sha256": s.sha256} for s in m.sources]}
+                "minhash": m.minhash is not None, "sources": [{"name": s.name, "sha256": s.sha256} for s in m.sources]}
 
     def count(self, text: str) -> int:
         return queries.count(self.index, text)
@@ -112,8 +118,8 @@ class RemoteBackend:
                     if len(body) > MAX_RESPONSE:
                         raise VerifierError(f"index API {self.url}: answer larger than {MAX_RESPONSE >> 20} MiB")
                     try:
-                        data = json.loads(body)
-                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        data = json.loads(body, parse_constant=_no_constant)
+                    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
                         data = None
                         last = "malformed JSON"
                     if isinstance(data, dict):
@@ -132,17 +138,19 @@ class RemoteBackend:
     @staticmethod
     def _hit(doc: dict[str, Any]) -> Hit:
         if not isinstance(doc, dict):
-            raise VerifierError("index API: a document entry is not an object")
-        return Hit(int(doc.get("doc_ix", -1)), doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {},
-                   int(doc.get("offset", 0)), str(doc.get("snippet", ""))[:2000])
+            raise TypeError("a document entry is not an object")
+        return Hit(_count(doc.get("doc_ix", 0)), doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {},
+                   _count(doc.get("offset", 0)), str(doc.get("snippet", ""))[:2000])
 
     def count(self, text: str) -> int:
-        return int(self._post({"query_type": "count", "query": text})["count"])
+        with _answer(self.url, "count"):
+            return _count(self._post({"query_type": "count", "query": text})["count"])
 
     def find(self, text: str, limit: int = 10) -> Found:
         data = self._post({"query_type": "search_docs", "query": text, "maxnum": limit})
-        docs = [self._hit(d) for d in data.get("documents", [])][:limit]
-        return Found(int(data.get("cnt", 0)), docs, int(data.get("documents_total", len(docs))), not data.get("approx", False))
+        with _answer(self.url, "search_docs"):
+            docs = [self._hit(d) for d in data.get("documents", [])][:limit]
+            return Found(_count(data.get("cnt", 0)), docs, _count(data.get("documents_total", len(docs))), data.get("approx", False) is False)
 
     def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
                characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]:
@@ -154,18 +162,33 @@ class RemoteBackend:
         for text in texts:
             words = len(normalise(text).split())
             data = self._post({"query_type": "attribution", "query": text, "min_len": shortest, "max_cnt": span_documents})
-            raw = [s for s in data.get("spans", []) if isinstance(s, dict)]
-            bounds = [(int(s["l"]), int(s["r"]) - int(s["l"])) for s in raw]
-            if any(first < 0 or k < 1 or first + k > words for first, k in bounds):
-                raise VerifierError(f"index API {self.url}: attribution spans outside the text (another normalisation?)")
-            result = summarise(text, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
-            by_first = {int(s["l"]): s for s in raw}
-            filled = [Span(sp.start, sp.end, sp.words, int(by_first[sp.start_word].get("count", 0)),
-                           [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)
-                      for sp in result.spans]
-            result.spans[:] = filled
+            with _answer(self.url, "attribution"):
+                raw = [s for s in data["spans"] if isinstance(s, dict)]
+                bounds = [(_count(s["l"]), _count(s["r"]) - _count(s["l"])) for s in raw]
+                if any(k < 1 or first + k > words for first, k in bounds):
+                    raise ValueError("attribution spans outside the text (another normalisation?)")
+                result = summarise(text, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
+                by_first = {_count(s["l"]): s for s in raw}
+                result.spans[:] = [Span(sp.start, sp.end, sp.words, _count(by_first[sp.start_word].get("count", 0)),
+                                        [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)
+                                   for sp in result.spans]
             results.append(result)
         return results
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError(f"{value!r} is not a count")
+    return value
+
+
+@contextmanager
+def _answer(url: str, query_type: str) -> Iterator[None]:
+    """An answer of the wrong shape is the API's error, named in one line."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise VerifierError(f"index API {url}: a {query_type} answer of the wrong shape ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
 def open_backend(spec: str, *, verify: bool = True) -> CorpusBackend:

@@ -121,14 +121,21 @@ def minhash_signature(frame: bytes) -> np.ndarray:
 
 
 def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard_bytes: int = DEFAULT_SHARD_BYTES,
-                minhash: bool = False, force: bool = False, progress: Progress | None = None) -> BuildReport:
-    """Index the documents of ``paths`` (files or folders) into the folder ``out``."""
+                minhash: bool = False, force: bool = False, progress: Progress | None = None, follow_links: bool = True) -> BuildReport:
+    """Index the documents of ``paths`` (files or folders) into the folder ``out``. ``force``
+    replaces an existing corpus index there, never any other folder."""
     if shard_bytes < 1 << 16:
         raise VerifierError(f"--shard-bytes {shard_bytes}: at least 65536")
     out = Path(out)
     if out.exists() and not force:
         raise VerifierError(f"{out}: exists (use --force to replace it)")
-    sources = list_sources(paths)
+    if out.exists() and not (out.is_dir() and (out / "manifest.json").is_file() and not out.is_symlink()):
+        raise VerifierError(f"{out}: exists and is not a corpus index; not replaced (choose another --out)")
+    for path in paths:
+        inside = Path(path).resolve()
+        if inside == out.resolve() or inside.is_relative_to(out.resolve()) or out.resolve().is_relative_to(inside):
+            raise VerifierError(f"{out}: overlaps the input {Path(path).name}; the index goes in a folder of its own")
+    sources = list_sources(paths, follow_links)
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))

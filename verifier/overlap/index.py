@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from verifier.overlap.sources import file_sha256
 
 MAX_MANIFEST = 64 << 20
 MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond
+PROBES, PROBE_WORDS, PROBE_DOCUMENTS, PROBE_OCCURRENCES, NEAR_CANDIDATES = 24, 3, 20, 2_000, 8
 SNIPPET = 80
 
 
@@ -154,6 +156,9 @@ class CorpusIndex:
             raise VerifierError(f"{label}/manifest.json: minhash {manifest.minhash}: not the signatures this verifier computes")
         if manifest.normalisation != NORMALISATION:
             raise VerifierError(f"{label}/manifest.json: normalisation {manifest.normalisation!r}; this verifier compares in {NORMALISATION!r}")
+        if sum(src.documents for src in manifest.sources) != manifest.documents:
+            raise VerifierError(f"{label}/manifest.json: the sources list {sum(src.documents for src in manifest.sources)} documents, "
+                                f"the index {manifest.documents} (altered manifest)")
         if corpus_digest([src.sha256 for src in manifest.sources]) != manifest.corpus_sha256:
             raise VerifierError(f"{label}/manifest.json: corpus_sha256 is not the digest of the listed source files (altered manifest)")
         shards = [cls._open_shard(folder, entry, manifest, verify) for entry in manifest.shards]
@@ -208,8 +213,9 @@ class CorpusIndex:
             total += hi - lo
         return total
 
-    def find_frame(self, frame: bytes, limit: int = 10) -> Found:
-        """Occurrences of a framed string and the first ``limit`` documents holding it."""
+    def find_frame(self, frame: bytes, limit: int = 10, max_occurrences: int = MAX_OCCURRENCES) -> Found:
+        """Occurrences of a framed string and the first ``limit`` documents holding it (documents
+        are listed only while the string occurs at most ``max_occurrences`` times)."""
         count = 0
         hits: list[Hit] = []
         total_docs = 0
@@ -220,7 +226,9 @@ class CorpusIndex:
             count += n
             if not n:
                 continue
-            exact &= n <= MAX_OCCURRENCES
+            exact &= n <= max_occurrences
+            if n > max_occurrences and max_occurrences < MAX_OCCURRENCES:
+                continue  # too common to say which documents matter
             positions = np.sort(np.asarray(shard.sa[lo[0]:lo[0] + min(n, MAX_OCCURRENCES)]).astype(np.int64))
             docs, first = np.unique(shard.document_of(positions), return_index=True)
             total_docs += docs.size
@@ -242,14 +250,52 @@ class CorpusIndex:
             best = np.maximum(best, matching_lengths(shard.text, shard.sa, query, positions, ends))
         return best
 
-    def near_duplicates(self, words: str, threshold: float = 0.8, limit: int = 5) -> list[tuple[Hit, float]] | None:
-        """Corpus documents whose word 5-shingles overlap ``words``'s (MinHash LSH at
-        ``threshold``), confirmed by rapidfuzz's normalised similarity >= ``threshold``; None when
-        the index was built without MinHash signatures."""
+    def near_duplicates(self, words: str, threshold: float = 0.8, limit: int = 5) -> list[tuple[Hit, float]]:
+        """Corpus documents holding an edited copy of ``words`` (compared form), each with its
+        containment: the share of the text's words found in order in the document around the
+        match (rapidfuzz's LCSseq over words), at least ``threshold``. Words inserted into the
+        copy cost nothing; words deleted or changed cost their share.
+
+        Candidates come from two places, so neither edits that break every long n-gram (a word
+        inserted every few words) nor edits spread thinly escape: the documents holding several
+        of the text's word 3-grams (probes spread over the text, found through the suffix array),
+        and, where the index holds MinHash signatures, the LSH neighbours of its 5-word shingles."""
+        from rapidfuzz.distance import LCSseq
+
+        tokens = words.split()
+        if not tokens:
+            return []
+        candidates: Counter[int] = Counter()
+        first_offset: dict[int, int] = {}
+        starts = sorted({round(i * (len(tokens) - PROBE_WORDS) / max(PROBES - 1, 1)) for i in range(PROBES)}) if len(tokens) > PROBE_WORDS else [0]
+        for i in starts:
+            probe = f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8")
+            found = self.find_frame(probe, PROBE_DOCUMENTS, max_occurrences=PROBE_OCCURRENCES)
+            for hit in found.documents:
+                candidates[hit.document] += 1
+                first_offset.setdefault(hit.document, hit.offset)
+        needed = 2 if len(starts) > 2 else 1
+        chosen = [d for d, k in candidates.most_common() if k >= needed][:NEAR_CANDIDATES]
+        chosen += [d for d in self._lsh_neighbours(words, threshold) if d not in chosen][:NEAR_CANDIDATES]
+        found_docs: list[tuple[Hit, float]] = []
+        for document in chosen:
+            shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
+            local = document - shard.entry.first_document
+            text = shard.words_of(local).encode("utf-8")
+            size = len(words.encode("utf-8"))
+            begin = first_offset.get(document, 0)
+            window = (text[max(0, begin - size):begin + 3 * size] if document in first_offset else text).decode("utf-8", errors="ignore")
+            similarity = LCSseq.similarity(tokens, window.split()) / len(tokens)
+            if similarity >= threshold:
+                found_docs.append((self._hit(shard, local, int(shard.starts[local]), 0), round(similarity, 4)))
+        found_docs.sort(key=lambda item: (-item[1], item[0].document))
+        return found_docs[:limit]
+
+    def _lsh_neighbours(self, words: str, threshold: float) -> list[int]:
+        """Documents whose MinHash signatures the LSH puts near ``words`` (none without signatures)."""
         if self.manifest.minhash is None:
-            return None
+            return []
         from datasketch import LeanMinHash, MinHashLSH
-        from rapidfuzz import fuzz
 
         lsh = self._lsh.get(threshold)
         if lsh is None:
@@ -259,15 +305,5 @@ class CorpusIndex:
                     for local, row in enumerate(np.asarray(shard.minhash)):
                         session.insert(shard.entry.first_document + local, LeanMinHash(seed=MINHASH_SEED, hashvalues=row, scheme=MINHASH_SCHEME))
             self._lsh[threshold] = lsh
-        frame = f" {words} ".encode("utf-8")
-        query = LeanMinHash(seed=MINHASH_SEED, hashvalues=minhash_signature(frame), scheme=MINHASH_SCHEME)
-        found: list[tuple[Hit, float]] = []
-        for document in sorted(lsh.query(query)):
-            shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
-            local = document - shard.entry.first_document
-            similarity = fuzz.ratio(words, shard.words_of(local)) / 100
-            if similarity >= threshold:
-                found.append((self._hit(shard, local, int(shard.starts[local]), 0), round(similarity, 4)))
-        found.sort(key=lambda item: -item[1])
-        return found[:limit]
-
+        query = LeanMinHash(seed=MINHASH_SEED, hashvalues=minhash_signature(f" {words} ".encode("utf-8")), scheme=MINHASH_SCHEME)
+        return sorted(lsh.query(query))

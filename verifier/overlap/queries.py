@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from verifier.errors import VerifierError
 from verifier.overlap.index import CorpusIndex, Found, Hit
 from verifier.overlap.normalise import char_starts, framed, normalise, word_starts
 
@@ -74,7 +75,11 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
 
     ``characters`` adds the longest match in characters and the 50-character rule (a search at
     every character: use it for suspect sets, not for millions of documents); ``near_duplicates``
-    is the similarity threshold of the MinHash + rapidfuzz check (None: not run)."""
+    is the similarity threshold of the edited-copy check (``CorpusIndex.near_duplicates``; None: not run)."""
+    if not (1 <= ngram <= 1000 and 1 <= min_span_words <= 1000 and spans >= 0 and span_documents >= 0):
+        raise VerifierError("ngram and min_span_words must be 1-1000 words; spans and span_documents at least 0")
+    if near_duplicates is not None and not 0 < near_duplicates <= 1:
+        raise VerifierError(f"near_duplicates {near_duplicates}: a share in (0, 1]")
     frames = [framed(t) for t in texts]
     offsets = np.cumsum([0] + [len(f) + 1 for f in frames])[:-1]
     buffer = np.frombuffer(bytes([DOC_SEPARATOR]).join(frames) + bytes([DOC_SEPARATOR]), dtype=np.uint8)
@@ -94,7 +99,7 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         char_pos, char_len = longest_matches(char_starts)
         char_best = [_longest_chars(f, p, l) if f else 0 for f, p, l in zip(frames, char_pos, char_len)]
     covered = [_words_covered(f, p, l) for f, p, l in zip(frames, word_pos, word_len)]
-    near = [index.near_duplicates(normalise(t), near_duplicates) if near_duplicates is not None and f else None
+    near = [None if near_duplicates is None else index.near_duplicates(normalise(t), near_duplicates) if f else []
             for t, f in zip(texts, frames)]
     results = [summarise(t, c, ngram, min_span_words, spans, cb, nd) for t, c, cb, nd in zip(texts, covered, char_best, near)]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]

@@ -19,6 +19,7 @@ from verifier.overlap.index import CorpusIndex
 from verifier.overlap.normalise import framed
 
 MAX_BODY = 1 << 20
+MAX_QUERY = 20_000  # characters: a query costs a search per word (and an attribution one per character)
 MAX_DOCS = 100
 
 
@@ -29,8 +30,8 @@ def answer(index: CorpusIndex, name: str, payload: Any) -> tuple[int, dict[str, 
     if payload.get("index") != name:
         return 400, {"error": f"unknown index; this server serves {name!r}"}
     query = payload.get("query")
-    if not isinstance(query, str) or not query.strip():
-        return 400, {"error": "query must be a non-empty string"}
+    if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY:
+        return 400, {"error": f"query must be a non-empty string of at most {MAX_QUERY} characters"}
     kind = payload.get("query_type")
     started = time.perf_counter()
     if kind == "count":
@@ -68,9 +69,11 @@ def make_server(index: CorpusIndex, name: str, host: str = "127.0.0.1", port: in
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.headers.get("Content-Length") or "0"
+            length = int(raw) if raw.isdigit() else -1
             if not 0 < length <= MAX_BODY:
-                return self._send(413 if length else 400, {"error": f"body must be 1 byte to {MAX_BODY} bytes of JSON"})
+                self.close_connection = True
+                return self._send(413 if length > MAX_BODY else 400, {"error": f"body must be 1 byte to {MAX_BODY} bytes of JSON"})
             try:
                 payload = json.loads(self.rfile.read(length))
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):

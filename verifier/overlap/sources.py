@@ -50,17 +50,24 @@ class Document:
     meta: dict[str, str]
 
 
-def list_sources(paths: list[Path]) -> list[Source]:
+def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
     """Files to read, in a stable order: each file given, and every file under each folder given
-    (sorted, hidden files excluded). Refuses a missing path or a folder with no files."""
+    (sorted, hidden files excluded). Refuses a missing path or a folder with no files; with
+    ``follow_links`` off (corpus evidence of a claim), a link anywhere in a folder, which could
+    reach files outside the claim's folder."""
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            entries = sorted(p for p in path.rglob("*") if not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not follow_links and (link := next((p for p in entries if p.is_symlink()), None)):
+                raise VerifierError(f"{path.name}/{link.relative_to(path).as_posix()}: a link; corpus evidence must be plain files")
+            files = [p for p in entries if p.is_file()]
             if not files:
                 raise VerifierError(f"{path.name}: folder holds no files")
             sources += [Source(f"{path.name}/{p.relative_to(path).as_posix()}", p) for p in files]
         elif path.is_file():
+            if not follow_links and path.is_symlink():
+                raise VerifierError(f"{path.name}: a link; corpus evidence must be plain files")
             sources.append(Source(path.name, path))
         else:
             raise VerifierError(f"{path}: no such file or folder")
@@ -116,6 +123,13 @@ def _meta(record: dict[str, Any], fallback_id: str) -> dict[str, str]:
     return meta
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise KeyError(next(k for k in keys if keys.count(k) > 1))
+    return dict(pairs)
+
+
 def _open_text(source: Source) -> io.TextIOBase:
     name = source.name.lower()
     raw = open(source.path, "rb")
@@ -138,9 +152,11 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str) -> Iterator[Docu
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = json.loads(line, object_pairs_hook=_unique_keys)
                 except (json.JSONDecodeError, RecursionError):
                     raise VerifierError(f"{source.name}: line {line_no}: not a JSON object") from None
+                except KeyError as exc:
+                    raise VerifierError(f"{source.name}: line {line_no}: key {exc.args[0]!r} given twice (readers disagree on which counts)") from None
                 if not isinstance(record, dict) or text_field not in record:
                     raise VerifierError(f"{source.name}: line {line_no}: no {text_field!r} field")
                 text = _text(source, record[text_field], f"line {line_no}")

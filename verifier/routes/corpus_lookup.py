@@ -8,12 +8,13 @@ says so.
 
 Each suspect document is classed from its lookup (in compared form: case, punctuation and
 spacing folded, so a re-cased or re-punctuated copy is still found):
-- present: found verbatim, or at least ``present_share`` of its word n-grams found, or a
-  near-duplicate of a corpus document (MinHash + rapidfuzz, where the index has signatures),
-  and at least one n-gram long (a three-word document found in a corpus may be a common phrase);
-- clean: at most ``clean_share`` of its n-grams found, no near-duplicate, and (with the
-  50-character rule on) no 50-character string shared with the corpus;
-- partial: anything between, which decides nothing either way.
+- present: found verbatim, or at least ``present_share`` of its word n-grams found, or an edited
+  copy in one corpus document holding at least ``near_duplicate`` of its words in order (words
+  inserted between them cost nothing), and at least one n-gram long (a three-word document found
+  in a corpus may be a common phrase);
+- clean: at most ``clean_share`` of its n-grams found, no edited copy reaching ``near_overlap``,
+  and (with the 50-character rule on) no 50-character string shared with the corpus;
+- partial: anything between (or no words at all), which decides nothing either way.
 Absence claims (not_trained_on, decontaminated) are VERIFIED only when every document is clean,
 and CONTRADICTED by one present document; trained_on is VERIFIED when every document is present
 and CONTRADICTED when every one is clean. A summary_field claim about EU summary sections 2.3
@@ -30,7 +31,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from verifier.claims import ClaimKind, CorpusRef
 from verifier.errors import VerifierError
@@ -50,9 +51,10 @@ SHOWN_SPANS = 5
 LIMITATIONS = [
     "The lookup verifies what the declared corpus contains. That the model was trained on this corpus, and on nothing else "
     "that matters to the claim, is the developer's declaration; the lookup does not test the model.",
-    "Matching is on words in compared form (Unicode NFKC, case-folded, punctuation and spacing removed). A paraphrase or a "
-    "translation is not a verbatim match, look-alike letters from other scripts are not folded, and near-duplicates are "
-    "caught only where the index holds MinHash signatures. Documents shorter than one n-gram can be clean, never present.",
+    "Matching is on words in compared form (Unicode NFKC, case-folded, invisible and combining characters deleted, punctuation "
+    "and spacing removed, each character of unspaced scripts a word). An edited copy is found when it keeps most of the "
+    "document's words in order (inserted words cost nothing); a paraphrase or a translation is not, and look-alike letters "
+    "from other scripts are not folded. Documents shorter than one n-gram can be clean, never present.",
 ]
 
 
@@ -63,9 +65,21 @@ class CorpusLookupParams(RouteParams):
     present_share: float = Field(0.5, gt=0, le=1, json_schema_extra={"weaker": "either"})
     clean_share: float = Field(0.0, ge=0, lt=0.5, json_schema_extra={"weaker": "higher"})
     fifty_char_rule: bool = Field(True, json_schema_extra={"weaker": "false"})
-    near_duplicate: float = Field(0.8, ge=0.5, le=1.0, json_schema_extra={"weaker": "either"})
+    # An edited copy (the share of the document's words found in order in one corpus document):
+    # at near_duplicate it is present, at near_overlap it keeps the document from being clean.
+    near_duplicate: float = Field(0.9, ge=0.7, le=1.0, json_schema_extra={"weaker": "either"})
+    near_overlap: float = Field(0.7, ge=0.5, le=0.95, json_schema_extra={"weaker": "higher"})
     min_span_words: int = Field(8, ge=4, le=64)
+    # Only an index built here from the corpus files is checked against the declared digest; a
+    # prebuilt index (pinned by the claim) or a remote one is taken on trust only if the policy says so.
+    trust_prebuilt: bool = Field(False, json_schema_extra={"weaker": "true"})
     trust_remote: bool = Field(False, json_schema_extra={"weaker": "true"})
+
+    @model_validator(mode="after")
+    def ordered(self) -> "CorpusLookupParams":
+        if self.near_overlap > self.near_duplicate:
+            raise ValueError("near_overlap must not exceed near_duplicate")
+        return self
 
 
 @register
@@ -83,7 +97,7 @@ class CorpusLookupRoute(Route):
         "all_clean": {ClaimKind.TRAINED_ON: Verdict.CONTRADICTED, ClaimKind.NOT_TRAINED_ON: Verdict.VERIFIED,
                       ClaimKind.DECONTAMINATED: Verdict.VERIFIED} | _undecided,
         "partial_overlap": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
-        "remote_unchecked": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
+        "index_unchecked": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
         "summary_consistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.VERIFIED},
         "summary_inconsistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.CONTRADICTED},
         "summary_uncheckable": None,
@@ -103,7 +117,7 @@ class CorpusLookupRoute(Route):
             local = isinstance(backend, LocalBackend)
             if ctx.claim.claim.kind == ClaimKind.SUMMARY_FIELD:
                 return check_summary(backend, identity | backend.describe(), ctx)
-            near = params.near_duplicate if local and backend.index.manifest.minhash is not None else None
+            near = params.near_overlap if local else None
             try:
                 lookups = backend.lookup(texts, ngram=params.ngram, min_span_words=params.min_span_words, spans=5,
                                          span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near)
@@ -114,34 +128,40 @@ class CorpusLookupRoute(Route):
         classes = [classify(item, params) for item in lookups]
         status = decide(Counter(classes), len(classes))
         kind = ctx.claim.claim.kind
-        if not local and not params.trust_remote and status in ("all_present", "some_present", "all_clean"):
-            status = "remote_unchecked"
+        trusted = {FROM_FILES: True, PREBUILT: params.trust_prebuilt, REMOTE: params.trust_remote}[identity["provenance"]]
+        if not trusted and status in ("all_present", "some_present", "all_clean"):
+            status = "index_unchecked"
         metrics = findings(lookups, classes, params, identity, near is not None, ref)
         summary = summarise(status, metrics, kind, ref)
         return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics, ref), list(LIMITATIONS))
 
 
+FROM_FILES = "indexed here from the corpus files"
+PREBUILT = "prebuilt index pinned by the claim, taken as built from the declared files (not recomputed)"
+REMOTE = "remote index, taken on trust (its contents cannot be checked)"
+
+
 def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack) -> tuple[CorpusBackend, dict[str, Any], str | None]:
-    """The backend the claim names, what identifies it, and why it is refused (None: accepted)."""
+    """The backend the claim names, what identifies it (``provenance``: how far its corpus digest
+    was checked), and why it is refused (None: accepted)."""
     declared = {"declared_corpus_sha256": ref.sha256, "version": ref.version}
     if ref.api is not None:
-        return RemoteBackend(ref.api, ref.index), declared | {"digest_checked": False}, None
+        return RemoteBackend(ref.api, ref.index), declared | {"provenance": REMOTE}, None
     path = base / ref.index
     if (path / "manifest.json").is_file():
         index = CorpusIndex.open(path)
-        built_here = False
+        identity = declared | {"provenance": PREBUILT}
         if ref.index_sha256 is None:
             # Whoever built an index wrote its corpus digest; only the files can confirm it. A pinned
             # index digest is a public commitment anyone holding the files can check by rebuilding.
-            return LocalBackend(index), declared | {"digest_checked": False}, (
+            return LocalBackend(index), identity, (
                 "a prebuilt index is accepted only when the claim pins it (evidence.corpus.index_sha256, printed by "
                 "'verifier index build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
     else:  # corpus files: indexed now, so the corpus digest is computed from the files themselves
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="verifier-index-")))
-        build_index([path], folder / Path(ref.index).name, minhash=True)
+        build_index([path], folder / Path(ref.index).name, minhash=False, follow_links=False)
         index = CorpusIndex.open(folder / Path(ref.index).name)
-        built_here = True
-    identity = declared | {"digest_checked": True, "built_from_files": built_here}
+        identity = declared | {"provenance": FROM_FILES}
     if index.corpus_sha256 != ref.sha256:
         return LocalBackend(index), identity, (f"the index's corpus digest {index.corpus_sha256[:16]}... differs from the declared "
                                                f"{ref.sha256[:16]}... (another corpus, or another version of it)")
@@ -209,11 +229,13 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
 
 
 def classify(item: Lookup, params: CorpusLookupParams) -> str:
-    near = bool(item.near_duplicates)
-    if item.verbatim or (item.ngrams and item.ngram_share >= params.present_share) or near:
+    if item.words == 0:  # nothing left to compare (punctuation only): decides nothing either way
+        return "no words"
+    copy = max((similarity for _, similarity in item.near_duplicates or []), default=0.0)
+    if item.verbatim or (item.ngrams and item.ngram_share >= params.present_share) or copy >= params.near_duplicate:
         # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
         return "present" if item.words >= params.ngram else "partial"
-    if item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char):
+    if item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
         return "clean"
     return "partial"
 
@@ -225,7 +247,7 @@ def decide(classes: Counter, n: int) -> str:
         return "some_present"
     if n and classes["clean"] == n:
         return "all_clean"
-    return "partial_overlap"
+    return "partial_overlap"  # partial overlaps, or documents with no words to compare
 
 
 def findings(lookups: list[Lookup], classes: list[str], params: CorpusLookupParams, identity: dict[str, Any],
@@ -236,7 +258,7 @@ def findings(lookups: list[Lookup], classes: list[str], params: CorpusLookupPara
     return {
         "corpus": identity,
         "n_documents": n,
-        "present": counts["present"], "partial": counts["partial"], "clean": counts["clean"],
+        "present": counts["present"], "partial": counts["partial"], "clean": counts["clean"], "no_words": counts["no words"],
         "present_rate": None if rate is None else {"value": rate.value, "ci_low": rate.ci_low, "ci_high": rate.ci_high},
         "verbatim": sum(item.verbatim for item in lookups),
         "fifty_char": None if all(item.fifty_char is None for item in lookups) else sum(bool(item.fifty_char) for item in lookups),
@@ -263,12 +285,14 @@ def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -
                                                              if kind == ClaimKind.TRAINED_ON else ""),
         "all_clean": "no document shares any of its word n-grams beyond the policy's clean share"
                      + (", nor a 50-character string," if m["fifty_char"] is not None else ",") + " with the corpus",
-        "partial_overlap": "some documents overlap the corpus partly, below the presence threshold: neither presence nor absence is established",
-        "remote_unchecked": "the index was queried remotely and its contents cannot be checked against the declared digest, "
-                            "so the policy grants no verdict on it",
+        "partial_overlap": "some documents overlap the corpus partly below the presence threshold, or have no words to compare: "
+                           "neither presence nor absence is established",
+        "index_unchecked": f"the lookup ran on a {m['corpus']['provenance']}, so the policy grants no verdict on it "
+                           "(give the corpus files, or a policy with trust_prebuilt / trust_remote)",
     }[status]
+    trust = "" if m["corpus"]["provenance"] == FROM_FILES or status == "index_unchecked" else f" The lookup ran on a {m['corpus']['provenance']}."
     return (f"Corpus lookup: {found}; {why}. This verifies what the declared corpus contains; that the model was trained on it "
-            "is the developer's declaration.")
+            f"is the developer's declaration.{trust}")
 
 
 def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any], ref: CorpusRef) -> list:
@@ -281,19 +305,20 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any], ref: 
          f"{pct(rate['ci_low'])}-{pct(rate['ci_high'])})" if rate else "-"],
         ["partial overlap (decides nothing)", m["partial"]],
         ["clean", m["clean"]],
+        ["no words to compare (punctuation or symbols only; decides nothing)", m["no_words"]],
         ["present verbatim", m["verbatim"]],
         ["sharing a 50-character string (50-character rule)", "not computed" if m["fifty_char"] is None else m["fifty_char"]],
         ["mean share of word n-grams found", "-" if m["mean_ngram_share"] is None else pct(m["mean_ngram_share"])],
-        ["near-duplicate check", "MinHash LSH + rapidfuzz" if m["near_duplicates_checked"] else "not available for this index"],
+        ["edited-copy check (near-duplicates)", ("word 4-gram probes" + (" and MinHash LSH" if m["corpus"].get("minhash") else "") +
+                                                 ", confirmed by rapidfuzz partial_ratio") if m["near_duplicates_checked"] else "not available (remote index)"],
     ], note="Wilson 95% interval over the suspect documents. Null of the interval: the documents are a sample of the set the claim is about.")
     corpus = Table("Corpus", ["field", "value"], [
         ["declared corpus digest", c["declared_corpus_sha256"]],
         ["version", c.get("version") or "-"],
         ["index", f"{c.get('kind', '-')} {c.get('name', '')}"],
-        ["corpus digest of the index", c.get("corpus_sha256", "not checkable (remote)")],
+        ["corpus digest the index records", c.get("corpus_sha256", "not available (remote)")],
         ["index digest", c.get("index_sha256", "-")],
-        ["digest check", "indexed here from the corpus files" if c.get("built_from_files") else
-         "prebuilt index pinned by the claim (rebuild from the files to confirm)" if c.get("digest_checked") else "not checked"],
+        ["corpus digest", c["provenance"]],
         ["documents / text", f"{c.get('documents', '-')} / {c.get('text_bytes', '-')} bytes"],
     ])
     order = sorted(range(len(lookups)), key=lambda i: (classes[i] == "clean", -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
@@ -314,8 +339,9 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any], ref: 
         out.append(Spans(f"Document {i + 1}: verbatim spans found in the corpus (compared form)", item.text, labels,
                          note="From corpus documents: " + ", ".join(sources[:8])))
     out.append(Notes("What this lookup shows", [LIMITATIONS[0], LIMITATIONS[1],
-                     "Classes: present = verbatim, or n-gram share at or above the policy's present_share, or a near-duplicate; "
-                     "clean = n-gram share at most clean_share and no 50-character string shared; partial = between."]))
+                     "Classes: present = verbatim, or n-gram share at or above the policy's present_share, or an edited copy holding at least "
+                     "near_duplicate of its words in order; clean = n-gram share at most clean_share, no 50-character string shared and no "
+                     "edited copy reaching near_overlap; partial = between."]))
     return out
 
 

@@ -46,7 +46,9 @@ class TargetIdentity:
 
 @runtime_checkable
 class Target(Protocol):
-    """An audited model. ``score`` is needed only for targets offering ``prompt_logprobs``."""
+    """An audited model. ``score`` is needed only for targets offering ``prompt_logprobs``;
+    ``generate(prompts, max_new_tokens) -> list[str]`` (greedy continuations) only for targets
+    offering ``generate``."""
 
     capabilities: frozenset[str]
     max_chars: int  # texts are cut to this many characters before scoring

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from verifier.errors import VerifierError, redact_paths
-from verifier.targets.base import PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
+from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
 from verifier.targets.cache import ScoreCache, cache_key
 from verifier.targets.model_source import ModelSource, resolve_model
 from verifier.targets.token_scores import TokenScores
@@ -85,7 +85,7 @@ def torch_threads(count: int | None) -> Iterator[None]:
 class CausalLMTarget:
     """A transformers causal LM loaded from a SPEC (see ``model_source``)."""
 
-    capabilities = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})  # generation lands with the routes that need it
+    capabilities = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, GENERATE})
     kind = "causal_lm"
 
     def __init__(self, spec: str, options: ScoringOptions | None = None) -> None:
@@ -199,6 +199,20 @@ class CausalLMTarget:
                 if on_progress:
                     on_progress(sum(1 for key in keys if key in results))
         return [found[key] for key in keys]
+
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 64) -> list[str]:
+        """Greedy continuations, one prompt at a time (no padding, so each is what the model gives
+        that prompt alone; greedy, so the same model and prompt give the same text)."""
+        outputs = []
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        with torch_threads(self.options.threads):
+            for prompt in prompts:
+                ids = self.tokenizer(prompt, return_tensors="pt").input_ids[:, -self.options.max_tokens:].to(self.options.device)
+                out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
+                                          pad_token_id=pad)
+                outputs.append(self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+        return outputs
 
     def width_of(self, enc: Encoded) -> int:
         """The padded width a document is scored at: a function of its own length only."""
