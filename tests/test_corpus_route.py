@@ -302,3 +302,43 @@ def test_summary_dates_late_or_missing(folder: Path) -> None:
     bad = summary_claim(folder, summary_corpus(folder), crawled_domains=["not a domain!"])
     with pytest.raises(VerifierError, match="declared_summary.crawled_domains"):
         run_audit(bad, target_factory=never_load)
+
+
+def test_summary_ambiguities_never_confirm(folder: Path) -> None:
+    """Ties at the domain cut, dates known only to the year or given as timestamps, and
+    internationalised names (an outside review)."""
+    corpus = folder / "web"
+    corpus.mkdir()
+    text = BOOKS[0]
+    records = [{"text": text * 3, "url": "https://big.example/1", "date": "2016-01-05"}]
+    records += [{"text": text, "url": f"https://{name}/a", "date": "2016-02"} for name in ("beta.org", "zeta.org")]
+    records += [{"text": BOOKS[i][:200], "url": f"https://small{i}.org/a", "date": "2015"} for i in range(1, 18)]
+    records += [{"text": BOOKS[20], "url": "https://b\u00fccher.de/x", "date": "2016"}] * 3
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    ref = {"index": "web", "sha256": digest_files([corpus])[0]}
+    # 21 domains: the top 10% is 3; big.example and bücher.de are certainly in it, beta/zeta tie for the third place
+    ok = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "xn--bcher-kva.de"]), target_factory=never_load).findings
+    assert ok["verdict"] == "VERIFIED", ok["verdict_sentence"]
+    # dated to the year 2016 only: cannot confirm a declared 2016-06, and 2015 documents contradict nothing
+    unsure = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de"], latest_collection="2016-06"),
+                       target_factory=never_load).findings
+    assert unsure["verdict"] == "UNVERIFIABLE"
+    late = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de"], latest_collection="2015-12"),
+                     target_factory=never_load).findings
+    assert late["verdict"] == "CONTRADICTED" and "2016" in late["verdict_sentence"]
+
+
+def test_timestamps_are_not_dates(folder: Path) -> None:
+    corpus = folder / "web"
+    corpus.mkdir()
+    (corpus / "web.jsonl").write_text("".join(json.dumps({"text": b, "timestamp": 1727740800}) + "\n" for b in BOOKS[:5]))
+    ref = {"index": "web", "sha256": digest_files([corpus])[0]}
+    result = run_audit(summary_claim(folder, ref, latest_collection="2024-01"), target_factory=never_load).findings
+    assert result["verdict"] == "UNVERIFIABLE"  # 1727740800 is not the year 1727
+
+
+def test_a_trusted_remote_index_still_cannot_verify_absence(folder: Path, api: str, demo_index) -> None:
+    remote = {"index": "demo", "api": api, "sha256": demo_index.corpus_sha256}
+    novel = [r["text"] for r in BENCH if r["label"] == 0][:10]
+    result = run_audit(claim(folder, novel, "not_trained_on", remote, policy=trusting(folder, trust_remote=True)), target_factory=never_load).findings
+    assert result["verdict"] == "INCONCLUSIVE"  # the 50-character rule and the edited-copy check need the index itself

@@ -10,7 +10,6 @@ import re
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -246,3 +245,43 @@ def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:
         assert not (tmp_path / f"out-{name}").exists()
         assert not list(tmp_path.glob(f".out-{name}*")), "a failed build leaves nothing behind"
         path.unlink()
+
+
+def test_long_texts_in_pieces_count_exactly(index: CorpusIndex, frames: list[str], corpus_texts: list[str]) -> None:
+    """Texts over 1,500 words are looked up in overlapping pieces: n-gram counts stay exact and
+    whole-text presence is one count."""
+    words = " ".join(corpus_texts[:40]).split()
+    assert len(words) > 3500
+    mixed = " ".join(w if i % 700 else "zzqx" for i, w in enumerate(words))  # a novel word every 700
+    result = lookup(index, [mixed], characters=True)[0]
+    joined = "\xff".join(frames)
+    norm = normalise(mixed).split()
+    present = [f" {' '.join(norm[i:i + 13])} " in joined for i in range(len(norm) - 12)]
+    assert result.ngrams == len(present) and result.ngrams_found == sum(present)
+    assert not result.verbatim and result.fifty_char
+    whole = lookup(index, [corpus_texts[5] * 1])[0]
+    assert whole.verbatim
+
+
+def test_fifty_character_rule_counts_whole_characters(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_text(json.dumps({"text": "a" * 49 + "\u00e8"}) + "\n")
+    build_index([tmp_path / "c.jsonl"], tmp_path / "ix")
+    ix = CorpusIndex.open(tmp_path / "ix")
+    shared_prefix, same = lookup(ix, ["a" * 49 + "\u00e9", "a" * 49 + "\u00e8"], characters=True)
+    assert (shared_prefix.longest_chars, shared_prefix.fifty_char) == (49, False)  # the byte match ends inside é
+    assert (same.longest_chars, same.fifty_char) == (50, True)
+
+
+def test_edited_copy_found_wherever_probes_hit_first(tmp_path: Path, corpus_texts: list[str]) -> None:
+    """An edited copy is scored at every place the probes hit, and decoys holding the same
+    3-grams cannot crowd it out (an outside review)."""
+    item = " ".join(corpus_texts[600].split()[:40])
+    words = item.split()
+    copy = " ".join(w + (" indeed" if i % 4 == 3 else "") for i, w in enumerate(words))
+    decoy = lambda k: " ".join(" ".join(words[i:i + 3]) for i in random.Random(k).sample(range(0, 37, 3), 12))  # noqa: E731
+    rows = [{"text": " ".join(words[:3]) + " filler " * 50 + copy}] + [{"text": decoy(k)} for k in range(25)] + [{"text": copy}]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    build_index([tmp_path / "c.jsonl"], tmp_path / "ix")
+    ix = CorpusIndex.open(tmp_path / "ix")
+    found = dict((h.document, s) for h, s in lookup(ix, [item], near_duplicates=0.7)[0].near_duplicates)
+    assert found.get(0) == 1.0 and found.get(26) == 1.0

@@ -4,7 +4,6 @@ API produces: 429, 5xx, malformed JSON, dropped connections, timeouts."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator

@@ -48,6 +48,16 @@ class ClaimStatement(Strict):
         return fields
 
 
+def hostname(name: str) -> str:
+    """A domain in one form for comparison: lower case, no ``www.``, internationalised names in
+    their ASCII (IDNA) form, so ``bücher.de`` and ``xn--bcher-kva.de`` are one domain."""
+    name = name.strip().lower().removeprefix("www.").rstrip(".")
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return name
+
+
 class DeclaredSummary(Strict):
     """What the developer's EU public summary declares, where a declared corpus can check it."""
 
@@ -59,10 +69,13 @@ class DeclaredSummary(Strict):
     @field_validator("crawled_domains")
     @classmethod
     def hostnames(cls, domains: list[str] | None) -> list[str] | None:
-        bad = [d for d in domains or [] if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", d.lower().removeprefix("www."))]
+        if domains is None:
+            return None
+        forms = [hostname(d) for d in domains]
+        bad = [d for d, f in zip(domains, forms) if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", f)]
         if bad:
             raise ValueError(f"not domain names: {bad[:3]}")
-        return None if domains is None else [d.lower().removeprefix("www.") for d in domains]
+        return forms
 
 
 class ModelUnderTest(Strict):

@@ -25,9 +25,9 @@ from verifier import __version__
 from verifier.digests import canonical_json
 from verifier.errors import VerifierError
 from verifier.overlap.normalise import NORMALISATION, framed
-from verifier.overlap.sources import Source, SourceStats, file_sha256, list_sources, read_documents
+from verifier.overlap.sources import SourceStats, file_sha256, list_sources, read_documents
 
-FORMAT = "verifier-corpus-index/1"
+FORMAT = "verifier-corpus-index/2"
 SEPARATOR = b"\xff"  # never in UTF-8: no match crosses from one document into the next
 DEFAULT_SHARD_BYTES = 512 << 20
 MINHASH_PERM = 64
@@ -157,6 +157,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
                     writer.flush(shard_first)
                     shard_first = documents
                 writer.add(frame, {**doc.meta, "file": source.name})
+                stats.text_bytes += len(doc.text.encode("utf-8", errors="surrogatepass"))
                 documents += 1
             if stats.documents == 0:
                 raise VerifierError(f"{source.name}: no document with words to index")

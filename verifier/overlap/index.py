@@ -27,7 +27,7 @@ from verifier.overlap.sources import file_sha256
 
 MAX_MANIFEST = 64 << 20
 MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond
-PROBES, PROBE_WORDS, PROBE_DOCUMENTS, PROBE_OCCURRENCES, NEAR_CANDIDATES = 24, 3, 20, 2_000, 8
+PROBES, PROBE_WORDS, PROBE_OCCURRENCES, NEAR_CANDIDATES, NEAR_WINDOWS = 24, 3, 2_000, 64, 16
 SNIPPET = 80
 
 
@@ -50,6 +50,7 @@ class SourceEntry(_Strict):
     bytes: int = Field(ge=0)
     documents: int = Field(ge=0)
     empty_documents: int = Field(ge=0)
+    text_bytes: int = Field(ge=0)
 
 
 class Manifest(_Strict):
@@ -213,9 +214,8 @@ class CorpusIndex:
             total += hi - lo
         return total
 
-    def find_frame(self, frame: bytes, limit: int = 10, max_occurrences: int = MAX_OCCURRENCES) -> Found:
-        """Occurrences of a framed string and the first ``limit`` documents holding it (documents
-        are listed only while the string occurs at most ``max_occurrences`` times)."""
+    def find_frame(self, frame: bytes, limit: int = 10) -> Found:
+        """Occurrences of a framed string and the first ``limit`` documents holding it."""
         count = 0
         hits: list[Hit] = []
         total_docs = 0
@@ -226,15 +226,26 @@ class CorpusIndex:
             count += n
             if not n:
                 continue
-            exact &= n <= max_occurrences
-            if n > max_occurrences and max_occurrences < MAX_OCCURRENCES:
-                continue  # too common to say which documents matter
+            exact &= n <= MAX_OCCURRENCES
             positions = np.sort(np.asarray(shard.sa[lo[0]:lo[0] + min(n, MAX_OCCURRENCES)]).astype(np.int64))
             docs, first = np.unique(shard.document_of(positions), return_index=True)
             total_docs += docs.size
             for local, pos in zip(docs[:max(limit - len(hits), 0)], positions[first]):
                 hits.append(self._hit(shard, int(local), int(pos), len(frame)))
         return Found(count, hits, total_docs, exact)
+
+    def occurrences(self, frame: bytes, cap: int) -> list[tuple[int, int]]:
+        """(document, offset) of every occurrence of a framed string; none when it occurs more than
+        ``cap`` times (too common to point anywhere)."""
+        found: list[tuple[int, int]] = []
+        ranges = [(shard, count_range(shard.text, shard.sa, [frame], shard.scalar)) for shard in self.shards]
+        if sum(int(hi[0] - lo[0]) for _, (lo, hi) in ranges) > cap:
+            return []
+        for shard, (lo, hi) in ranges:
+            positions = np.asarray(shard.sa[lo[0]:hi[0]]).astype(np.int64)
+            local = shard.document_of(positions)
+            found += [(shard.entry.first_document + int(d), int(p - shard.starts[d])) for d, p in zip(local, positions)]
+        return found
 
     def _hit(self, shard: Shard, local: int, pos: int, length: int) -> Hit:
         begin, end = int(shard.starts[local]), int(shard.starts[local + 1]) - 1
@@ -265,27 +276,30 @@ class CorpusIndex:
         tokens = words.split()
         if not tokens:
             return []
-        candidates: Counter[int] = Counter()
-        first_offset: dict[int, int] = {}
+        size = len(words.encode("utf-8"))
+        offsets: dict[int, list[int]] = {}
+        probes_in: Counter[int] = Counter()
         starts = sorted({round(i * (len(tokens) - PROBE_WORDS) / max(PROBES - 1, 1)) for i in range(PROBES)}) if len(tokens) > PROBE_WORDS else [0]
         for i in starts:
-            probe = f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8")
-            found = self.find_frame(probe, PROBE_DOCUMENTS, max_occurrences=PROBE_OCCURRENCES)
-            for hit in found.documents:
-                candidates[hit.document] += 1
-                first_offset.setdefault(hit.document, hit.offset)
+            where = self.occurrences(f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8"), PROBE_OCCURRENCES)
+            for document in {d for d, _ in where}:
+                probes_in[document] += 1
+            for document, offset in where:
+                offsets.setdefault(document, []).append(offset)
         needed = 2 if len(starts) > 2 else 1
-        chosen = [d for d, k in candidates.most_common() if k >= needed][:NEAR_CANDIDATES]
+        chosen = sorted((d for d, k in probes_in.items() if k >= needed), key=lambda d: (-probes_in[d], d))[:NEAR_CANDIDATES]
         chosen += [d for d in self._lsh_neighbours(words, threshold) if d not in chosen][:NEAR_CANDIDATES]
         found_docs: list[tuple[Hit, float]] = []
         for document in chosen:
             shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
             local = document - shard.entry.first_document
             text = shard.words_of(local).encode("utf-8")
-            size = len(words.encode("utf-8"))
-            begin = first_offset.get(document, 0)
-            window = (text[max(0, begin - size):begin + 3 * size] if document in first_offset else text).decode("utf-8", errors="ignore")
-            similarity = LCSseq.similarity(tokens, window.split()) / len(tokens)
+            anchors: list[int] = []
+            for offset in sorted(offsets.get(document, [0])):  # one window per separate place the probes hit
+                if not anchors or offset > anchors[-1] + size:
+                    anchors.append(offset)
+            similarity = max(LCSseq.similarity(tokens, text[max(0, a - size):a + 2 * size].decode("utf-8", errors="ignore").split())
+                             for a in anchors[:NEAR_WINDOWS]) / len(tokens)
             if similarity >= threshold:
                 found_docs.append((self._hit(shard, local, int(shard.starts[local]), 0), round(similarity, 4)))
         found_docs.sort(key=lambda item: (-item[1], item[0].document))

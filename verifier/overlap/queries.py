@@ -21,6 +21,7 @@ from verifier.overlap.normalise import char_starts, framed, normalise, word_star
 
 DOC_SEPARATOR = 0xFE  # between the documents of one batch: in neither UTF-8 nor the index
 FIFTY = 50
+CHUNK_WORDS, CHUNK_OVERLAP = 1500, 200  # pieces of long texts; the overlap exceeds any n-gram the policy allows (64)
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,19 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         raise VerifierError("ngram and min_span_words must be 1-1000 words; spans and span_documents at least 0")
     if near_duplicates is not None and not 0 < near_duplicates <= 1:
         raise VerifierError(f"near_duplicates {near_duplicates}: a share in (0, 1]")
-    frames = [framed(t) for t in texts]
+    # Long texts are looked up in overlapping pieces: matching statistics cost grows with the square
+    # of a long near-match, and a piece bounds it. Pieces overlap by more than any n-gram, so n-gram
+    # counts and the 50-character rule are exact; a verbatim span longer than the overlap may be
+    # reported in two parts; whole-text presence is one count of the whole text.
+    norms = [normalise(t).split() for t in texts]
+    pieces = [(i, first, f" {' '.join(words[first:first + CHUNK_WORDS])} ".encode("utf-8") if words else b"")
+              for i, words in enumerate(norms) for first in _piece_starts(len(words))]
+    frames = [frame for _, _, frame in pieces]
     offsets = np.cumsum([0] + [len(f) + 1 for f in frames])[:-1]
     buffer = np.frombuffer(bytes([DOC_SEPARATOR]).join(frames) + bytes([DOC_SEPARATOR]), dtype=np.uint8)
 
     def longest_matches(starts_of: Callable[[bytes], np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Per text, its start positions and the longest corpus match from each."""
+        """Per piece, its start positions and the longest corpus match from each."""
         starts = [starts_of(f) for f in frames]
         positions = np.concatenate([s + o for s, o in zip(starts, offsets)] or [np.zeros(0, np.int64)])
         ends = np.concatenate([np.full(s.size, o + len(f)) for s, f, o in zip(starts, frames, offsets)] or [np.zeros(0, np.int64)])
@@ -94,20 +102,36 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         return starts, [lengths[cut[i]:cut[i + 1]] for i in range(len(frames))]
 
     word_pos, word_len = longest_matches(word_starts)
-    char_best: list[int | None] = [None] * len(frames)
+    covered = [np.zeros(len(words), dtype=np.int64) for words in norms]
+    for (i, first, frame), pos, length in zip(pieces, word_pos, word_len):
+        part = _words_covered(frame, pos, length)
+        covered[i][first:first + part.size] = np.maximum(covered[i][first:first + part.size], part)
+    char_best: list[int | None] = [None] * len(texts)
     if characters:
         char_pos, char_len = longest_matches(char_starts)
-        char_best = [_longest_chars(f, p, l) if f else 0 for f, p, l in zip(frames, char_pos, char_len)]
-    covered = [_words_covered(f, p, l) for f, p, l in zip(frames, word_pos, word_len)]
-    near = [None if near_duplicates is None else index.near_duplicates(normalise(t), near_duplicates) if f else []
-            for t, f in zip(texts, frames)]
-    results = [summarise(t, c, ngram, min_span_words, spans, cb, nd) for t, c, cb, nd in zip(texts, covered, char_best, near)]
+        char_best = [0] * len(texts)
+        for (i, _, frame), pos, length in zip(pieces, char_pos, char_len):
+            char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos, length) if frame else 0)
+    whole = [bool(words) and bool(covered[i][0] == len(words) if len(words) <= CHUNK_WORDS
+                                  else index.count_frames([framed(texts[i])])[0] > 0)
+             for i, words in enumerate(norms)]
+    near = [None if near_duplicates is None else index.near_duplicates(" ".join(words), near_duplicates) if words else []
+            for words in norms]
+    results = [summarise(t, c, ngram, min_span_words, spans, cb, nd, w) for t, c, cb, nd, w in zip(texts, covered, char_best, near, whole)]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]
     if wanted:
         frames_of = [f" {' '.join(results[i].text.split()[span.start_word:span.start_word + span.words])} ".encode("utf-8") for i, span in wanted]
         for (i, span), found in zip(wanted, (index.find_frame(f, span_documents) for f in frames_of)):
             results[i].spans[results[i].spans.index(span)] = replace(span, count=found.count, documents=found.documents)
     return results
+
+
+def _piece_starts(words: int) -> list[int]:
+    """First words of the overlapping pieces a text of ``words`` words is looked up in."""
+    if words <= CHUNK_WORDS:
+        return [0]
+    stride = CHUNK_WORDS - CHUNK_OVERLAP
+    return list(range(0, words - CHUNK_OVERLAP, stride))
 
 
 def maximal_spans(covered: np.ndarray, min_words: int) -> list[tuple[int, int]]:
@@ -133,9 +157,9 @@ def covered_from_spans(words: int, spans: list[tuple[int, int]]) -> np.ndarray:
 
 
 def summarise(text: str, covered: np.ndarray, ngram: int, min_span_words: int, spans: int,
-              longest_chars: int | None, near: list[tuple[Hit, float]] | None) -> Lookup:
-    """A document's lookup from the longest match at each word: n-grams found, verbatim, spans
-    (their counts and documents are filled by the caller)."""
+              longest_chars: int | None, near: list[tuple[Hit, float]] | None, verbatim: bool | None = None) -> Lookup:
+    """A document's lookup from the longest match at each word: n-grams found, verbatim (unless
+    given), spans (their counts and documents are filled by the caller)."""
     norm = normalise(text)
     words = norm.split()
     n_words = len(words)
@@ -145,7 +169,8 @@ def summarise(text: str, covered: np.ndarray, ngram: int, min_span_words: int, s
     char_at = np.cumsum([0] + [len(w) + 1 for w in words])
     kept = sorted(maximal_spans(covered, min_span_words), key=lambda s: (-s[1], s[0]))[:spans]
     span_list = [Span(int(char_at[w]), int(char_at[w + k] - 1), k, 0, [], w) for w, k in kept]
-    return Lookup(norm, n_words, n, ngrams, found, bool(n_words and covered[0] == n_words), int(covered.max(initial=0)),
+    whole = bool(n_words and covered[0] == n_words) if verbatim is None else bool(verbatim)
+    return Lookup(norm, n_words, n, ngrams, found, whole, int(covered.max(initial=0)),
                   longest_chars, None if longest_chars is None else longest_chars >= FIFTY, span_list, near)
 
 
@@ -158,10 +183,18 @@ def _words_covered(frame: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.
 
 
 def _longest_chars(frame: bytes, positions: np.ndarray, lengths: np.ndarray) -> int:
-    """The longest match in characters (frame spaces at both ends not counted)."""
-    is_start = (np.frombuffer(frame, dtype=np.uint8) & 0xC0) != 0x80
-    before = np.concatenate([[0], np.cumsum(is_start)])
-    inner_lo = np.maximum(positions, 1)
-    inner_hi = np.minimum(positions + lengths, len(frame) - 1)
-    chars = before[np.maximum(inner_hi, inner_lo)] - before[inner_lo]
-    return int(chars.max(initial=0))
+    """The longest match in whole characters (frame spaces at both ends not counted): a byte
+    match that stops inside a multi-byte character does not count that character."""
+    raw = np.frombuffer(frame, dtype=np.uint8)
+    is_start = np.append((raw & 0xC0) != 0x80, True)  # a character starts at each index (and the end counts as one)
+    before = np.concatenate([[0], np.cumsum(is_start[:-1])])
+    lo = np.maximum(positions, 1)
+    hi = np.minimum(positions + lengths, len(frame) - 1)
+    hi = np.maximum(hi, lo)
+    # back the end off to a character boundary: the match must cover the whole last character
+    while True:
+        inside = ~is_start[hi] & (hi > lo)
+        if not inside.any():
+            break
+        hi = np.where(inside, hi - 1, hi)
+    return int((before[hi] - before[lo]).max(initial=0))

@@ -140,8 +140,9 @@ def _search_rows(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positions:
                  best: np.ndarray, rows_all: np.ndarray, width: int) -> None:
     """Longest match of the first ``width`` bytes from each row's position; raises ``best``."""
     n = sa.shape[0]
-    for start in range(0, rows_all.size, ROWS_PER_BLOCK):
-        rows = rows_all[start:start + ROWS_PER_BLOCK]
+    block = max(1, min(ROWS_PER_BLOCK, (1 << 22) // max(width, 1)))  # at most ~4M window bytes in memory at once
+    for start in range(0, rows_all.size, block):
+        rows = rows_all[start:start + block]
         lengths = np.minimum(remaining[rows], width)
         w = max(int(lengths.max()), 1)
         q = windows(query, positions[rows], w)

@@ -42,6 +42,7 @@ class SourceStats:
     bytes: int = 0
     documents: int = 0
     empty_documents: int = field(default=0)
+    text_bytes: int = 0  # UTF-8 bytes of the documents' text as read (before the compared form)
 
 
 @dataclass(frozen=True)

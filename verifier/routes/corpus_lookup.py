@@ -34,7 +34,6 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from verifier.claims import ClaimKind, CorpusRef
-from verifier.errors import VerifierError
 from verifier.overlap import CorpusIndex, Lookup, build_index
 from verifier.overlap.backends import CorpusBackend, IndexUnavailable, LocalBackend, RemoteBackend
 from verifier.overlap.composition import composition
@@ -131,9 +130,9 @@ class CorpusLookupRoute(Route):
         trusted = {FROM_FILES: True, PREBUILT: params.trust_prebuilt, REMOTE: params.trust_remote}[identity["provenance"]]
         if not trusted and status in ("all_present", "some_present", "all_clean"):
             status = "index_unchecked"
-        metrics = findings(lookups, classes, params, identity, near is not None, ref)
+        metrics = findings(lookups, classes, params, identity, near is not None)
         summary = summarise(status, metrics, kind, ref)
-        return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics, ref), list(LIMITATIONS))
+        return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics), list(LIMITATIONS))
 
 
 FROM_FILES = "indexed here from the corpus files"
@@ -201,20 +200,21 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
         if declared.size_band is not None:
             bands = facts.bands()
             metrics["size_bands_possible"] = bands
-            rows.append(["1.3 text size band", f"{facts.tokens_low:,}-{facts.tokens_high:,} tokens (1 per word to 2 per byte): "
+            rows.append(["1.3 text size band", f"{facts.tokens_low:,}-{facts.tokens_high:,} tokens (1 per 8 compared bytes to 2 per byte read): "
                          f"{' or '.join(bands)}; declared {declared.size_band}"])
             if declared.size_band not in bands:
                 problems.append(f"the corpus holds {facts.tokens_low:,}-{facts.tokens_high:,} tokens, outside the declared band {declared.size_band}")
             elif len(bands) > 1:
                 unchecked.append("1.3 size band: the token range spans two bands")
         if declared.latest_collection is not None:
-            metrics["latest_dated_document"] = facts.latest
-            rows.append(["1.3 latest collection date", f"latest dated document {facts.latest or 'none'} "
-                         f"({facts.dated_documents} of {facts.documents} dated); declared {declared.latest_collection}"])
-            if facts.latest is not None and facts.latest > declared.latest_collection:
-                problems.append(f"documents are dated as late as {facts.latest}, after the declared latest collection {declared.latest_collection}")
-            elif facts.dated_documents < facts.documents:
-                unchecked.append("1.3 latest date: undated documents could be later")
+            later = facts.after(declared.latest_collection)
+            metrics |= {"latest_month": facts.latest_month, "latest_year_only": facts.latest_year}
+            rows.append(["1.3 latest collection date", f"latest document dated to the month {facts.latest_month or 'none'}, to the year only "
+                         f"{facts.latest_year or 'none'} ({facts.dated_documents} of {facts.documents} dated); declared {declared.latest_collection}"])
+            if later is not None:
+                problems.append(f"documents are dated {later}, after the declared latest collection {declared.latest_collection}")
+            elif facts.uncertain(declared.latest_collection):
+                unchecked.append("1.3 latest date: undated documents, or documents dated only to the declared year, could be later")
     metrics |= {"problems": problems, "unchecked": unchecked}
     sections = [Table("EU summary fields against the declared corpus", ["field", "what the corpus shows"], rows or [["-", "nothing to compare"]]),
                 Notes("What this check shows", [LIMITATIONS[0], *(f"Not established: {u}." for u in unchecked)])]
@@ -235,7 +235,10 @@ def classify(item: Lookup, params: CorpusLookupParams) -> str:
     if item.verbatim or (item.ngrams and item.ngram_share >= params.present_share) or copy >= params.near_duplicate:
         # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
         return "present" if item.words >= params.ngram else "partial"
-    if item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
+    # Clean needs every check the policy asks for to have run and found nothing (a remote index
+    # cannot run the 50-character rule or the edited-copy check: its documents are never clean).
+    checks_ran = item.near_duplicates is not None and not (params.fifty_char_rule and item.fifty_char is None)
+    if checks_ran and item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
         return "clean"
     return "partial"
 
@@ -251,12 +254,13 @@ def decide(classes: Counter, n: int) -> str:
 
 
 def findings(lookups: list[Lookup], classes: list[str], params: CorpusLookupParams, identity: dict[str, Any],
-             near_checked: bool, ref: CorpusRef) -> dict[str, Any]:
+             near_checked: bool) -> dict[str, Any]:
     n = len(lookups)
     counts = Counter(classes)
     rate = wilson(counts["present"], n) if n else None
     return {
         "corpus": identity,
+        "thresholds": params.model_dump(),
         "n_documents": n,
         "present": counts["present"], "partial": counts["partial"], "clean": counts["clean"], "no_words": counts["no words"],
         "present_rate": None if rate is None else {"value": rate.value, "ci_low": rate.ci_low, "ci_high": rate.ci_high},
@@ -295,7 +299,7 @@ def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -
             f"is the developer's declaration.{trust}")
 
 
-def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any], ref: CorpusRef) -> list:
+def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> list:
     c = m["corpus"]
     rate = m["present_rate"]
     pct = lambda v: f"{v:.1%}"  # noqa: E731
