@@ -107,12 +107,29 @@ def rewrite_corpus(folder: Path, edit) -> None:
     lambda t: " ".join(w[:2] + "\u034f" + w[2:] + "\ufe0f" for w in t.split()),  # grapheme joiner, variation selector
     lambda t: t.replace("e", "&#101;"),  # HTML character references
     lambda t: " ".join(w + (" indeed" if i % 4 == 3 else "") for i, w in enumerate(t.split())),  # a word inserted every 4 words
-], ids=["tags", "joiners", "entities", "insertions"])
+    lambda t: " ".join(w + (" indeed" if i % 2 == 1 else "") for i, w in enumerate(t.split())),  # ... every 2 words (no 3-gram survives)
+], ids=["tags", "joiners", "entities", "insertions", "dense-insertions"])
 def test_edited_copies_still_contradict_decontamination(folder: Path, edit) -> None:
     rewrite_corpus(folder, edit)
     items = [r["text"] for r in BENCH if r["label"] == 1][:40]
     result = run_audit(claim(folder, items, "decontaminated"), target_factory=never_load).findings
     assert result["verdict"] == "CONTRADICTED", result["verdict_sentence"]
+
+
+def test_swapped_words_are_never_clean(folder: Path) -> None:
+    """Adjacent words swapped once in every four (an outside attack): an edited copy at about 75%,
+    so neither absence nor training is established."""
+    def swap(text: str) -> str:
+        words = text.split()
+        for i in range(0, len(words) - 1, 4):
+            words[i], words[i + 1] = words[i + 1], words[i]
+        return " ".join(words)
+
+    rewrite_corpus(folder, swap)
+    items = [r["text"] for r in BENCH if r["label"] == 1][:30]
+    for kind in ("decontaminated", "trained_on"):
+        result = run_audit(claim(folder, items, kind), target_factory=never_load).findings
+        assert result["verdict"] == "INCONCLUSIVE", result["verdict_sentence"]
 
 
 def test_unspaced_script_items_inside_clauses_are_found(folder: Path) -> None:
@@ -282,7 +299,7 @@ def test_summary_fields_checked_against_the_corpus(folder: Path) -> None:
     ok = run_audit(summary_claim(folder, corpus, crawled_domains=full + ["other.net"], size_band="<1B", latest_collection="2016-12"),
                    target_factory=never_load).findings
     metrics = lookup_of(ok)["outcome"]["metrics"]
-    assert ok["verdict"] == "VERIFIED" and set(metrics["required_domains"]) == set(full) and metrics["domain_coverage"] == 1.0
+    assert ok["verdict"] == "VERIFIED" and set(metrics["required_domains"] + metrics["tied_domains"]) == set(full) and metrics["domain_coverage"] == 1.0
     missing = run_audit(summary_claim(folder, corpus, crawled_domains=full[:2], size_band="<1B"), target_factory=never_load).findings
     assert missing["verdict"] == "CONTRADICTED" and "blog7.example.org" in missing["verdict_sentence"]
     band = run_audit(summary_claim(folder, corpus, crawled_domains=full, size_band="1B-10T"), target_factory=never_load).findings
@@ -317,15 +334,39 @@ def test_summary_ambiguities_never_confirm(folder: Path) -> None:
     (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     ref = {"index": "web", "sha256": digest_files([corpus])[0]}
     # 21 domains: the top 10% is 3; big.example and bücher.de are certainly in it, beta/zeta tie for the third place
-    ok = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "xn--bcher-kva.de"]), target_factory=never_load).findings
+    ok = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "xn--bcher-kva.de", "zeta.org"]), target_factory=never_load).findings
     assert ok["verdict"] == "VERIFIED", ok["verdict_sentence"]
+    short = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de"]), target_factory=never_load).findings
+    assert short["verdict"] == "CONTRADICTED" and "tied" in short["verdict_sentence"]
     # dated to the year 2016 only: cannot confirm a declared 2016-06, and 2015 documents contradict nothing
-    unsure = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de"], latest_collection="2016-06"),
+    unsure = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de", "beta.org"], latest_collection="2016-06"),
                        target_factory=never_load).findings
     assert unsure["verdict"] == "UNVERIFIABLE"
-    late = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de"], latest_collection="2015-12"),
+    late = run_audit(summary_claim(folder, ref, crawled_domains=["big.example", "bücher.de", "beta.org"], latest_collection="2015-12"),
                      target_factory=never_load).findings
     assert late["verdict"] == "CONTRADICTED" and "2016" in late["verdict_sentence"]
+
+
+def test_hosts_hidden_in_urls_and_subdomains(folder: Path) -> None:
+    corpus = folder / "web"
+    corpus.mkdir()
+    records = [{"text": BOOKS[i], "url": f"https://en.site{i % 2}.org/{i}"} for i in range(6)]
+    records += [{"text": BOOKS[10][:100], "url": f"https://small{i}.org/"} for i in range(14)]
+    ref = {"index": "web", "sha256": ""}
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    ref["sha256"] = digest_files([corpus])[0]
+    covered = run_audit(summary_claim(folder, ref, crawled_domains=["site0.org", "site1.org"]), target_factory=never_load).findings
+    assert covered["verdict"] == "VERIFIED"  # a declared domain covers its subdomains
+    records.append({"text": BOOKS[30] * 20, "url": "https://hidden.com\\@site0.org/"})  # a browser goes to hidden.com
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    ref["sha256"] = digest_files([corpus])[0]
+    hidden = run_audit(summary_claim(folder, ref, crawled_domains=["site0.org", "site1.org"]), target_factory=never_load).findings
+    assert hidden["verdict"] == "CONTRADICTED" and "hidden.com" in hidden["verdict_sentence"]
+    records.append({"text": BOOKS[31], "url": "::::"})
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    ref["sha256"] = digest_files([corpus])[0]
+    unknown = run_audit(summary_claim(folder, ref, crawled_domains=["site0.org", "site1.org", "hidden.com"]), target_factory=never_load).findings
+    assert unknown["verdict"] == "UNVERIFIABLE"  # a URL without a host: its domain could be any
 
 
 def test_timestamps_are_not_dates(folder: Path) -> None:

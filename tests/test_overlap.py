@@ -96,6 +96,8 @@ def test_ascii_fast_path_equals_the_general_normalisation(corpus_texts: list[str
     ("Cafe\u0301 \u0130stanbul", "caf\u00e9 istanbul"),  # combining marks composed or deleted, dotted capital I
     ("&#101;ntity&nbsp;text", "entity text"),
     ("新闻报道。今天", "新 闻 报 道 今 天"),  # scripts without spaces: a character is a word
+    ("\u0e44\u0e21\u0e48 \u0e44\u0e21\u0e49", "\u0e44 \u0e21\u0e48 \u0e44 \u0e21\u0e49"),  # Thai "not" and "wood": marks kept, units apart
+    ("\u0645\u064e\u0646 \u092e\u0948\u0902", "\u0645\u0646 \u092e\u0948\u0902"),  # Arabic vowel points deleted, Hindi signs kept
 ])
 def test_disguises_normalise_away(text: str, compared: str) -> None:
     assert normalise(text) == compared
@@ -194,6 +196,16 @@ def test_damaged_index_is_refused_in_one_line(small_copy: Path, damage: str) -> 
     with pytest.raises(VerifierError) as info:
         CorpusIndex.open(small_copy)
     assert "\n" not in str(info.value) and str(small_copy.parent) not in str(info.value)
+
+
+@pytest.mark.parametrize(("url", "host"), [
+    ("https://www.Example.org/a", "example.org"), ("www.hidden-a.com/page", "hidden-a.com"),
+    ("https://hidden-b.com\\@d01.com/", "hidden-b.com"), ("https://user:pw@site.net:8080/x", "site.net"), ("not a url", ""),
+])
+def test_url_hosts_as_browsers_read_them(url: str, host: str) -> None:
+    from verifier.overlap.sources import url_host
+
+    assert url_host(url) in (host, host.lower()) or (host == "" and " " in url_host(url) or url_host(url) == host)
 
 
 def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:

@@ -40,17 +40,21 @@ class Composition:
     tokens_high: int
     domains: list[tuple[str, int]] = field(default_factory=list)  # (domain, bytes of text), largest first
     documents_with_url: int = 0
+    urls_without_host: int = 0  # their domain is unknown: the domain list cannot be confirmed
     latest_month: str | None = None  # YYYY-MM of the latest document dated to the month
     latest_year: int | None = None  # the latest year of a document dated to the year only
     dated_documents: int = 0
 
-    def required_domains(self, sme: bool) -> list[str]:
-        """The domains a summary must list: top 10% by size (SME: 5% or 1,000, whichever is
-        fewer), leaving out domains tied with the first one below the cut."""
+    def required_domains(self, sme: bool) -> tuple[list[str], list[str], int]:
+        """The domains a summary must list - top 10% by size (SME: 5% or 1,000, whichever is
+        fewer) - as (certain, tied, slots): the domains certainly in the top share, and the
+        domains tied at the cut, of which any ``slots`` complete it."""
         n = len(self.domains)
         k = min(math.ceil(0.05 * n), 1000) if sme else math.ceil(0.10 * n)
-        below = self.domains[k][1] if k < n else -1
-        return [d for d, size in self.domains[:k] if size > below]
+        edge = self.domains[k - 1][1]
+        certain = [d for d, size in self.domains if size > edge]
+        tied = [d for d, size in self.domains if size == edge]
+        return certain, tied, k - len(certain)
 
     def after(self, declared: str) -> str | None:
         """The latest date certainly after the declared YYYY-MM, if any."""
@@ -72,7 +76,7 @@ class Composition:
 
 def composition(index: CorpusIndex) -> Composition:
     sizes: Counter[str] = Counter()
-    with_url = dated = words = 0
+    with_url = dated = words = no_host = 0
     latest_month: tuple[int, int] | None = None
     latest_year: int | None = None
     for shard in index.shards:
@@ -82,9 +86,12 @@ def composition(index: CorpusIndex) -> Composition:
         raw = bytes(shard.meta)
         for local, line in enumerate(raw.splitlines()):
             meta = json.loads(line)
-            if "domain" in meta:
+            if "url" in meta:
                 with_url += 1
-                sizes[hostname(meta["domain"])] += int(lengths[local])
+                if meta.get("domain"):
+                    sizes[hostname(meta["domain"])] += int(lengths[local])
+                else:
+                    no_host += 1
             match = _DATE.match(str(meta.get("date", "")).strip())
             if match:
                 dated += 1
@@ -99,6 +106,6 @@ def composition(index: CorpusIndex) -> Composition:
     # Tokens: at least one per 8 bytes of compared text (English runs about 4-5 bytes a token,
     # Chinese about 4), at most two per byte of the text as read (punctuation and markup included).
     return Composition(index.manifest.documents, words, compared, compared // 8, 2 * raw,
-                       sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])), with_url,
+                       sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])), with_url, no_host,
                        None if latest_month is None else f"{latest_month[0]:04d}-{latest_month[1]:02d}", latest_year, dated)
 

@@ -267,27 +267,34 @@ class CorpusIndex:
         match (rapidfuzz's LCSseq over words), at least ``threshold``. Words inserted into the
         copy cost nothing; words deleted or changed cost their share.
 
-        Candidates come from two places, so neither edits that break every long n-gram (a word
-        inserted every few words) nor edits spread thinly escape: the documents holding several
-        of the text's word 3-grams (probes spread over the text, found through the suffix array),
-        and, where the index holds MinHash signatures, the LSH neighbours of its 5-word shingles."""
+        Candidates come from three places, so neither edits that break every n-gram (a word
+        inserted after every word or two, adjacent words swapped) nor edits spread thinly escape:
+        the documents holding several of the text's rarest words (single words survive any
+        insertion), those holding several of its word 3-grams (probes spread over the text), both
+        found through the suffix array, and, where the index holds MinHash signatures, the LSH
+        neighbours of its 5-word shingles."""
         from rapidfuzz.distance import LCSseq
 
         tokens = words.split()
         if not tokens:
             return []
         size = len(words.encode("utf-8"))
-        offsets: dict[int, list[int]] = {}
-        probes_in: Counter[int] = Counter()
         starts = sorted({round(i * (len(tokens) - PROBE_WORDS) / max(PROBES - 1, 1)) for i in range(PROBES)}) if len(tokens) > PROBE_WORDS else [0]
-        for i in starts:
-            where = self.occurrences(f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8"), PROBE_OCCURRENCES)
-            for document in {d for d, _ in where}:
-                probes_in[document] += 1
-            for document, offset in where:
-                offsets.setdefault(document, []).append(offset)
-        needed = 2 if len(starts) > 2 else 1
-        chosen = sorted((d for d, k in probes_in.items() if k >= needed), key=lambda d: (-probes_in[d], d))[:NEAR_CANDIDATES]
+        grams = [f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8") for i in starts]
+        distinct = sorted(set(tokens))
+        counts = self.count_frames([f" {w} ".encode("utf-8") for w in distinct])
+        rare = [f" {w} ".encode("utf-8") for c, w in sorted(zip(counts.tolist(), distinct)) if 0 < c <= PROBE_OCCURRENCES][:PROBES]
+        offsets: dict[int, list[int]] = {}
+        chosen: list[int] = []
+        for probes in (grams, rare):
+            hits: Counter[int] = Counter()
+            for probe in probes:
+                where = self.occurrences(probe, PROBE_OCCURRENCES)
+                hits.update({d for d, _ in where})
+                for document, offset in where:
+                    offsets.setdefault(document, []).append(offset)
+            needed = 2 if len(probes) > 2 else 1
+            chosen += [d for d in sorted(hits, key=lambda d: (-hits[d], d)) if hits[d] >= needed and d not in chosen][:NEAR_CANDIDATES]
         chosen += [d for d in self._lsh_neighbours(words, threshold) if d not in chosen][:NEAR_CANDIDATES]
         found_docs: list[tuple[Hit, float]] = []
         for document in chosen:
@@ -298,6 +305,7 @@ class CorpusIndex:
             for offset in sorted(offsets.get(document, [0])):  # one window per separate place the probes hit
                 if not anchors or offset > anchors[-1] + size:
                     anchors.append(offset)
+            anchors.sort(key=lambda a: -sum(a - size <= o <= a + 2 * size for o in offsets.get(document, [])))  # densest first
             similarity = max(LCSseq.similarity(tokens, text[max(0, a - size):a + 2 * size].decode("utf-8", errors="ignore").split())
                              for a in anchors[:NEAR_WINDOWS]) / len(tokens)
             if similarity >= threshold:

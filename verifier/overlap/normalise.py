@@ -19,30 +19,53 @@ import unicodedata
 
 import numpy as np
 
-NORMALISATION = "nfkc-casefold-alnum-noignorable-cjkchar/2"
-_NOT_WORD = re.compile(r"[\W_]+")
+NORMALISATION = "nfkc-casefold-alnum-noignorable-cjkchar/3"
+
+# Combining marks that decorate letters (accents left over after NFKC, Arabic vowel points, Hebrew
+# points): deleted, since inside a word they would otherwise split it. Marks that are letters of
+# their script (Thai and Indic vowel signs: ไม่ "not" and ไม้ "wood" differ only by one) are kept
+# as part of their word.
+_DECORATIVE = ((0x0300, 0x036F), (0x0483, 0x0489), (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670),
+               (0x06D6, 0x06ED), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF), (0xFE20, 0xFE2F))
+# Default-ignorable code points besides the format characters: invisible in running text.
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+              (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_PLANES = [*range(0x20000), *range(0xE0000, 0xE1000)]  # every mark and format character lies in these
 
 
 @functools.cache
 def _invisible() -> dict[int, None]:
-    """Characters deleted before comparison: format characters (Cf), combining and enclosing
-    marks (Mn, Me: what NFKC leaves of them; an accent or a variation selector inside a word
-    would otherwise split it), and the other default-ignorable code points (Hangul fillers,
-    Mongolian selectors, the tag block), all invisible or nearly so in running text."""
-    table: dict[int, None] = {}
-    for cp in [*range(0x20000), *range(0xE0000, 0xE1000)]:  # every Mn, Me and Cf code point lies in these planes
-        if unicodedata.category(chr(cp)) in ("Mn", "Me", "Cf"):
-            table[cp] = None
-    for lo, hi in ((0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164), (0xFFA0, 0xFFA0),
-                   (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)):
+    """Characters deleted before comparison: format characters (Cf), the default-ignorables, and
+    decorative combining marks."""
+    table = {cp: None for cp in _PLANES if unicodedata.category(chr(cp)) == "Cf"}
+    for lo, hi in _IGNORABLE + _DECORATIVE:
         table.update(dict.fromkeys(range(lo, hi + 1)))
     return table
 
 
-# Scripts written without spaces between words: each character is compared as a word, so an item
-# copied into the middle of a clause is found (word n-grams there are character n-grams).
-_UNSPACED = re.compile("([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
-                       "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f])")
+def _class(codepoints: list[int]) -> str:
+    """A regex character class body of the code points, as ranges."""
+    parts, start = [], None
+    for cp, following in zip(codepoints, codepoints[1:] + [None]):
+        start = cp if start is None else start
+        if following != cp + 1:
+            parts.append(re.escape(chr(start)) + ("" if cp == start else "-" + re.escape(chr(cp))))
+            start = None
+    return "".join(parts)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(non-word runs, unspaced-script units): a word is letters, digits and the marks kept; in
+    scripts written without spaces each character with its marks is a word of its own, so an item
+    copied into the middle of a clause is found (word n-grams there are character n-grams)."""
+    deleted = _invisible()
+    marks = _class([cp for cp in _PLANES if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me") and cp not in deleted])
+    unspaced = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
+                "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f")
+    return re.compile(f"(?:[^\\w{marks}]|_)+"), re.compile(f"([{unspaced}][{marks}]*)")
+
+
 # ASCII text (most of any English corpus) takes a byte-table path with the same result: NFKC
 # and case folding of ASCII are lower-casing, and the non-word characters are the non-alphanumerics.
 _ASCII = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 0x20 for c in range(128)) + b" " * 128
@@ -61,7 +84,8 @@ def normalise(text: str) -> str:
 def normalise_unicode(text: str) -> str:
     """The general path of ``normalise`` (any text)."""
     folded = unicodedata.normalize("NFKC", text).casefold().translate(_invisible())
-    return _NOT_WORD.sub(" ", _UNSPACED.sub(r" \1 ", folded)).strip()
+    not_word, unit = _patterns()
+    return not_word.sub(" ", unit.sub(r" \1 ", folded)).strip()
 
 
 def framed(text: str) -> bytes:

@@ -118,10 +118,22 @@ def _meta(record: dict[str, Any], fallback_id: str) -> dict[str, str]:
                 break
     meta.setdefault("id", fallback_id)
     if "url" in meta:
-        host = urlsplit(meta["url"]).hostname
-        if host:
-            meta["domain"] = host.removeprefix("www.")
+        meta["domain"] = url_host(meta["url"])
     return meta
+
+
+def url_host(url: str) -> str:
+    """The host a browser would contact for ``url`` ("" when there is none): a missing scheme is
+    read as a web address, and backslashes as the path separators browsers take them for, so
+    ``https://hidden.com\\@declared.com/`` is hidden.com, not declared.com."""
+    url = url.strip().replace("\\", "/")
+    if "://" not in url:
+        url = "//" + url.removeprefix("//")
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+    return host.removeprefix("www.")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -185,17 +185,27 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
     metrics: dict[str, Any] = {"corpus": identity, "documents": facts.documents, "words": facts.words,
                                "tokens_range": [facts.tokens_low, facts.tokens_high]}
     if "eu:2.3" in fields:
-        if declared.crawled_domains is None or not facts.domains:
-            unchecked.append("2.3 domains: " + ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs"))
+        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host:
+            why = ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs" if not facts.domains
+                   else f"{facts.urls_without_host} documents have URLs without a host")
+            unchecked.append(f"2.3 domains: {why}")
         else:
-            required = facts.required_domains(declared.sme)
-            missing = [d for d in required if d not in set(declared.crawled_domains)]
-            share = (len(required) - len(missing)) / len(required)
-            metrics |= {"domains": len(facts.domains), "required_domains": required, "missing_domains": missing, "domain_coverage": share}
-            rows.append(["2.3 most relevant domains", f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} domains "
-                         f"by text size: {len(required)} required, {share:.0%} declared" + (f"; missing {', '.join(missing[:20])}" if missing else "")])
-            if missing:
-                problems.append(f"{len(missing)} of the {len(required)} largest domains are not declared ({', '.join(missing[:5])})")
+            certain, tied, slots = facts.required_domains(declared.sme)
+            covered = lambda d: any(d == x or d.endswith("." + x) for x in declared.crawled_domains)  # noqa: E731 - a domain covers its subdomains
+            missing = [d for d in certain if not covered(d)]
+            short = max(0, slots - sum(covered(d) for d in tied))
+            quota = len(certain) + slots
+            share = (quota - len(missing) - short) / quota
+            metrics |= {"domains": len(facts.domains), "required_domains": certain, "tied_domains": tied, "tied_slots": slots,
+                        "missing_domains": missing, "domain_coverage": share}
+            rows.append(["2.3 most relevant domains", f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} "
+                         f"domains by text size: {quota} required ({len(tied)} tied for the last {slots}), {share:.0%} declared"
+                         + (f"; missing {', '.join(missing[:20])}" if missing else "") + (f"; {short} more of the tied domains needed" if short else "")])
+            if missing or short:
+                open_tied = [d for d in tied if not covered(d)]
+                problems.append(f"{len(missing) + short} of the {quota} largest domains are not declared"
+                                + (f" ({', '.join(missing[:5])})" if missing else "")
+                                + (f" ({short} more of the {len(tied)} tied for the last places: {', '.join(open_tied[:5])})" if short else ""))
     if "eu:1.3" in fields:
         if declared.size_band is not None:
             bands = facts.bands()
