@@ -160,14 +160,15 @@ class RemoteBackend:
         results = []
         shortest = min(ngram, min_span_words)
         for text in texts:
-            words = len(normalise(text).split())
+            norm = normalise(text)
+            words = len(norm.split())
             data = self._post({"query_type": "attribution", "query": text, "min_len": shortest, "max_cnt": span_documents})
             with _answer(self.url, "attribution"):
                 raw = [s for s in data["spans"] if isinstance(s, dict)]
                 bounds = [(_count(s["l"]), _count(s["r"]) - _count(s["l"])) for s in raw]
                 if any(k < 1 or first + k > words for first, k in bounds):
                     raise ValueError("attribution spans outside the text (another normalisation?)")
-                result = summarise(text, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
+                result = summarise(norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
                 by_first = {_count(s["l"]): s for s in raw}
                 result.spans[:] = [Span(sp.start, sp.end, sp.words, _count(by_first[sp.start_word].get("count", 0)),
                                         [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)

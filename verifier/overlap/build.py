@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from verifier import __version__
-from verifier.digests import canonical_json
+from verifier.digests import canonical_json, file_sha256
 from verifier.errors import VerifierError
 from verifier.overlap.normalise import NORMALISATION, framed
-from verifier.overlap.sources import SourceStats, file_sha256, list_sources, read_documents
+from verifier.overlap.sources import SourceStats, list_sources, read_documents
 
 FORMAT = "verifier-corpus-index/2"
 SEPARATOR = b"\xff"  # never in UTF-8: no match crosses from one document into the next

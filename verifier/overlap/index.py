@@ -23,7 +23,7 @@ from verifier.errors import VerifierError, first_validation_error
 from verifier.overlap.build import FORMAT, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
 from verifier.overlap.normalise import NORMALISATION
 from verifier.overlap.search import count_range, matching_lengths
-from verifier.overlap.sources import file_sha256
+from verifier.digests import file_sha256
 
 MAX_MANIFEST = 64 << 20
 MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond

@@ -113,11 +113,12 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         for (i, _, frame), pos, length in zip(pieces, char_pos, char_len):
             char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos, length) if frame else 0)
     whole = [bool(words) and bool(covered[i][0] == len(words) if len(words) <= CHUNK_WORDS
-                                  else index.count_frames([framed(texts[i])])[0] > 0)
+                                  else index.count_frames([f" {' '.join(words)} ".encode("utf-8")])[0] > 0)
              for i, words in enumerate(norms)]
     near = [None if near_duplicates is None else index.near_duplicates(" ".join(words), near_duplicates) if words else []
             for words in norms]
-    results = [summarise(t, c, ngram, min_span_words, spans, cb, nd, w) for t, c, cb, nd, w in zip(texts, covered, char_best, near, whole)]
+    results = [summarise(" ".join(words), c, ngram, min_span_words, spans, cb, nd, w)
+               for words, c, cb, nd, w in zip(norms, covered, char_best, near, whole)]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]
     if wanted:
         frames_of = [f" {' '.join(results[i].text.split()[span.start_word:span.start_word + span.words])} ".encode("utf-8") for i, span in wanted]
@@ -156,11 +157,10 @@ def covered_from_spans(words: int, spans: list[tuple[int, int]]) -> np.ndarray:
     return covered
 
 
-def summarise(text: str, covered: np.ndarray, ngram: int, min_span_words: int, spans: int,
+def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, spans: int,
               longest_chars: int | None, near: list[tuple[Hit, float]] | None, verbatim: bool | None = None) -> Lookup:
-    """A document's lookup from the longest match at each word: n-grams found, verbatim (unless
-    given), spans (their counts and documents are filled by the caller)."""
-    norm = normalise(text)
+    """A document's lookup, from its compared form and the longest match at each word: n-grams
+    found, verbatim (unless given), spans (their counts and documents are filled by the caller)."""
     words = norm.split()
     n_words = len(words)
     n = min(ngram, n_words)

