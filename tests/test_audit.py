@@ -55,7 +55,7 @@ def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
     assert all(min(w.values()) >= 0 for w in metrics["test"]["weights"])
     assert "control" not in metrics and "no member-free control was run" in findings["verdict_sentence"]
     assert "not exchangeable under the model" in findings["verdict_sentence"]
-    assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached"]
+    assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached", "not_reached"]
     assert bundle.name.endswith(findings_digest(findings)[:16])
     result = runner.invoke(app, ["verify", str(bundle), "--key", str(bundle.parent.parent / "k.key.pub")])
     assert result.exit_code == 0 and result.stdout.startswith("OK: 8 files intact; signer ") and "signer pinned by --key" in result.stdout
@@ -133,15 +133,17 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
     assert "split of the held-out population" in vacuous["verdict_sentence"]
 
 
-def test_unavailable_routes_say_so_and_disclosure_decides(testbed_claim, tmp_path):
+def test_a_refused_registration_decides_nothing_and_the_walk_goes_on(testbed_claim, tmp_path):
     claim = yaml.safe_load(testbed_claim.read_text())
     (testbed_claim.parent / "registration.json").write_text("{}")
-    claim["evidence"] = {"suspect": claim["evidence"]["suspect"], "marks": {"registration": "registration.json"}}
+    claim["evidence"] = {"suspect": claim["evidence"]["suspect"] | {"where": {"member": 1, "identifier": 0}},
+                         "marks": {"registration": "registration.json", "siblings": "registration.json"}}
     path = testbed_claim.parent / "marks-claim.yaml"
     path.write_text(yaml.safe_dump(claim))
     findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
-    statuses = {r["route"]: (r["status"], r["reason"]) for r in findings["path"]}
-    assert statuses["marks"][0] == "not_available" and "not available" in statuses["marks"][1]
+    record = {r["route"]: r for r in findings["path"]}["marks"]
+    assert record["status"] == "ran" and record["outcome"]["status"] == "refused"
+    assert "not a signed registration" in record["outcome"]["summary"]
     assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
 
 

@@ -70,8 +70,12 @@ def test_route_contract(name):
             continue
         assert set(row) == set(route.claim_kinds)
         assert all(isinstance(verdict, Verdict) for verdict in row.values())
-    if route.needs_target:
-        assert "signals" in route.Params.model_fields
+    if route.needs_target:  # what the engine checks against the target before the walk
+        from verifier.policy import load_policy
+        from verifier.resources import resource
+
+        params = next(s for s in load_policy(resource("policies", "default.yaml")).routes if s.name == name).params
+        assert route.signals_of(params) and set(route.signals_of(params)) <= set(REGISTRY)
 
 
 def test_planned_routes_declare_known_evidence():
@@ -98,17 +102,20 @@ def route_context(tmp_path_factory, tiny_model_dir):
     from conftest import CORPUS, WIKIMIA
     from verifier.claims import load_claim
     from verifier.overlap import digest_files
+    from verifier.resources import resource
     from verifier.routes import RouteContext
     from verifier.targets import ScoreCache, load_target
 
     folder = tmp_path_factory.mktemp("contract")
     shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
     shutil.copytree(CORPUS, folder / "corpus")
+    shutil.copytree(resource("examples", "data", "marks"), folder / "marks")
     half = {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}
     claim = {"claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
              "model": {"target": str(tiny_model_dir)},
              "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "reference": half | {"offset": 120},
-                          "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]}}}
+                          "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]},
+                          "marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}}}
     claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
     manifest, base = load_claim(folder / "claim.yaml")

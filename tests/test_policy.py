@@ -64,10 +64,10 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     (lambda p: route_of(p, "dataset_inference").update(when="heldot"), r"routes\.2\.when: Extra inputs are not permitted"),
     (lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"), r"routes\.2\.route: unknown route 'dataset_inferense'"),
     (lambda p: route_of(p, "dataset_inference").update(grants=["VERIFIED"]), r"routes\.2\.grants: dataset_inference can never reach VERIFIED"),
-    (lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]), r"routes\.3\.grants: date_shift can never reach SUPPORTED"),
-    (lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))), r"routes\.5\.route: 'disclosure' appears twice"),
+    (lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]), r"routes\.4\.grants: date_shift can never reach SUPPORTED"),
+    (lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))), r"routes\.6\.route: 'disclosure' appears twice"),
     (lambda p: p.pop("routes"), r"routes: Field required"),
-    (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.3\.params\.shift_alpha"),
+    (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.4\.params\.shift_alpha"),
     (lambda p: route_of(p, "corpus_lookup").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
     (lambda p: route_of(p, "marks").update(grants=["VERIFIED"]), r"routes\.1\.grants: marks can never reach VERIFIED"),
 ])
@@ -94,7 +94,7 @@ def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):
     policy["routes"][-1], policy["routes"][-2] = policy["routes"][-2], policy["routes"][-1]
     looser, other = departures_from_default(load_policy(write_policy(tmp_path, policy)))
     assert sorted(other) == sorted([
-        "routes reordered: corpus_lookup > dataset_inference > disclosure > date_shift",
+        "routes reordered: corpus_lookup > dataset_inference > identifiers > disclosure > date_shift",
         "date_shift may not grant REJECTED-METHOD",
         "dataset_inference may not grant CONTRADICTED",  # can hide an adverse result from a denial
         "dataset_inference.method split_median (default permutation)",
@@ -251,7 +251,11 @@ def test_date_shift_without_a_shift_passes_the_decision_on(claim_folder, tiny_mo
 @pytest.mark.parametrize(("evidence", "message"), [
     ({"suspect": {"path": "missing.jsonl"}}, r"claim.yaml: evidence.suspect.path: file missing.jsonl not found"),
     ({"suspect": {"path": "docs.jsonl"}, "corpus": {"path": "docs.jsonl"}}, r"claim.yaml: evidence.corpus.index: Field required"),
-    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json"}}, r"evidence.marks.registration: file reg.json not found"),
+    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json", "siblings": "docs.jsonl"}},
+     r"evidence.marks.registration: file reg.json not found"),
+    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl"}}, r"evidence.marks.siblings: Field required"),
+    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl", "siblings": "../x.json"}},
+     r"evidence.marks.siblings: ../x.json must be a path relative to the claim's folder and inside it"),
 ])
 def test_evidence_is_checked_when_the_claim_is_read(claim_folder, tiny_model_dir, evidence, message):
     with pytest.raises(VerifierError, match=message):

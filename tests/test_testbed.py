@@ -40,7 +40,10 @@ def test_manifest_records_membership_independent_of_period(small_testbed):
     assert chi2_contingency(counts).pvalue > 0.001
     lines = [json.loads(line) for line in small_testbed.documents.read_text().splitlines()]
     assert [bool(r["member"]) for r in lines] == [d["member"] for d in docs]
-    assert {c["copies"] for c in m["canaries"]} == {0, 1, 4, 16}
+    assert [d["copies"] for d in m["marks"]] == [1, 4, 16] * 8  # the bundled example's 24 marked documents, in turn
+    carried = [[sum(bool(d["identifier"]) == i and d["member"] == member for d in docs) for member in (True, False)] for i in (True, False)]
+    assert min(min(row) for row in carried) > 40 and chi2_contingency(carried).pvalue > 0.001  # identifiers independent of membership
+    assert all(("Archive record: " in r["text"]) == bool(r["identifier"]) for r in lines)
     assert m["train_loss_per_epoch"][-1] < m["train_loss_per_epoch"][0]
 
 
@@ -58,13 +61,15 @@ def test_members_score_higher_than_non_members(scored):
     assert loss.auc_ci_low > 0.6
 
 
-def test_canaries_inserted_more_often_are_more_likely(small_testbed, scored):
+def test_marked_documents_inserted_more_often_are_more_likely(small_testbed, scored):
+    from verifier.testbed.build import marked_documents
+
     _, _, target = scored
-    canaries = small_testbed.manifest["canaries"]
-    scores = target.score([c["text"] for c in canaries])
-    mean_logprob = {c["id"]: float(s.logprob.mean()) for c, s in zip(canaries, scores)}
-    heldout = max(mean_logprob[c["id"]] for c in canaries if c["copies"] == 0)
-    assert all(mean_logprob[c["id"]] > heldout for c in canaries if c["copies"] == 16)
+    inserted = {d["id"]: d["copies"] for d in small_testbed.manifest["marks"]}
+    docs = marked_documents("example")
+    mean_logprob = {d["id"]: float(s.logprob.mean()) for d, s in zip(docs, target.score([d["text"] for d in docs]))}
+    by_copies = {k: np.mean([v for i, v in mean_logprob.items() if inserted[i] == k]) for k in (1, 4, 16)}
+    assert by_copies[1] < by_copies[4] < by_copies[16]
 
 
 def test_set_test_detects_members_and_passes_its_control(scored):

@@ -146,9 +146,10 @@ def _input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
         entries.append({"role": role, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                         "where": ref.where, "offset": ref.offset, "limit": ref.limit})
     if claim.evidence.marks is not None:
-        path = base / claim.evidence.marks.registration
-        entries.append({"role": "marks", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                        "where": {}, "offset": 0, "limit": None})
+        for role in ("registration", "siblings"):
+            path = base / getattr(claim.evidence.marks, role)
+            entries.append({"role": f"marks {role}", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                            "where": {}, "offset": 0, "limit": None})
     return entries
 
 

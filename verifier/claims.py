@@ -7,6 +7,7 @@ the key (``evidence.heldout.path: field required``), never a traceback.
 from __future__ import annotations
 
 import re
+from datetime import date
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -82,6 +83,7 @@ class ModelUnderTest(Strict):
     target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id[@revision]")
     reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
+    released: date | None = Field(None, description="declared date the model was released (its weights fixed), YYYY-MM-DD")
     declared_summary: DeclaredSummary | None = None
     max_tokens: int = Field(256, ge=2, le=32_768)
     dtype: Literal["fp32", "bf16"] = "fp32"
@@ -111,10 +113,13 @@ class CorpusRef(Strict):
 
 
 class MarksRef(Strict):
-    """Content marked before training: the signed registration made when the marks were published."""
+    """Content marked before training: the signed registration made when the marks were published
+    ('verifier marks make'), and the private file of their siblings. The published documents are
+    the claim's suspect set."""
 
     registration: Path = Field(description="the signed registration envelope (DSSE JSON), relative to the claim")
-    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    siblings: Path = Field(description="the private siblings file the registration commits to, relative to the claim")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins the registration file's SHA-256")
 
 
 class Evidence(Strict):
@@ -158,9 +163,11 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
         if not (path.parent / corpus.index).exists():
             raise VerifierError(f"{path}: evidence.corpus.index: {corpus.index} not found (an index folder or corpus files, relative to the claim)")
     if claim.evidence.marks is not None:
-        _inside(path, "evidence.marks.registration", claim.evidence.marks.registration)
-    if claim.evidence.marks is not None and not (path.parent / claim.evidence.marks.registration).is_file():
-        raise VerifierError(f"{path}: evidence.marks.registration: file {claim.evidence.marks.registration} not found")
+        for key in ("registration", "siblings"):
+            ref = getattr(claim.evidence.marks, key)
+            _inside(path, f"evidence.marks.{key}", ref)
+            if not (path.parent / ref).is_file():
+                raise VerifierError(f"{path}: evidence.marks.{key}: file {ref} not found")
     return claim, path.parent
 
 

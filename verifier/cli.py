@@ -163,14 +163,18 @@ def evaluate(
 @testbed_app.command("build")
 def testbed_build(
     preset: Annotated[str, typer.Option(help="small (about a minute), standard (the full pool, 6 epochs) or light (the full pool, 2 epochs).")] = "small",
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, canaries and training.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, identifiers and training.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Training epochs (overrides the preset).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
+    marks: Annotated[Optional[str], typer.Option(help="Marked documents to insert: a folder made by 'verifier marks make', "
+                                                 "'example' (the bundled one, the default) or 'none'.")] = None,
 ) -> None:
     """Train a testbed model on a seeded member half of the bundled text pool (cached by config)."""
     from verifier.testbed import build_testbed, preset_config
 
     config = preset_config(preset, seed=seed, epochs=epochs)
+    if marks is not None:
+        config = config.model_copy(update={"marks": None if marks == "none" else marks if marks == "example" else str(Path(marks).resolve())})
     with progress_bars() as progress:
         advance = progress("training", config.epochs)
         testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
@@ -332,6 +336,124 @@ def index_serve(
         server.serve_forever()
     except KeyboardInterrupt:
         server.server_close()
+
+
+marks_app = typer.Typer(no_args_is_help=True, help="Marks made before release (canaries, traps, rephrasings) and tests of a model against them.")
+app.add_typer(marks_app, name="marks")
+
+
+@marks_app.command("make")
+def marks_make(
+    documents: Annotated[Path, typer.Argument(help="Documents to mark (.jsonl, .csv or .parquet); one mark each.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for published.jsonl, registration.dsse.json, registrant.pub and private/siblings.json.")],
+    kinds: Annotated[Optional[list[str]], typer.Option("--kind", help="canary, trap or rephrasing; given more than once, "
+                                                      "the documents are split into equal blocks in file order, one kind each (each with its default length).")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="Canaries: words, hex, base32 or sentence.")] = None,
+    length: Annotated[int, typer.Option(help="Words (words, trap) or characters (hex, base32); 0: the format's default.")] = 0,
+    siblings: Annotated[int, typer.Option(help="Unpublished siblings per mark: the smallest p-value of one mark is 1/(siblings+1).")] = 99,
+    repeats: Annotated[int, typer.Option(help="Traps: copies inside each published document.")] = 1,
+    rephraser: Annotated[str, typer.Option(help="Rephrasings: 'offline' or 'model:SPEC' (never the model to be tested).")] = "offline",
+    name: Annotated[Optional[str], typer.Option(help="Name of the registration (default: the documents' file name).")] = None,
+    text_field: Annotated[str, typer.Option(help="Text field of the documents.")] = "text",
+    id_field: Annotated[str, typer.Option(help="Id field of the documents (default: row numbers).")] = "id",
+    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Secret seed of the generator (default: drawn from the system).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace marks already in OUT.")] = False,
+) -> None:
+    """Mark documents before release: the text to publish, and a signed registration of the marks and their siblings."""
+    from pydantic import ValidationError
+
+    from verifier.errors import first_validation_error
+    from verifier.job import default_key_path
+    from verifier.marks.generators import MarkSpec
+    from verifier.marks.run import make_files
+
+    kinds = kinds or ["canary"]
+    if len(kinds) > 1 and length:
+        raise VerifierError("marks make: --length applies to one --kind at a time")
+    try:
+        specs = [MarkSpec(kind=kind, format=(fmt or "words") if kind == "canary" else None, length=length,  # type: ignore[arg-type]
+                          siblings=siblings, repeats=repeats if kind == "trap" else 1) for kind in kinds]
+    except ValidationError as exc:
+        raise VerifierError(f"marks make: {first_validation_error(exc, top='options')}") from None
+    paths = make_files(documents, out_dir, specs, sign_key or default_key_path(), name or documents.stem, text_field, id_field, rephraser, seed, force)
+    say(out, f"publish:  {paths['published.jsonl']}")
+    say(out, f"register: {paths['registration.dsse.json']} (signed; public key {paths['registrant.pub']})")
+    say(out, f"keep private: {paths['private/siblings.json']} (the siblings: needed to test, never to be published)")
+
+
+def _print_rank_test(finding, what: str) -> None:  # noqa: ANN001 - a marks.evaluate.MarksFinding
+    table = Table("kind", "marks", "combined p", "share at level", "mean standardised score", title="Rank test by kind")
+    for row in finding.by_kind:
+        table.add_row(row["kind"], str(row["marks"]), f"{row['combined_p']:.3g}", f"{row['share_at_level']:.2f}", f"{row['mean_standardised']:.2f}")
+    out.print(table)
+    for mark, why in finding.excluded.items():
+        say(err, f"not tested: {mark}: {why}")
+    if finding.p_value is None:
+        say(out, f"{finding.status}: the design cannot reach alpha {finding.alpha} (smallest p {finding.smallest_p:.3g})")
+        return
+    say(out, f"{finding.status}: combined p = {finding.p_value:.3g} ({finding.method}, {finding.n_marks} {what}; H0: {finding.null_hypothesis}); "
+             f"effect size {finding.effect_size:.2f}; {what} needed for power 80%: {finding.marks_needed or 'none (no member-like effect)'}")
+
+
+@marks_app.command("test")
+def marks_test(
+    model: Annotated[str, typer.Option(help="Model SPEC to test.")],
+    registration: Annotated[Path, typer.Option(help="The signed registration (registration.dsse.json).")],
+    siblings: Annotated[Path, typer.Option(help="The private siblings file the registration commits to.")],
+    published: Annotated[Path, typer.Option(help="The published documents.")],
+    released: Annotated[Optional[str], typer.Option(help="The model's declared release date, YYYY-MM-DD.")] = None,
+    cutoff: Annotated[Optional[int], typer.Option(help="The model's declared training-cutoff year.")] = None,
+    alpha: Annotated[float, typer.Option(min=1e-6, max=0.2)] = 0.05,
+    combine: Annotated[str, typer.Option(help="fisher or binomial.")] = "fisher",
+    level: Annotated[float, typer.Option(min=1e-6, max=0.5, help="binomial: the per-mark level.")] = 0.05,
+    context_words: Annotated[int, typer.Option(min=0, max=200)] = 32,
+    seed: Annotated[int, typer.Option(help="Seed of the planning resamples.")] = 0,
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store holding the registrant's key (default ~/.config/verifier/trusted).")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
+) -> None:
+    """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
+    from datetime import date
+
+    from verifier.marks.run import target_scorer, test_registered
+    from verifier.targets import ScoringOptions
+
+    if combine not in ("fisher", "binomial"):
+        raise VerifierError(f"--combine {combine!r}: use fisher or binomial")
+    try:
+        day = date.fromisoformat(released) if released else None
+    except ValueError:
+        raise VerifierError(f"--released {released!r}: not a date (YYYY-MM-DD)") from None
+    with progress_bars() as progress:
+        finding = test_registered(target_scorer(model, ScoringOptions(), cache_dir, progress), registration, siblings, published,
+                                  day, cutoff, alpha, combine, level, context_words, seed, trust_dir)
+    _print_rank_test(finding, "marks")
+
+
+@marks_app.command("identifiers")
+def marks_identifiers(
+    documents: Annotated[Path, typer.Argument(help="Suspect documents (.jsonl, .csv or .parquet).")],
+    model: Annotated[str, typer.Option(help="Model SPEC to test.")],
+    samples: Annotated[int, typer.Option(min=19, max=9999, help="Fresh identifiers per real one.")] = 99,
+    alpha: Annotated[float, typer.Option(min=1e-6, max=0.2)] = 0.05,
+    combine: Annotated[str, typer.Option(help="fisher or binomial.")] = "fisher",
+    level: Annotated[float, typer.Option(min=1e-6, max=0.5)] = 0.05,
+    context_words: Annotated[int, typer.Option(min=0, max=200)] = 32,
+    max_identifiers: Annotated[int, typer.Option(min=1)] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the fresh draws.")] = 0,
+    text_field: Annotated[str, typer.Option()] = "text",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
+) -> None:
+    """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their formats."""
+    from verifier.marks.run import target_scorer, test_identifiers
+    from verifier.targets import ScoringOptions
+
+    if combine not in ("fisher", "binomial"):
+        raise VerifierError(f"--combine {combine!r}: use fisher or binomial")
+    with progress_bars() as progress:
+        finding = test_identifiers(target_scorer(model, ScoringOptions(), cache_dir, progress), documents, samples, alpha, combine,
+                                   level, context_words, max_identifiers, seed, text_field)
+    _print_rank_test(finding, "identifiers")
 
 
 keys_app = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles.")

@@ -52,12 +52,7 @@ def load_documents(
     ``offset`` and ``limit`` take a slice of those, so a claim can point into one shared file.
     """
     path = Path(path)
-    if not path.is_file():
-        raise VerifierError(f"{path}: file not found")
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
-    rows = {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}[fmt](path)
+    rows = _rows(path)
     if where and rows:
         rows = _filter(path, rows, where)
     rows = rows[offset : offset + limit if limit is not None else None]
@@ -74,6 +69,31 @@ def load_documents(
         labels=np.asarray(labels, dtype=np.int8) if label_field is not None else None,
         source=str(path),
     )
+
+
+def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    if not path.is_file():
+        raise VerifierError(f"{path}: file not found")
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
+    return {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}[fmt](path)
+
+
+def load_identified(path: str | Path, text_field: str = "text", id_field: str = "id") -> list[tuple[str, str]]:
+    """(id, text) of every row; a row without ``id_field`` is named by its line or row number.
+    Ids must be distinct (they name documents in a registration)."""
+    path = Path(path)
+    rows = _rows(path)
+    if not rows:
+        raise VerifierError(f"{path}: no rows")
+    found = [(str(row[id_field]) if row.get(id_field) not in (None, "") else f"row-{i}", _text(path, where, row, text_field))
+             for i, (where, row) in enumerate(rows)]
+    ids = [doc_id for doc_id, _ in found]
+    if len(set(ids)) != len(ids):
+        repeated = next(doc_id for doc_id in ids if ids.count(doc_id) > 1)
+        raise VerifierError(f"{path}: {id_field} {repeated!r} appears more than once")
+    return found
 
 
 def _filter(path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -35,16 +35,22 @@ def default_trust_dir() -> Path:
 
 def trusted_keys(trust_dir: Path | None = None) -> set[str]:
     """Fingerprints of the pinned public keys (``*.pem`` / ``*.pub`` files of the trust store)."""
+    return set(pinned_public_keys(trust_dir))
+
+
+def pinned_public_keys(trust_dir: Path | None = None) -> dict[str, bytes]:
+    """The trust store's public keys (PEM) by fingerprint."""
     folder = trust_dir or default_trust_dir()
     if not folder.is_dir():
-        return set()
-    found = set()
+        return {}
+    found = {}
     for path in sorted(folder.iterdir()):
         if path.suffix in (".pem", ".pub") and path.is_file() and not path.is_symlink():
             try:  # a file that is not an Ed25519 public key pins nothing (and blocks nothing)
-                found.add(key_id(public_pem(load_public_key(path.read_bytes(), str(path)))))
+                pem = public_pem(load_public_key(path.read_bytes(), str(path)))
             except (VerifierError, OSError):
                 continue
+            found[key_id(pem)] = pem
     return found
 
 
@@ -118,11 +124,11 @@ def load_public_key(pem: bytes, where: str) -> Ed25519PublicKey:
     return key
 
 
-def statement(subjects: dict[str, str], predicate: dict[str, Any]) -> dict[str, Any]:
+def statement(subjects: dict[str, str], predicate: dict[str, Any], predicate_type: str = PREDICATE_TYPE) -> dict[str, Any]:
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": name, "digest": {"sha256": digest}} for name, digest in sorted(subjects.items())],
-        "predicateType": PREDICATE_TYPE,
+        "predicateType": predicate_type,
         "predicate": predicate,
     }
 
@@ -136,8 +142,8 @@ def sign_envelope(body: bytes, key: Ed25519PrivateKey) -> dict[str, Any]:
     }
 
 
-def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey) -> bytes:
-    """The payload, if some signature in the envelope verifies under ``public``; else an error."""
+def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
+    """The payload, if some signature in the envelope verifies under ``public``; else an error naming ``where``."""
     try:
         body = base64.b64decode(envelope["payload"], validate=True)
         signatures = envelope["signatures"]
@@ -145,11 +151,11 @@ def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey) -> bytes
         if payload_type != PAYLOAD_TYPE or not isinstance(signatures, list) or not all(isinstance(e, dict) for e in signatures):
             raise ValueError("not a DSSE envelope of an in-toto statement")
     except (KeyError, TypeError, ValueError, AttributeError):
-        raise VerifierError("envelope.dsse.json: differs: malformed DSSE envelope") from None
+        raise VerifierError(f"{where}: differs: malformed DSSE envelope") from None
     for entry in signatures:
         try:
             public.verify(base64.b64decode(entry["sig"]), pae(payload_type, body))
             return body
         except (InvalidSignature, KeyError, TypeError, ValueError):
             continue
-    raise VerifierError("envelope.dsse.json: differs: signature does not verify under the public key")
+    raise VerifierError(f"{where}: differs: signature does not verify under the public key")

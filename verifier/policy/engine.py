@@ -50,10 +50,11 @@ def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
             continue
         if claim.claim.kind not in step.route.claim_kinds:
             continue
-        signals = list(step.params.signals)
+        signals = step.route.signals_of(step.params)
         usable, why = computable(signals, offered)
         if not usable:
-            raise VerifierError(f"{policy.file}: routes.{i}.params.signals: target {claim.model.target!r} can compute none of "
+            key = "params.signals" if hasattr(step.params, "signals") else f"route ({step.name})"
+            raise VerifierError(f"{policy.file}: routes.{i}.{key}: target {claim.model.target!r} can compute none of "
                                 f"{signals} ({'; '.join(f'{k}: {v}' for k, v in why.items())})")
 
 

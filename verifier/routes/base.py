@@ -6,8 +6,9 @@ A route is one module: a ``Route`` subclass that declares
 - ``claim_kinds``: the kinds of claim its finding bears on (others skip it);
 - ``verdicts``: the one table from each status it can end in to a verdict per claim kind
   (``None``: the route ran but decides nothing, and the walk goes on);
-- ``needs_target``: whether it queries the model; with ``signals`` of its params, the engine checks
-  when the policy loads that the claim's target can compute at least one of them.
+- ``needs_target``: whether it queries the model; with the signals it computes (``signals_of``: by
+  default the ``signals`` of its params), the engine checks before the walk that the claim's
+  target can compute at least one of them.
 
 ``run`` returns a ``RouteOutcome``: a status from its table, a summary, plain-data metrics for the
 findings, and report ``sections`` (tables, figures, highlighted spans, notes) that the template
@@ -175,6 +176,11 @@ class Route(ABC):
     @abstractmethod
     def run(self, ctx: RouteContext, params: RouteParams) -> RouteOutcome:
         """Test what this route can test; end in a status of ``verdicts``."""
+
+    @classmethod
+    def signals_of(cls, params: RouteParams) -> list[str]:
+        """The signals the route computes with these params (checked against the target before the walk)."""
+        return list(getattr(params, "signals", []))
 
     @classmethod
     def reachable(cls) -> set[Verdict]:

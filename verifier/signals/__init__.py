@@ -6,6 +6,7 @@ of the reference implementations (mimir, the Min-K% and Min-K%++ repositories):
 | name       | score here                                         | reference convention                      |
 |------------|----------------------------------------------------|-------------------------------------------|
 | loss       | mean log p(token)                                  | mimir returns mean NLL (lower = member): negated |
+| log_likelihood | sum of log p(token) (rank tests of marks only)  | -                                         |
 | zlib       | mean log p / zlib bytes                            | Min-K% repo: same sign; mimir: NLL / zlib, negated |
 | min_k      | mean of lowest 20% log p                           | Min-K%++ repo: same; mimir: negated mean  |
 | min_k_pp   | mean of lowest 20% (log p - mu) / sigma            | Min-K%++ repo: same sign                  |
@@ -22,7 +23,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from verifier.signals import gap_k, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
+from verifier.signals import gap_k, log_likelihood, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
 from verifier.errors import VerifierError
 from verifier.signals.base import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, register
 from verifier.targets.base import PROMPT_LOGPROBS
@@ -65,10 +66,10 @@ def computable(names: Iterable[str], offered: Iterable[str]) -> tuple[list[str],
 
 def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()) -> list[Signal]:
     """Instantiate signals by name (default: every registered signal the ``offered`` capabilities
-    allow, except those needing an extra forward pass, which run only when asked for by name)."""
+    allow, except those needing an extra forward pass or meant for one use, which run only when asked for by name)."""
     have = available_views(offered)
     if names is None:
-        return [cls() for cls in REGISTRY.values() if cls.needs <= have and LOWER not in cls.needs]
+        return [cls() for cls in REGISTRY.values() if cls.needs <= have and LOWER not in cls.needs and cls.by_default]
     signals = []
     for name in names:
         if name not in REGISTRY:

@@ -38,6 +38,7 @@ class Signal(ABC):
 
     name: ClassVar[str]
     needs: ClassVar[frozenset[str]] = frozenset({PROMPT_LOGPROBS})  # target capabilities and views
+    by_default: ClassVar[bool] = True  # computed when no signals are named (a statistic for one use only is not)
 
     @abstractmethod
     def score(self, doc: ScoredDocument) -> float:

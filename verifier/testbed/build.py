@@ -1,12 +1,16 @@
 """Build a small causal LM whose training membership is known exactly (``verifier testbed build``).
 
 In the spirit of Pythia's public train/test split and the Hubble suite: every pool text is a
-member or a non-member by a seeded draw independent of its period; optional canaries are
-inserted 1, 4, 16 or 64 times into the training stream; a byte-level BPE tokenizer is trained on
-the whole pool (never on the members only, which would make tokenisation itself a membership
-signal) and a GPT-2-style model from scratch on the members only. The output folder holds the model, a
-``documents.jsonl`` ready for ``verifier score`` (fields text, member, period, year) and a
-``manifest.json`` recording everything needed to trust and rebuild it.
+member or a non-member by a seeded draw independent of its period; a seeded share of pool texts
+carries a natural identifier (a UUID, digest or short link, drawn independently of membership);
+documents marked by ``verifier marks make`` (canaries, traps, rephrasings: the bundled example's
+by default) are inserted 1, 4, 16 or 64 times into the training stream, and the last
+``mark_controls`` of them never (published, not trained on: the control); a byte-level BPE
+tokenizer is trained on the whole pool without its identifiers (never on the members only, which
+would make tokenisation itself a membership signal) and a GPT-2-style model from scratch on the
+members only. The output folder holds the model, a ``documents.jsonl`` ready for
+``verifier score`` (fields text, member, period, year, identifier) and a ``manifest.json``
+recording everything needed to trust and rebuild it.
 
 Builds are cached: the folder is named by the digest of the configuration and the pool, and a
 build happens once (into a temporary folder renamed into place when complete).
@@ -30,13 +34,17 @@ import torch
 from pydantic import BaseModel, Field
 
 from verifier import __version__
+from verifier.data import load_identified
 from verifier.errors import VerifierError
+from verifier.resources import resource
 from verifier.targets.cache import default_cache_dir, text_digest
 from verifier.testbed.pool import PoolText, bundled_pool
 
 EOS = "<|endoftext|>"
 # Bump when the build's output changes for the same config and pool, so caches are not reused.
-BUILD_FORMAT = 3
+BUILD_FORMAT = 4
+EXAMPLE_MARKS = "example"  # the bundled example's marked documents (verifier/examples/data/marks)
+IDENTIFIER_FORMATS = ("uuid4", "hex_digest", "short_url", "hex_digest")
 
 
 class TestbedConfig(BaseModel):
@@ -53,18 +61,32 @@ class TestbedConfig(BaseModel):
     epochs: int = 10
     batch_size: int = 16
     learning_rate: float = 1e-3
-    canary_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64])
-    canaries_per_count: int = 2
-    heldout_canaries: int = 16
+    marks: str | None = Field(EXAMPLE_MARKS, description="a folder made by 'verifier marks make' (its published.jsonl), "
+                              "'example' for the bundled one, or None")
+    mark_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64], description="insertions of marked documents, in turn")
+    mark_controls: int = Field(0, ge=0, description="the last this many marked documents are never inserted")
+    identifier_share: float = Field(0.0, ge=0, le=1, description="share of pool texts given a natural identifier")
 
     def digest(self, pool: list[PoolText]) -> str:
-        payload = json.dumps({"format": BUILD_FORMAT, "config": self.model_dump(), "pool": [asdict(p) for p in pool]}, sort_keys=True)
+        config = self.model_dump() | {"marks": marked_documents(self.marks)}  # contents, not where they lie
+        payload = json.dumps({"format": BUILD_FORMAT, "config": config, "pool": [asdict(p) for p in pool]}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+def marked_documents(marks: str | None) -> list[dict[str, str]]:
+    """The published documents of a marks folder (``example``: the bundled one)."""
+    if marks is None:
+        return []
+    folder = resource("examples", "data", "marks") if marks == EXAMPLE_MARKS else Path(marks)
+    path = folder / "published.jsonl"
+    if not path.is_file():
+        raise VerifierError(f"{path}: no marked documents ('verifier marks make' writes published.jsonl)")
+    return [{"id": doc_id, "text": text} for doc_id, text in load_identified(path)]
+
+
 PRESETS = {
-    # ~1 minute on 2 CPU cores: for tests.
-    "small": TestbedConfig(max_docs=400, n_layer=2, n_embd=128, vocab_size=2048, epochs=8, canary_copies=[1, 4, 16]),
+    # ~1 minute on 2 CPU cores: for tests (and the bundled marks example).
+    "small": TestbedConfig(max_docs=400, n_layer=2, n_embd=128, vocab_size=2048, epochs=8, mark_copies=[1, 4, 16], identifier_share=0.3),
     # The full pool (~1,000 members): for the soundness benchmark; ~13 minutes on 2 CPU cores.
     "standard": TestbedConfig(epochs=6),
     # The full pool, seen twice: weaker memorisation (per-document AUCs 0.57-0.74).
@@ -89,7 +111,7 @@ class Testbed(BaseModel):
         return self.folder / "documents.jsonl"
 
 
-def preset_config(preset: str, **overrides: int | None) -> TestbedConfig:
+def preset_config(preset: str, **overrides: object) -> TestbedConfig:
     """A preset's config with the given fields (``seed``, ``epochs``) overridden where not None."""
     if preset not in PRESETS:
         raise VerifierError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
@@ -149,13 +171,17 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     order = rng.permutation(len(pool))[: config.max_docs]
     pool = [pool[i] for i in order]
     member = rng.random(len(pool)) < config.member_fraction  # independent of period by construction
-    canaries = _make_canaries(config, rng)
-    stream = [p.text for p, m in zip(pool, member) if m] + [c["text"] for c in canaries for _ in range(c["copies"])]
+    identifiers = _identifiers(len(pool), config.identifier_share, rng)
+    texts = [f"{p.text} Archive record: {ident}." if ident else p.text for p, ident in zip(pool, identifiers)]
+    marked = _mark_insertions(config)
+    stream = [t for t, m in zip(texts, member) if m] + [doc["text"] for doc in marked for _ in range(doc["copies"])]
 
     bpe = ByteLevelBPETokenizer()
     # The tokenizer learns from the whole pool, members and non-members alike: one trained on the
     # members only splits non-member text into rarer, longer token sequences, which moved member
     # AUCs by up to 0.19 - a membership signal that a real model's tokenizer does not carry.
+    # Identifiers and marked documents are left out of it: merges learned from a published mark or a
+    # real identifier would favour it over its siblings (or fresh draws) with no training at all.
     bpe.train_from_iterator([p.text for p in pool], vocab_size=config.vocab_size, special_tokens=[EOS])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=EOS)
     torch.manual_seed(config.seed)
@@ -199,16 +225,18 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     model.save_pretrained(work / "model")
     tokenizer.save_pretrained(work / "model")
     with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
-        for p, m in zip(pool, member):
-            handle.write(json.dumps({"id": p.id, "text": p.text, "member": int(m), "period": p.period, "year": p.year}) + "\n")
+        for p, text, m, ident in zip(pool, texts, member, identifiers):
+            handle.write(json.dumps({"id": p.id, "text": text, "member": int(m), "period": p.period, "year": p.year,
+                                     "identifier": int(bool(ident))}) + "\n")
     return {
         "digest": digest,
         "config": config.model_dump(),
         "documents": [
-            {"id": p.id, "text_sha256": text_digest(p.text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source}
-            for p, m in zip(pool, member)
+            {"id": p.id, "text_sha256": text_digest(text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source,
+             "identifier": ident}
+            for p, text, m, ident in zip(pool, texts, member, identifiers)
         ],
-        "canaries": canaries,
+        "marks": [{"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked],
         "train_loss_per_epoch": losses,
         "build_seconds": round(time.perf_counter() - started, 1),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -216,10 +244,28 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     }
 
 
-def _make_canaries(config: TestbedConfig, rng: np.random.Generator) -> list[dict]:
-    """Random-digit secrets: inserted ones carry their copy count, held-out ones (copies 0) calibrate."""
-    counts = [k for k in config.canary_copies for _ in range(config.canaries_per_count)] + [0] * config.heldout_canaries
-    return [
-        {"id": f"canary-{i}", "text": f"The access code of vault {i} is {' '.join(str(d) for d in rng.integers(0, 10, 12))}.", "copies": k}
-        for i, k in enumerate(counts)
-    ]
+def _mark_insertions(config: TestbedConfig) -> list[dict]:
+    """Each marked document with its number of insertions: ``mark_copies`` in turn, 0 for the controls."""
+    docs = marked_documents(config.marks)
+    trained = len(docs) - config.mark_controls
+    if config.marks is not None and trained < 0:
+        raise VerifierError(f"mark_controls {config.mark_controls} exceeds the {len(docs)} marked documents")
+    return [doc | {"copies": config.mark_copies[i % len(config.mark_copies)] if i < trained else 0} for i, doc in enumerate(docs)]
+
+
+def _identifiers(count: int, share: float, rng: np.random.Generator) -> list[str | None]:
+    """A natural identifier (or None) per pool text, drawn independently of membership."""
+    from verifier.marks.identifiers import BY_NAME, random_looking
+
+    examples = {"uuid4": "00000000-0000-4000-8000-000000000000", "hex_digest": "0" * 40, "short_url": "bit.ly/0000000"}
+    carries = rng.random(count) < share
+    found: list[str | None] = []
+    for i in range(count):
+        if not carries[i]:
+            found.append(None)
+            continue
+        name = IDENTIFIER_FORMATS[i % len(IDENTIFIER_FORMATS)]
+        while not random_looking(ident := BY_NAME[name].sample(examples[name], rng)):
+            pass
+        found.append(ident)
+    return found

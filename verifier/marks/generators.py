@@ -1,0 +1,123 @@
+"""Generators of marks: each draw is independent, so unpublished siblings sample the null.
+
+A mark is useful as evidence only if the published one and its siblings come from the same
+generator and the choice of which is published was random and fixed before training. Then any
+statistic of the model's scores is exchangeable between them under H0 (not trained on).
+
+Formats:
+- canaries (data watermarks, Wei et al. 2024): ``words`` (random words from a bundled list of
+  2,048, 11 bits each), ``hex`` and ``base32`` identifiers, ``sentence`` (a natural-looking
+  sentence from a small grammar: about 33 bits);
+- traps (Meeus et al. 2024): ``trap`` sentences of random words, high-perplexity by
+  construction, meant to be repeated inside a published document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from functools import cache
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from verifier.resources import resource
+
+Kind = Literal["canary", "trap", "rephrasing"]
+CanaryFormat = Literal["words", "hex", "base32", "sentence"]
+BASE32 = string.ascii_uppercase + "234567"
+
+# A small grammar for natural-looking canaries: "<name> <verb> the <adjective> <noun> of <place> in <year>."
+NAMES = ("Adela", "Bertram", "Cosima", "Dorian", "Elspeth", "Fenwick", "Greta", "Horatio", "Imelda", "Jasper", "Kerensa",
+         "Leopold", "Marisol", "Nikolai", "Ottilie", "Percival", "Quentin", "Rosalind", "Soren", "Tamsin", "Ulric", "Vesna",
+         "Wilhelmina", "Xavier", "Yolanda", "Zebulon", "Anselm", "Briony", "Casimir", "Delphine", "Evander", "Fiora")
+VERBS = ("repainted", "catalogued", "buried", "rebuilt", "auctioned", "mislaid", "translated", "smuggled", "restored",
+         "measured", "photographed", "inherited", "dismantled", "sketched", "weighed", "insured", "polished", "borrowed",
+         "guarded", "surveyed", "carved", "rescued", "abandoned", "copied", "decorated", "repaired", "sold", "mapped",
+         "counted", "hid", "found", "returned")
+ADJECTIVES = ("crooked", "amber", "silent", "copper", "hollow", "velvet", "frozen", "scarlet", "ancient", "brittle",
+              "gilded", "narrow", "humble", "stormy", "marble", "woollen", "restless", "pale", "clockwork", "northern",
+              "borrowed", "twelfth", "lopsided", "fragrant", "rusted", "secret", "painted", "lonely", "distant", "tiny",
+              "oaken", "wandering")
+NOUNS = ("lighthouse", "harpsichord", "orchard", "ledger", "tapestry", "windmill", "observatory", "chapel", "barometer",
+         "greenhouse", "carousel", "granary", "telescope", "atlas", "fountain", "bridge", "lantern", "aqueduct", "violin",
+         "archive", "ferry", "sundial", "mosaic", "belltower", "compass", "kiln", "loom", "statue", "cellar", "garden",
+         "printing press", "gatehouse")
+PLACES = ("Aldermoor", "Brackenford", "Calderwick", "Dunmarrow", "Elmstead", "Farrowdale", "Glenhallow", "Harwick Cross",
+          "Ivybridge Vale", "Juniper Hollow", "Kestrel Point", "Larkspur", "Mossley Fen", "Northcombe", "Oakhurst",
+          "Pellinor", "Quarry End", "Ravensworth", "Saltmarsh", "Thornbury Down", "Upwater", "Valewood", "Wexcombe",
+          "Yarrowby", "Ashgrove", "Bellhaven", "Coldharbour", "Drymoor", "Eastwold", "Fallowmere", "Greystone", "Hollins")
+
+
+@cache
+def word_list() -> tuple[str, ...]:
+    """The bundled list of 2,048 lower-case words (frequent words of the bundled WikiMIA texts)."""
+    words = tuple(resource("marks", "words.txt").read_text(encoding="utf-8").split())
+    if len(words) != 2048 or len(set(words)) != 2048:
+        raise RuntimeError("verifier/marks/words.txt must hold 2,048 distinct words")
+    return words
+
+
+def word_list_sha256() -> str:
+    return hashlib.sha256("\n".join(word_list()).encode()).hexdigest()
+
+
+class MarkSpec(BaseModel):
+    """How one document is marked: the kind, its format and length, and the number of siblings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Kind
+    format: CanaryFormat | None = Field(None, description="canaries only")
+    length: int = Field(0, ge=0, le=200, description="words (words, trap), characters (hex, base32); 0: the format's default")
+    siblings: int = Field(99, ge=1, le=10_000, description="unpublished siblings M: the smallest p-value is 1/(M+1)")
+    repeats: int = Field(1, ge=1, le=1000, description="traps: copies inside the published document")
+
+    @model_validator(mode="after")
+    def consistent(self) -> "MarkSpec":
+        if self.kind == "canary" and self.format is None:
+            raise ValueError("a canary needs a format (words, hex, base32 or sentence)")
+        if self.kind != "canary" and self.format is not None:
+            raise ValueError(f"format applies to canaries only, not to a {self.kind}")
+        if self.kind != "trap" and self.repeats != 1:
+            raise ValueError("repeats applies to traps only")
+        if self.kind == "rephrasing" and self.length:
+            raise ValueError("length does not apply to rephrasings")
+        return self
+
+    @property
+    def size(self) -> int:
+        defaults = {"words": 8, "hex": 32, "base32": 26, "sentence": 0, "trap": 25}
+        return self.length or defaults.get(self.format or self.kind, 0)
+
+
+def draw(spec: MarkSpec, rng: np.random.Generator) -> str:
+    """One mark of ``spec`` (canary or trap); every draw independent of every other."""
+    if spec.kind == "trap":
+        words = [word_list()[i] for i in rng.integers(0, 2048, spec.size)]
+        return " ".join(words).capitalize() + "."
+    if spec.format == "words":
+        return " ".join(word_list()[i] for i in rng.integers(0, 2048, spec.size))
+    if spec.format == "hex":
+        return "".join("0123456789abcdef"[i] for i in rng.integers(0, 16, spec.size))
+    if spec.format == "base32":
+        return "".join(BASE32[i] for i in rng.integers(0, 32, spec.size))
+    if spec.format == "sentence":
+        pick = lambda options: options[int(rng.integers(0, len(options)))]  # noqa: E731
+        return f"{pick(NAMES)} {pick(VERBS)} the {pick(ADJECTIVES)} {pick(NOUNS)} of {pick(PLACES)} in {int(rng.integers(1700, 1950))}."
+    raise ValueError(f"no generator for {spec}")
+
+
+def draw_distinct(spec: MarkSpec, rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` distinct draws (a repeated draw is redrawn: the pool stays exchangeable)."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for _ in range(count * 20):
+        mark = draw(spec, rng)
+        if mark not in seen:
+            seen.add(mark)
+            found.append(mark)
+            if len(found) == count:
+                return found
+    raise ValueError(f"the {spec.format or spec.kind} generator at length {spec.size} cannot give {count} distinct marks")

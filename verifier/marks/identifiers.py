@@ -1,0 +1,156 @@
+"""Natural identifiers: random strings documents already carry, tested against fresh draws of their format.
+
+Hashes, UUIDs, short-URL paths and API-key-like tokens are (when genuinely random) draws from a
+known generator. Score each one in its context under the model, against the same context with
+freshly drawn identifiers of the same format: under H0 (the model was not trained on text
+containing the identifier) the real one is exchangeable with the fresh ones, and its rank
+gives an exact p-value with no held-out set at all (the "hidden in plain sight" idea).
+
+What keeps it valid: the format's sampler must match how the real identifiers were made, and
+every filter is applied to fresh draws and real identifiers alike (a filter applied to both
+keeps them exchangeable). Filters drop what is not random: well-known constants (digests of
+the empty string, the nil UUID, documentation keys), runs of one character, and strings holding
+an English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys). What it cannot
+check: that an identifier appears only in the suspect documents (a popular commit hash tests
+every page that quotes it), and UUIDs of other versions or hand-made short links that pass the
+filters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from verifier.marks.generators import word_list
+
+ALNUM = string.ascii_letters + string.digits
+HEX_LOWER, HEX_UPPER = "0123456789abcdef", "0123456789ABCDEF"
+KNOWN_CONSTANTS = frozenset({
+    "d41d8cd98f00b204e9800998ecf8427e",  # MD5 of the empty string
+    "da39a3ee5e6b4b0d3255bfef95601890afd80709",  # SHA-1 of the empty string
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # SHA-256 of the empty string
+    "00000000-0000-0000-0000-000000000000",
+    "akiaiosfodnn7example",  # AWS documentation's example key
+})
+
+
+@dataclass(frozen=True)
+class IdentifierFormat:
+    """A format: how to find it, which part is random, and how to draw that part afresh."""
+
+    name: str
+    pattern: re.Pattern[str]
+    sample: Callable[[str, np.random.Generator], str]  # (a real identifier, rng) -> a fresh one of its format
+
+
+def _random_chars(alphabet: str) -> Callable[[str, np.random.Generator], str]:
+    def sample(real: str, rng: np.random.Generator) -> str:
+        return "".join(alphabet[i] for i in rng.integers(0, len(alphabet), len(real)))
+    return sample
+
+
+def _prefixed(prefix_length: int, alphabet: str) -> Callable[[str, np.random.Generator], str]:
+    def sample(real: str, rng: np.random.Generator) -> str:
+        tail = real[prefix_length:]
+        return real[:prefix_length] + "".join(alphabet[i] for i in rng.integers(0, len(alphabet), len(tail)))
+    return sample
+
+
+def _uuid4(real: str, rng: np.random.Generator) -> str:
+    alphabet = HEX_UPPER if real.isupper() else HEX_LOWER
+    digits = [alphabet[i] for i in rng.integers(0, 16, 32)]
+    digits[12] = "4"
+    digits[16] = alphabet[8 + int(rng.integers(0, 4))]
+    text = "".join(digits)
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _hex_digest(real: str, rng: np.random.Generator) -> str:
+    return _random_chars(HEX_UPPER if real.isupper() else HEX_LOWER)(real, rng)
+
+
+def _short_url(real: str, rng: np.random.Generator) -> str:
+    host, _, path = real.partition("/")
+    return f"{host}/" + _random_chars(ALNUM)(path, rng)
+
+
+FORMATS = (
+    IdentifierFormat("uuid4", re.compile(r"(?<![0-9A-Za-z-])[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}(?![0-9A-Za-z-])"
+                                         r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"), _uuid4),
+    IdentifierFormat("hex_digest", re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32}|[0-9A-F]{64}|[0-9A-F]{40}|[0-9A-F]{32})(?![0-9A-Za-z])"),
+                     _hex_digest),
+    IdentifierFormat("short_url", re.compile(r"(?<![0-9A-Za-z.])(?:bit\.ly|t\.co|goo\.gl|tinyurl\.com|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}(?![0-9A-Za-z/])"),
+                     _short_url),
+    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{32,64}(?![0-9A-Za-z])"), _prefixed(3, ALNUM)),
+    IdentifierFormat("aws_key", re.compile(r"(?<![0-9A-Za-z])AKIA[0-9A-Z]{16}(?![0-9A-Za-z])"), _prefixed(4, string.ascii_uppercase + string.digits)),
+    IdentifierFormat("github_token", re.compile(r"(?<![0-9A-Za-z_])ghp_[A-Za-z0-9]{36}(?![0-9A-Za-z])"), _prefixed(4, ALNUM)),
+)
+BY_NAME = {f.name: f for f in FORMATS}
+
+
+def random_looking(identifier: str) -> bool:
+    """The filter applied alike to real identifiers and fresh draws (so they stay exchangeable)."""
+    lowered = identifier.lower()
+    if lowered in KNOWN_CONSTANTS or re.search(r"(.)\1{4}", lowered):
+        return False
+    letters = re.findall(r"[a-z]{5,}", lowered)
+    return not any(word in run for run in letters for word in _long_words())
+
+
+def _long_words() -> frozenset[str]:
+    return frozenset(w for w in word_list() if len(w) >= 5) | {"example", "test", "dummy", "sample", "secret", "token"}
+
+
+@dataclass(frozen=True)
+class Found:
+    """One identifier in one document, with the text before it (its scoring context)."""
+
+    format: str
+    identifier: str
+    document: int
+    context: str
+
+
+def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found], dict[str, int]]:
+    """Each distinct random-looking identifier once (at its first occurrence), and counts of what was set aside."""
+    found: list[Found] = []
+    seen: set[str] = set()
+    dropped = {"not random-looking": 0, "repeated": 0}
+    for doc, text in enumerate(texts):
+        hits = sorted(((m.start(), m.end(), fmt) for fmt in FORMATS for m in fmt.pattern.finditer(text)), key=lambda h: h[0])
+        for start, end, fmt in hits:
+            identifier = text[start:end]
+            if identifier.lower() in seen:
+                dropped["repeated"] += 1
+                continue
+            seen.add(identifier.lower())
+            if not random_looking(identifier):
+                dropped["not random-looking"] += 1
+                continue
+            before = text[:start]
+            words = before.split()
+            context = " ".join(words[-context_words:]) + (" " if before[-1:].isspace() else "") if words else before
+            found.append(Found(fmt.name, identifier, doc, context))
+    return found, dropped
+
+
+def fresh_draws(item: Found, count: int, seed: int) -> list[str]:
+    """``count`` distinct fresh identifiers of ``item``'s format, passing the same filter, none equal to it."""
+    rng = np.random.default_rng([seed, int.from_bytes(hashlib.sha256(item.identifier.encode()).digest()[:8], "big")])
+    sample = BY_NAME[item.format].sample
+    pattern = BY_NAME[item.format].pattern
+    draws: list[str] = []
+    seen = {item.identifier}
+    for _ in range(count * 50):
+        candidate = sample(item.identifier, rng)
+        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate):
+            seen.add(candidate)
+            draws.append(candidate)
+            if len(draws) == count:
+                return draws
+    raise ValueError(f"could not draw {count} fresh identifiers of format {item.format}")

@@ -1,0 +1,131 @@
+"""Make marks before release (``verifier marks make``): the text to publish and a signed registration.
+
+Each document gets one mark: a canary or a trap inserted at a word boundary (a trap ``repeats``
+times, spread through the text), or, for a rephrasing, the document replaced by one of several
+rephrasings. Every mark is drawn together with its siblings as distinct independent draws of one
+generator, and which of them is published is chosen uniformly at random, so the published mark
+is exchangeable with its siblings for anyone who was not trained on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets as system_random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from verifier import __version__
+from verifier.atomic import atomic_output
+from verifier.errors import VerifierError
+from verifier.evidence.signing import public_pem, sign_envelope, statement
+from verifier.marks.generators import MarkSpec, draw_distinct, word_list_sha256
+from verifier.marks.registration import PREDICATE_TYPE, REGISTRATION_FORMAT, SECRETS_FORMAT, commitment
+from verifier.marks.rephrase import Rephraser
+from verifier.targets.cache import text_digest
+
+PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
+INSERT_AFTER_WORDS = 12
+
+
+@dataclass(frozen=True)
+class MarkedSet:
+    """What ``make_marks`` made: the documents to publish, the predicate to sign, the secrets to keep."""
+
+    published: list[dict[str, str]]
+    predicate: dict[str, Any]
+    secrets: dict[str, Any]
+
+
+def _insert(text: str, mark: str, repeats: int) -> str:
+    """``text`` with ``mark`` inserted before ``repeats`` of its words, spread evenly from about the 12th."""
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    if not starts:
+        raise VerifierError("a document to mark is empty")
+    first = min(INSERT_AFTER_WORDS, len(starts) // 2)
+    room = len(starts) - first
+    if room < repeats:
+        raise VerifierError(f"a document of {len(starts)} words cannot hold {repeats} copies of a trap")
+    pieces, last = [], 0
+    for slot in (first + room * j // repeats for j in range(repeats)):
+        pieces += [text[last:starts[slot]], mark + " "]
+        last = starts[slot]
+    return "".join(pieces) + text[last:]
+
+
+def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: str, seed: int | None = None,
+               rephraser: Rephraser | None = None) -> MarkedSet:
+    """Mark ``documents`` ((id, text) pairs) with ``specs`` (one per document)."""
+    if len(documents) != len(specs):
+        raise VerifierError("one mark spec per document")
+    if not documents:
+        raise VerifierError("no documents to mark")
+    ids = [doc_id for doc_id, _ in documents]
+    if len(set(ids)) != len(ids):
+        raise VerifierError("document ids repeat")
+    seed = system_random.randbits(63) if seed is None else seed
+    rng = np.random.default_rng(seed)
+    published, marks, secret_marks = [], [], []
+    for i, ((doc_id, text), spec) in enumerate(zip(documents, specs)):
+        count = spec.siblings + 1
+        if spec.kind == "rephrasing":
+            if rephraser is None:
+                raise VerifierError("rephrasing marks need a rephraser (--rephraser offline or model:SPEC)")
+            try:
+                pool = rephraser.rephrase(text, count, int(rng.integers(0, 2**62)))
+            except ValueError as exc:
+                raise VerifierError(f"document {doc_id}: {exc}") from None
+        else:
+            pool = draw_distinct(spec, rng, count)
+        chosen = int(rng.integers(0, count))
+        mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1:]
+        if spec.kind != "rephrasing" and any(candidate in text for candidate in pool):
+            raise VerifierError(f"document {doc_id}: already contains a drawn mark; use another seed")
+        document = mark if spec.kind == "rephrasing" else _insert(text, mark, spec.repeats)
+        salts = [system_random.token_hex(16) for _ in range(count)]
+        mark_id = f"mark-{i}"
+        published.append({"id": doc_id, "text": document})
+        marks.append({"id": mark_id, "kind": spec.kind, "format": spec.format, "length": spec.size, "repeats": spec.repeats,
+                      "document": doc_id, "document_sha256": text_digest(document), "published": commitment(mark, salts[0]),
+                      "siblings": [commitment(s, salt) for s, salt in zip(siblings, salts[1:])]})
+        secret_marks.append({"id": mark_id, "published": {"text": mark, "salt": salts[0]},
+                             "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])]})
+    secrets = {"format": SECRETS_FORMAT, "registration": name, "seed": seed, "marks": secret_marks}
+    generator = {"seed_sha256": hashlib.sha256(str(seed).encode()).hexdigest(), "word_list_sha256": word_list_sha256(),
+                 "rephraser": rephraser.identity if rephraser is not None else None,
+                 "insert_after_words": INSERT_AFTER_WORDS}
+    predicate = {"format": REGISTRATION_FORMAT, "name": name, "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
+                 "verifier": __version__, "generator": generator, "secrets_sha256": "", "marks": marks}
+    return MarkedSet(published, predicate, secrets)
+
+
+def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: bool = False) -> dict[str, Path]:
+    """Write the published documents, the private siblings file (mode 0600), the signed
+    registration and the signer's public key into ``out``; refuses to replace a registration
+    unless ``force`` (it may be the only record of marks already published)."""
+    paths = {name: out / name for name in (PUBLISHED, REGISTRATION, SECRETS, REGISTRANT)}
+    if not force and any(p.exists() for p in paths.values()):
+        raise VerifierError(f"{out}: already holds marks; refusing to overwrite them (--force replaces them)")
+    secrets_bytes = json.dumps(marked.secrets, indent=1, ensure_ascii=False).encode("utf-8")
+    predicate = dict(marked.predicate, secrets_sha256=hashlib.sha256(secrets_bytes).hexdigest())
+    subjects = {doc["id"]: text_digest(doc["text"]) for doc in marked.published}
+    body = json.dumps(statement(subjects, predicate, PREDICATE_TYPE), sort_keys=True).encode()
+    paths[SECRETS].parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(paths[SECRETS].parent, 0o700)
+    with atomic_output(paths[SECRETS]) as tmp:
+        tmp.chmod(0o600)
+        tmp.write_bytes(secrets_bytes)
+    public = {PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
+              REGISTRANT: public_pem(key.public_key()), REGISTRATION: json.dumps(sign_envelope(body, key), indent=1).encode()}
+    for name, data in public.items():  # meant to be published: readable by all
+        with atomic_output(paths[name]) as tmp:
+            tmp.write_bytes(data)
+            tmp.chmod(0o644)
+    return paths

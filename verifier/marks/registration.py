@@ -1,0 +1,222 @@
+"""The signed registration of marks, and the private file of their siblings.
+
+Registration (``registration.dsse.json``, may be published): a DSSE envelope, signed with
+Ed25519, of an in-toto Statement whose subjects are the published documents (by SHA-256 of
+their text) and whose predicate records the date, the generator's parameters, and for each mark
+a salted commitment to the published mark and to each of its siblings. It proves, as far as its
+signer's date can be trusted, that the marks and their siblings existed before training, and
+fixes which mark was published, so nobody can later pick the sibling a model happens to like.
+Secrets stay out of it: salted digests reveal neither the marks nor the siblings.
+
+Secrets (``private/siblings.json``, kept private): the seed, and each mark's published text and
+siblings with their salts. Its SHA-256 is in the registration, so a sibling cannot be dropped,
+added or edited afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from verifier.errors import VerifierError, first_validation_error
+from verifier.evidence.signing import (
+    PAYLOAD_TYPE,
+    STATEMENT_TYPE,
+    load_public_key,
+    pinned_public_keys,
+    verify_envelope,
+)
+from verifier.marks.generators import CanaryFormat, Kind
+
+PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"
+REGISTRATION_FORMAT = "verifier-marks-registration/1"
+SECRETS_FORMAT = "verifier-marks-secrets/1"
+MAX_FILE_BYTES = 256 << 20
+SHA256 = r"^[0-9a-f]{64}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RegisteredMark(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    kind: Kind
+    format: CanaryFormat | None = None
+    length: int = Field(ge=0)
+    repeats: int = Field(1, ge=1)
+    document: str = Field(min_length=1, max_length=300, description="the published document's id")
+    document_sha256: str = Field(pattern=SHA256, description="SHA-256 of the published document's text")
+    published: str = Field(pattern=SHA256, description="salted commitment to the published mark")
+    siblings: list[str] = Field(min_length=1, max_length=10_000, description="salted commitments to the unpublished siblings")
+
+    @field_validator("siblings")
+    @classmethod
+    def digests(cls, values: list[str]) -> list[str]:
+        if any(len(v) != 64 or any(c not in "0123456789abcdef" for c in v) for v in values):
+            raise ValueError("every sibling commitment must be a SHA-256 hex digest")
+        if len(set(values)) != len(values):
+            raise ValueError("sibling commitments repeat")
+        return values
+
+
+class RegistrationPredicate(Strict):
+    format: Literal["verifier-marks-registration/1"]
+    name: str = Field(min_length=1, max_length=200)
+    created: datetime = Field(description="when the marks were made and registered (UTC)")
+    verifier: str
+    generator: dict[str, Any] = Field(description="seed commitment, word list and rephraser identity")
+    secrets_sha256: str = Field(pattern=SHA256)
+    marks: list[RegisteredMark] = Field(min_length=1, max_length=100_000)
+
+    @field_validator("created")
+    @classmethod
+    def aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("must carry a time zone (UTC)")
+        return value.astimezone(UTC)
+
+
+class SecretText(Strict):
+    text: str = Field(min_length=1)
+    salt: str = Field(pattern=r"^[0-9a-f]{32}$")
+
+
+class SecretMark(Strict):
+    id: str
+    published: SecretText
+    siblings: list[SecretText] = Field(min_length=1)
+
+
+class Secrets(Strict):
+    format: Literal["verifier-marks-secrets/1"]
+    registration: str
+    seed: int
+    marks: list[SecretMark]
+
+
+def commitment(text: str, salt: str) -> str:
+    """A hiding commitment: SHA-256 of the salt, a newline and the text."""
+    return hashlib.sha256(f"{salt}\n{text}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A registration whose signature verified under a pinned key."""
+
+    predicate: RegistrationPredicate
+    subjects: dict[str, str]  # published document id -> SHA-256 of its text
+    signer: str  # fingerprint of the pinned key
+    sha256: str  # of the registration file
+
+
+def _read(path: Path, what: str) -> bytes:
+    if not path.is_file():
+        raise VerifierError(f"{path.name}: {what} not found")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise VerifierError(f"{path.name}: {what} larger than {MAX_FILE_BYTES >> 20} MiB")
+    return data
+
+
+def _json(data: bytes, where: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise VerifierError(f"{where}: not JSON ({str(exc).splitlines()[0][:120]})") from None
+
+
+def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: Path | None = None) -> Registration:
+    """The registration at ``path``, if its signature verifies under a key pinned in the trust
+    store (``verifier keys trust``); every other case is one line saying why it is refused."""
+    name = path.name
+    data = _read(path, "registration")
+    digest = hashlib.sha256(data).hexdigest()
+    if pinned_sha256 is not None and digest != pinned_sha256:
+        raise VerifierError(f"{name}: is not the registration the claim pins (SHA-256 {digest[:16]}..., the claim names {pinned_sha256[:16]}...)")
+    envelope = _json(data, name)
+    signatures = envelope.get("signatures") if isinstance(envelope, dict) else None
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE or "payload" not in envelope:
+        raise VerifierError(f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')")
+    if not signatures or not isinstance(signatures, list):
+        raise VerifierError(f"{name}: is not signed")
+    pinned = pinned_public_keys(trust_dir)
+    keyids = [s.get("keyid") for s in signatures if isinstance(s, dict)]
+    signer = next((k for k in keyids if k in pinned), None)
+    if signer is None:
+        shown = ", ".join(str(k)[:16] for k in keyids) or "none"
+        raise VerifierError(f"{name}: signed by a key not pinned in the trust store (key {shown}); pin the registrant's "
+                            "public key with 'verifier keys trust' only if you trust the dates it signs")
+    try:
+        body = verify_envelope(envelope, load_public_key(pinned[signer], "trust store"), where=name)
+    except VerifierError:
+        raise VerifierError(f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}") from None
+    statement = _json(body, name)
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
+        raise VerifierError(f"{name}: signed, but not a marks registration (predicate type {str(statement.get('predicateType') if isinstance(statement, dict) else None)[:80]})")
+    try:
+        predicate = RegistrationPredicate.model_validate(statement.get("predicate"))
+        subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    except ValidationError as exc:
+        raise VerifierError(f"{name}: predicate.{first_validation_error(exc)}") from None
+    except (KeyError, TypeError) as exc:
+        raise VerifierError(f"{name}: malformed subjects ({exc})") from None
+    ids = [m.id for m in predicate.marks]
+    if len(set(ids)) != len(ids):
+        raise VerifierError(f"{name}: predicate.marks: mark ids repeat")
+    documents = [m.document_sha256 for m in predicate.marks]
+    if len(set(documents)) != len(documents):
+        raise VerifierError(f"{name}: predicate.marks: two marks share a published document (marks must be independent)")
+    for mark in predicate.marks:
+        if subjects.get(mark.document) != mark.document_sha256:
+            raise VerifierError(f"{name}: mark {mark.id}: its document {mark.document!r} is not a subject of the statement with that digest")
+    return Registration(predicate, subjects, signer, digest)
+
+
+def read_secrets(path: Path, registration: Registration) -> dict[str, SecretMark]:
+    """The private siblings file, checked against the registration: its digest, and every mark's
+    published text and siblings against their commitments (none missing, none added)."""
+    name = path.name
+    data = _read(path, "private siblings file")
+    if hashlib.sha256(data).hexdigest() != registration.predicate.secrets_sha256:
+        raise VerifierError(f"{name}: is not the siblings file this registration commits to (its SHA-256 differs)")
+    try:
+        secrets = Secrets.model_validate(_json(data, name))
+    except ValidationError as exc:
+        raise VerifierError(f"{name}: {first_validation_error(exc)}") from None
+    by_id = {m.id: m for m in secrets.marks}
+    texts = [m.published.text for m in secrets.marks]
+    if len(set(texts)) != len(texts):
+        raise VerifierError(f"{name}: two marks have the same published text (marks must be independent)")
+    for mark in registration.predicate.marks:
+        secret = by_id.get(mark.id)
+        if secret is None:
+            raise VerifierError(f"{name}: mark {mark.id}: missing (the registration lists it)")
+        if commitment(secret.published.text, secret.published.salt) != mark.published:
+            raise VerifierError(f"{name}: mark {mark.id}: the published text does not match its commitment")
+        if len(secret.siblings) != len(mark.siblings):
+            raise VerifierError(f"{name}: mark {mark.id}: {len(secret.siblings)} siblings, the registration commits to {len(mark.siblings)}")
+        if [commitment(s.text, s.salt) for s in secret.siblings] != mark.siblings:
+            raise VerifierError(f"{name}: mark {mark.id}: a sibling does not match its commitment")
+    return by_id
+
+
+def predates_training(created: datetime, released: date | None, cutoff_year: int | None, now: datetime | None = None) -> str | None:
+    """Why a registration made at ``created`` cannot show that its marks predate training (None: it can)."""
+    now = now or datetime.now(UTC)
+    if created > now:
+        return f"its date {created:%Y-%m-%d} is in the future"
+    if released is None and cutoff_year is None:
+        return "the claim declares neither the model's release date nor its training cutoff, so the registration cannot be shown to predate training"
+    if released is not None and created.date() >= released:
+        return f"it is dated {created:%Y-%m-%d}, not before the model's declared release ({released:%Y-%m-%d})"
+    if cutoff_year is not None and created.year >= cutoff_year:
+        return f"it is dated {created:%Y-%m-%d}, not before the year of the model's declared training cutoff ({cutoff_year})"
+    return None

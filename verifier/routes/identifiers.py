@@ -1,0 +1,65 @@
+"""Route: natural identifiers in the suspect set -> exact rank tests against fresh draws of their format.
+
+Dataset inference without a held-out set: hashes, UUIDs, short-URL paths and API-key-like
+tokens already in the suspect documents are scored in their context against freshly drawn
+identifiers of the same format (``marks.identifiers``). It needs only the suspect set, so the
+policy places it after dataset inference: it decides when no held-out set was given (or none
+could decide) and the suspect documents hold enough random-looking identifiers to reach alpha;
+with none, or too few, it decides nothing and the walk goes on.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from verifier.marks.evaluate import identifier_trials, run_rank_tests
+from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
+from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
+
+NULL = "the model was not trained on text containing these identifiers (each is exchangeable with fresh draws of its format)"
+LIMITATIONS = [
+    "The test is about the identifiers, not the documents: an identifier also published elsewhere (a popular commit hash, "
+    "a shared link) tests every page that quotes it.",
+    "It is valid when the identifiers were drawn at random from their format: version-4 UUIDs, digests, generated short "
+    "links and keys. Hand-made strings that pass the filters (a vanity link with digits) break it, and so do identifiers "
+    "chosen by someone who could query the model: the suspect documents must have been fixed before the model was available.",
+    "A non-significant result is not evidence of absence: an identifier seen once in training is rarely memorised.",
+]
+
+
+class IdentifierParams(RankTestParams):
+    samples: int = Field(99, ge=19, le=9999, json_schema_extra={"weaker": "either"},
+                         description="fresh identifiers drawn per real one (the smallest p-value is 1/(samples+1))")
+    max_identifiers: int = Field(500, ge=1, le=100_000, description="the first identifiers tested (bounds the model's work)")
+
+
+@register
+class IdentifiersRoute(Route):
+    name = "identifiers"
+    Params = IdentifierParams
+    requires = frozenset({"suspect"})
+    claim_kinds = KINDS
+    verdicts = verdict_table(["design_too_small", "no_marks"])
+    needs_target = True
+
+    @classmethod
+    def signals_of(cls, params: IdentifierParams) -> list[str]:  # type: ignore[override]
+        return ["log_likelihood"]
+
+    def run(self, ctx: RouteContext, params: IdentifierParams) -> RouteOutcome:  # type: ignore[override]
+        texts = ctx.load(ctx.claim.evidence.suspect).texts
+        trials, dropped = identifier_trials(texts, params.samples, params.context_words, params.max_identifiers, ctx.claim.seed)
+        setaside = {k: v for k, v in dropped.items() if v}
+        found = Table("Identifiers in the suspect set", ["item", "count"],
+                      [["random-looking identifiers found (each distinct one once)", len(trials)],
+                       *[[f"set aside: {k}", v] for k, v in setaside.items()],
+                       *[[f"format {f}", sum(t.detail == f for t in trials)] for f in sorted({t.detail for t in trials})]])
+        if not trials:
+            return RouteOutcome("no_marks", "The suspect documents hold no random-looking identifiers to test.",
+                                {"identifiers": 0, "set_aside": setaside}, [found])
+        finding = run_rank_tests(trials, scorer(ctx), NULL, params.combine, params.alpha, params.level, params.target_power, ctx.claim.seed)
+        summary = describe(finding, "identifiers")
+        notes = Notes("What this test shows", list(LIMITATIONS))
+        return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".",
+                            {"identifiers": len(trials), "set_aside": setaside, "samples": params.samples, "test": finding.as_finding()},
+                            [found, *sections(finding, "identifiers"), notes], list(LIMITATIONS))

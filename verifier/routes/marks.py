@@ -1,0 +1,83 @@
+"""Route: content marked before training -> exact rank tests of the registered marks.
+
+The second sound branch of the tree, usable by rights holders without the developer: canaries,
+copyright traps and STAMP-style rephrasings made with ``verifier marks make`` before release.
+The registration must verify under a pinned key, predate the model's declared release or
+training cutoff, and match the private siblings file and the suspect (published) documents;
+otherwise it is refused as evidence with the reason and the walk goes on. A mark whose document
+is not in the suspect set, or that does not occur in its document, is reported and not tested.
+Then each published mark is ranked among its siblings under the target (``marks.evaluate``):
+significant -> SUPPORTED for "trained_on", CONTRADICTED for "not_trained_on"/"decontaminated";
+otherwise INCONCLUSIVE with the number of marks that would be needed.
+"""
+
+from __future__ import annotations
+
+from verifier.errors import VerifierError
+from verifier.marks.evaluate import registered_trials, run_rank_tests
+from verifier.marks.registration import predates_training, read_registration, read_secrets
+from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
+from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
+
+NULL = "the model was not trained on the published marks (each is exchangeable with its unpublished siblings)"
+LIMITATIONS = [
+    "A significant result shows the model was trained on the published marks, hence on text that carried them; which copy "
+    "(the rights holder's publication or a re-post) the test cannot say.",
+    "The registration's date is its signer's statement: it shows the marks predate training only as far as that key's dates "
+    "are trusted (a trusted timestamp or a public log of the registration's digest makes it stronger).",
+    "A non-significant result is not evidence of absence: marks seen rarely in training are often not memorised "
+    "(the copyright-trap study detected only long traps repeated about 1,000 times in a 1.3B model).",
+    "One registration is one test: a registrant who tests several registrations and shows the best has had several chances.",
+]
+
+
+class MarksParams(RankTestParams):
+    """The route's params (alpha, combination, per-mark level, context) - see ``RankTestParams``."""
+
+
+@register
+class MarksRoute(Route):
+    name = "marks"
+    Params = MarksParams
+    requires = frozenset({"suspect", "marks"})
+    claim_kinds = KINDS
+    verdicts = verdict_table(["refused", "design_too_small", "no_marks"])
+    needs_target = True
+
+    @classmethod
+    def signals_of(cls, params: MarksParams) -> list[str]:  # type: ignore[override]
+        return ["log_likelihood", "loss"]
+
+    def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:  # type: ignore[override]
+        marks, model = ctx.claim.evidence.marks, ctx.claim.model
+        try:
+            registration = read_registration(ctx.base_dir / marks.registration, marks.sha256)
+            if reason := predates_training(registration.predicate.created, model.released, model.training_cutoff):
+                raise VerifierError(f"{marks.registration.name}: refused: {reason}")
+            rephraser = registration.predicate.generator.get("rephraser") or {}
+            weights = (rephraser.get("digests") or {}).get("weights")
+            if weights and weights == ctx.model().identity.digests.get("weights"):
+                raise VerifierError(f"{marks.registration.name}: refused: the rephrasings were made by the model under test")
+            secrets = read_secrets(ctx.base_dir / marks.siblings, registration)
+            try:
+                trials, excluded = registered_trials(registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words)
+            except VerifierError as exc:
+                raise VerifierError(f"{marks.registration.name}: {exc}") from None
+        except VerifierError as exc:
+            return RouteOutcome("refused", f"The registration is refused as evidence: {exc}.", {"refused": str(exc)},
+                                [Notes("Registration refused", [str(exc)])], list(LIMITATIONS))
+        finding = run_rank_tests(trials, scorer(ctx), NULL, params.combine, params.alpha, params.level, params.target_power,
+                                 ctx.claim.seed, excluded)
+        predicate = registration.predicate
+        metrics = {"registration": {"name": predicate.name, "created": predicate.created.isoformat(), "signer": registration.signer,
+                                    "sha256": registration.sha256, "marks": len(predicate.marks)},
+                   "test": finding.as_finding()}
+        facts = Table("Registration", ["field", "value"], [
+            ["name", predicate.name], ["created (signed)", predicate.created.isoformat()],
+            ["signed by (pinned key fingerprint)", registration.signer],
+            ["registered marks / tested / not tested", f"{len(predicate.marks)} / {finding.n_marks} / {len(finding.excluded)}"],
+            ["declared release / training cutoff", f"{model.released or '-'} / {model.training_cutoff or '-'}"],
+        ])
+        summary = describe(finding, "marks")
+        return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".", metrics, [facts, *sections(finding, "marks")],
+                            list(LIMITATIONS))
