@@ -33,7 +33,7 @@ from verifier.evidence.signing import public_pem
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.marks.rephrase import OfflineRephraser
-from verifier.marks.run import target_scorer, test_identifiers, test_registered
+from verifier.marks.run import TargetScorer, test_identifiers, test_registered
 from verifier.resources import resource
 from verifier.stats.power import wilson
 from verifier.targets import ScoringOptions
@@ -80,7 +80,7 @@ def one_build(build: int, epochs: int, work: Path) -> dict:
     testbed = build_testbed(config)
     built = time.perf_counter() - started
     assert {m["id"]: m["copies"] for m in testbed.manifest["marks"]} == copies
-    scorer = target_scorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
+    scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
     started = time.perf_counter()
     finding = test_registered(scorer, folder / REGISTRATION, folder / SECRETS, folder / PUBLISHED, date.today() + timedelta(days=1), None,
                               0.05, "fisher", LEVEL, 32, 0, trust_dir=trust)
@@ -91,7 +91,7 @@ def one_build(build: int, epochs: int, work: Path) -> dict:
     for member in (1, 0):
         path = work / f"ids{build}-{member}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["member"] == member and r["identifier"]))
-        result = test_identifiers(scorer, path, 99, 0.05, "fisher", LEVEL, 32, 500, build)
+        result = test_identifiers(scorer, path, 99, 0.05, "fisher", LEVEL, 32, 500, build)  # seed: planning resamples only
         identifiers["members" if member else "non-members"] = {
             "n": result.n_marks, "combined_p": result.p_value, "detected": sum(r.p_value <= LEVEL for r in result.results),
             "effect": result.effect_size}

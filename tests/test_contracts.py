@@ -152,7 +152,7 @@ def findings_with(route: str, outcome: dict) -> dict:
     record = {"route": route, "needs": [], "status": "decided", "reason": "r", "grants": [], "verdict": "INCONCLUSIVE",
               "uncapped_verdict": None, "outcome": outcome, "regulation": []}
     return {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
-            "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "dtype": "fp32", "max_tokens": 256},
+            "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "released": None, "dtype": "fp32", "max_tokens": 256},
             "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": [],
                        "regulation_map_sha256": "0"},
             "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "failed_routes": [], "path": [record], "inputs": [],

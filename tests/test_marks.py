@@ -171,7 +171,7 @@ def test_a_registration_reads_back_and_keeps_secrets_out(registrant):
     key, paths, marked = registrant
     reg = read_registration(paths[REGISTRATION])
     assert len(reg.predicate.marks) == 6 and reg.predicate.created <= datetime.now(UTC)
-    secrets = read_secrets(paths[SECRETS], reg)
+    secrets = {m.id: m for m in read_secrets(paths[SECRETS], reg).marks}
     public = paths[REGISTRATION].read_text() + paths[PUBLISHED].read_text()
     for mark in secrets.values():
         assert all(s.text not in public and s.salt not in public for s in mark.siblings)
@@ -267,20 +267,89 @@ def test_identifiers_are_found_once_and_known_constants_set_aside():
     texts = ["Commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345 fixed it; see bit.ly/3xK9qPz.",
              "Again 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
              "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
-             "Vanity link bit.ly/summerbook is not random."]
+             "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
+             "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
+             "uuid4 hex 0f8fad5bd9cb469fa16570867728950e is not uniform hex",
+             "A DeepSeek-style key sk-7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a is tested once, as its random hex."]
     found, dropped = find_identifiers(texts, 4)
-    assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4"]
+    assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4", "short_url", "hex_digest"]
+    assert found[-1].identifier == "7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a" and found[-1].context.endswith("key sk-")
     assert found[0].context == "Commit " and found[2].context == "Key AKIAIOSFODNN7EXAMPLE and id "
-    assert dropped == {"not random-looking": 3, "repeated": 1}
+    assert dropped == {"not random-looking": 3, "repeated": 1, "context holds part of it": 1}  # AKIA keys are no format here
     assert all(not random_looking(c) for c in KNOWN_CONSTANTS)
+    assert find_identifiers(["x " * 10 + "sk-0123456789abcdefghijT3BlbkFJ0123456789abcdefghij end"], 0)[0][0].context == ""
 
 
 def test_fresh_draws_match_the_format_and_pass_the_same_filter():
-    found, _ = find_identifiers(["id 0F8FAD5B-D9CB-469F-A165-70867728950E and ghp_" + "aB3" * 12], 4)
-    upper, token = found
+    found, _ = find_identifiers(["id 0F8FAD5B-D9CB-469F-A165-70867728950E, tinyurl.com/q8x2k4m7 and "
+                                 "sk-0123456789abcdefghijT3BlbkFJ0123456789abcdefghij"], 4)
+    upper, tiny, key = found
     for item in found:
-        draws = fresh_draws(item, 200, seed=0)
+        draws = fresh_draws(item, 200)
         assert len(set(draws)) == 200 and item.identifier not in draws and all(random_looking(d) for d in draws)
-    assert all(d.isupper() or not d.isalpha() for d in fresh_draws(upper, 50, 0)) and all(d[14] == "4" for d in fresh_draws(upper, 50, 0))
-    assert all(d.startswith("ghp_") and len(d) == len(token.identifier) for d in fresh_draws(token, 50, 0))
-    assert fresh_draws(upper, 20, 1) != fresh_draws(upper, 20, 2)
+        assert fresh_draws(item, 200) == draws  # seeded by the identifier alone
+    assert all(d.isupper() or not d.isalpha() for d in fresh_draws(upper, 50)) and all(d[14] == "4" for d in fresh_draws(upper, 50))
+    assert all(d.startswith("tinyurl.com/") and d[12:].islower() or d[12:].isdigit() for d in fresh_draws(tiny, 50))
+    assert all(d[23:31] == "T3BlbkFJ" and len(d) == len(key.identifier) for d in fresh_draws(key, 50))
+
+
+def test_a_model_rephraser_samples_distinct_rephrasings_and_names_its_weights(tiny_model_dir):
+    from verifier.marks.rephrase import ModelRephraser, make_rephraser
+    from verifier.targets.model_source import resolve_model
+
+    rephraser = ModelRephraser(str(tiny_model_dir), max_new_tokens=12)
+    text = carriers(1)[0][1]
+    out = rephraser.rephrase(text, 4, seed=1)
+    assert len(set(out)) == 4 and all(o and o != text for o in out)
+    assert rephraser.rephrase(text, 4, seed=1) == out  # seeded
+    assert rephraser.identity["digests"]["weights"] == resolve_model(str(tiny_model_dir)).digest()
+    with pytest.raises(ValueError, match="offline"):
+        make_rephraser("gpt-4")
+
+
+def _recommit(paths: dict, key: Ed25519PrivateKey, edit_secrets) -> None:  # noqa: ANN001
+    """A registrant's own forgery: edit the secrets, then re-commit and re-sign everything consistently."""
+    import hashlib
+
+    secrets = json.loads(paths[SECRETS].read_text())
+    edit_secrets(secrets)
+    data = json.dumps(secrets).encode()
+    paths[SECRETS].write_bytes(data)
+    by_id = {m["id"]: m for m in secrets["marks"]}
+
+    def update(body: dict) -> None:
+        body["predicate"]["secrets_sha256"] = hashlib.sha256(data).hexdigest()
+        for mark in body["predicate"]["marks"]:
+            secret = by_id[mark["id"]]
+            mark["published"] = commitment(secret["published"]["text"], secret["published"]["salt"])
+            mark["siblings"] = [commitment(s["text"], s["salt"]) for s in secret["siblings"]]
+
+    _resign(paths[REGISTRATION], key, update)
+
+
+def _longer_siblings(secrets: dict) -> None:
+    for sibling in secrets["marks"][0]["siblings"]:
+        sibling["text"] += " and a few more words that lower its likelihood"
+
+
+def _published_picked(secrets: dict) -> None:
+    mark = secrets["marks"][0]
+    mark["published"]["text"], mark["siblings"][0]["text"] = mark["siblings"][0]["text"], mark["published"]["text"]
+
+
+@pytest.mark.parametrize("forge, message", [
+    (_longer_siblings, "mark-0: the published mark and its siblings are not what the registered generator draws"),
+    (_published_picked, "mark-0: the published mark and its siblings are not what the registered generator draws"),
+    (lambda s: s.update(seed=s["seed"] + 1), "seed in the siblings file does not match"),
+    (lambda s: s["marks"][2].update(original=s["marks"][2]["original"] + " Extra."), "mark-2"),
+])
+def test_siblings_made_or_chosen_by_hand_are_refused_even_when_consistently_signed(registrant, forge, message):
+    from verifier.marks.make import regenerate
+
+    key, paths, _ = registrant
+    regenerate(read_registration(paths[REGISTRATION]), read_secrets(paths[SECRETS], read_registration(paths[REGISTRATION])))
+    _recommit(paths, key, forge)
+    registration = read_registration(paths[REGISTRATION])
+    secrets = read_secrets(paths[SECRETS], registration)  # every commitment holds...
+    with pytest.raises(VerifierError, match=message):  # ...but the generator does not draw these
+        regenerate(registration, secrets)

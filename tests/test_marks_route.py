@@ -151,15 +151,30 @@ def test_a_mark_missing_from_its_document_is_reported_and_a_too_small_design_ref
 
 def test_natural_identifiers_detect_members_and_not_non_members(trusted):
     """No registration, no held-out set: the identifiers route tests the suspect set's own identifiers."""
-    members = audit(trusted, "ids-members", marks=False, suspect={"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}})
+    members = audit(trusted, "ids-members", marks=False,
+                    suspect={"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}, "year": 2024})
     assert members["decided_by"] == "identifiers" and members["verdict"] == "SUPPORTED"
     test = route(members, "identifiers")["outcome"]["metrics"]["test"]
     assert test["n_marks"] > 40 and test["p_value"] < 0.05 and test["null_hypothesis"].startswith("the model was not trained on text containing")
-    others = audit(trusted, "ids-others", marks=False, suspect={"path": "testbed/documents.jsonl", "where": {"member": 0, "identifier": 1}})
+    others = audit(trusted, "ids-others", marks=False,
+                   suspect={"path": "testbed/documents.jsonl", "where": {"member": 0, "identifier": 1}, "year": 2024})
     p = [r["p_value"] for r in route(others, "identifiers")["outcome"]["metrics"]["test"]["results"]]
     assert stats.kstest(p, "uniform").pvalue > 1e-3
-    none = audit(trusted, "ids-none", marks=False, suspect={"path": "testbed/documents.jsonl", "where": {"identifier": 0}})
+    none = audit(trusted, "ids-none", marks=False, suspect={"path": "testbed/documents.jsonl", "where": {"identifier": 0}, "year": 2024})
     assert route(none, "identifiers")["outcome"]["status"] == "no_marks" and none["decided_by"] == "disclosure"
+
+
+@pytest.mark.parametrize("year, model, reason", [
+    (None, {}, "declares no year"),
+    (2026, {}, "not before the model's release"),
+    (2024, {"released": None, "training_cutoff": 2023}, "after the model's training cutoff"),
+    (2024, {"released": None}, "declares neither"),
+])
+def test_identifiers_of_documents_not_shown_to_predate_the_model_are_not_tested(trusted, year, model, reason):
+    suspect = {"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}} | ({"year": year} if year else {})
+    findings = audit(trusted, "ids-undated", marks=False, suspect=suspect, model=model)
+    outcome = route(findings, "identifiers")["outcome"]
+    assert outcome["status"] == "undated" and reason in outcome["summary"] and findings["decided_by"] == "disclosure"
 
 
 def test_cli_marks_make_test_and_identifiers(trusted, tmp_path):

@@ -123,7 +123,8 @@ def _sentence(claim: ClaimManifest, verdict: str, summary: str, failed: list[str
 def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict[str, Any]:
     """The loaded models' identities; a model never loaded is named by its spec (and weight digest
     where it is a local file), so no private path enters a bundle."""
-    identity: dict[str, Any] = {"training_cutoff": claim.model.training_cutoff, "dtype": claim.model.dtype,
+    identity: dict[str, Any] = {"training_cutoff": claim.model.training_cutoff,
+                                "released": claim.model.released.isoformat() if claim.model.released else None, "dtype": claim.model.dtype,
                                 "max_tokens": claim.model.max_tokens}
     for role in ("target", "reference"):
         spec = getattr(claim.model, role)

@@ -356,7 +356,7 @@ def marks_make(
     name: Annotated[Optional[str], typer.Option(help="Name of the registration (default: the documents' file name).")] = None,
     text_field: Annotated[str, typer.Option(help="Text field of the documents.")] = "text",
     id_field: Annotated[str, typer.Option(help="Id field of the documents (default: row numbers).")] = "id",
-    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key).")] = None,
+    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key, created if missing).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Secret seed of the generator (default: drawn from the system).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace marks already in OUT.")] = False,
 ) -> None:
@@ -364,7 +364,6 @@ def marks_make(
     from pydantic import ValidationError
 
     from verifier.errors import first_validation_error
-    from verifier.job import default_key_path
     from verifier.marks.generators import MarkSpec
     from verifier.marks.run import make_files
 
@@ -376,7 +375,9 @@ def marks_make(
                           siblings=siblings, repeats=repeats if kind == "trap" else 1) for kind in kinds]
     except ValidationError as exc:
         raise VerifierError(f"marks make: {first_validation_error(exc, top='options')}") from None
-    paths = make_files(documents, out_dir, specs, sign_key or default_key_path(), name or documents.stem, text_field, id_field, rephraser, seed, force)
+    paths, created = make_files(documents, out_dir, specs, sign_key, name or documents.stem, text_field, id_field, rephraser, seed, force)
+    if created:
+        say(err, f"created signing key {created} (public key {created}.pub)")
     say(out, f"publish:  {paths['published.jsonl']}")
     say(out, f"register: {paths['registration.dsse.json']} (signed; public key {paths['registrant.pub']})")
     say(out, f"keep private: {paths['private/siblings.json']} (the siblings: needed to test, never to be published)")
@@ -415,7 +416,7 @@ def marks_test(
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
 
-    from verifier.marks.run import target_scorer, test_registered
+    from verifier.marks.run import TargetScorer, test_registered
     from verifier.targets import ScoringOptions
 
     if combine not in ("fisher", "binomial"):
@@ -425,7 +426,7 @@ def marks_test(
     except ValueError:
         raise VerifierError(f"--released {released!r}: not a date (YYYY-MM-DD)") from None
     with progress_bars() as progress:
-        finding = test_registered(target_scorer(model, ScoringOptions(), cache_dir, progress), registration, siblings, published,
+        finding = test_registered(TargetScorer(model, ScoringOptions(), cache_dir, progress), registration, siblings, published,
                                   day, cutoff, alpha, combine, level, context_words, seed, trust_dir)
     _print_rank_test(finding, "marks")
 
@@ -445,13 +446,13 @@ def marks_identifiers(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
 ) -> None:
     """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their formats."""
-    from verifier.marks.run import target_scorer, test_identifiers
+    from verifier.marks.run import TargetScorer, test_identifiers
     from verifier.targets import ScoringOptions
 
     if combine not in ("fisher", "binomial"):
         raise VerifierError(f"--combine {combine!r}: use fisher or binomial")
     with progress_bars() as progress:
-        finding = test_identifiers(target_scorer(model, ScoringOptions(), cache_dir, progress), documents, samples, alpha, combine,
+        finding = test_identifiers(TargetScorer(model, ScoringOptions(), cache_dir, progress), documents, samples, alpha, combine,
                                    level, context_words, max_identifiers, seed, text_field)
     _print_rank_test(finding, "identifiers")
 

@@ -21,6 +21,19 @@ def default_key_path() -> Path:
     return Path.home() / ".config" / "verifier" / "signing.key"
 
 
+def signing_key(path: Path | None):  # noqa: ANN201 - an Ed25519PrivateKey
+    """The key at ``path``, else the default key, created (mode 0600) if it does not exist yet;
+    returns it with the path of a key this call created (None if none was)."""
+    from verifier.evidence import generate_key, load_private_key
+
+    key_path = path or default_key_path()
+    created = None
+    if path is None and not key_path.exists():
+        generate_key(key_path)
+        created = key_path
+    return load_private_key(key_path), created
+
+
 @dataclass(frozen=True)
 class BundleResult:
     folder: Path
@@ -46,17 +59,11 @@ def audit_to_bundle(
     The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
     An existing bundle of the same claim and findings is replaced only with ``force``.
     """
-    from verifier.evidence import generate_key, load_private_key, write_bundle
+    from verifier.evidence import write_bundle
     from verifier.evidence.signing import key_id, public_pem
     from verifier.report import render_html, render_pdf
 
-    key, created = None, None
-    if sign:
-        key_path = sign_key or default_key_path()
-        if sign_key is None and not key_path.exists():
-            generate_key(key_path)
-            created = key_path
-        key = load_private_key(key_path)
+    key, created = signing_key(sign_key) if sign else (None, None)
     cache = ScoreCache(cache_dir)
     result = run_audit(claim, cache=cache, progress=progress)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the

@@ -13,6 +13,7 @@ The statistic is fixed in code, never chosen after seeing scores:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -20,8 +21,8 @@ from typing import Any, Literal
 import numpy as np
 
 from verifier.errors import VerifierError
-from verifier.marks.identifiers import find_identifiers, fresh_draws
-from verifier.marks.registration import Registration, SecretMark
+from verifier.marks.identifiers import find_identifiers, fresh_draws, words_before
+from verifier.marks.registration import Registration, Secrets
 from verifier.stats.rank import Combine, combine, marks_needed, paired_tests, rank_p_value, smallest_p
 from verifier.targets.cache import text_digest
 
@@ -50,6 +51,7 @@ class TrialResult:
     n_siblings: int
     p_value: float
     standardised: float  # (published - mean of siblings) / their standard deviation
+    tied: int  # siblings scoring exactly as the published mark (e.g. the mark cut off by max_tokens): counted against it
 
 
 @dataclass
@@ -79,14 +81,10 @@ class MarksFinding:
 def context_before(document: str, mark: str, words: int) -> str | None:
     """The last ``words`` words before ``mark``'s first occurrence in ``document`` (None: absent)."""
     at = document.find(mark)
-    if at < 0:
-        return None
-    before = document[:at]
-    kept = before.split()[-words:]
-    return " ".join(kept) + (" " if kept and before[-1:].isspace() else "") if kept else ""
+    return None if at < 0 else words_before(document, at, words)
 
 
-def registered_trials(registration: Registration, secrets: dict[str, SecretMark], suspect: list[str],
+def registered_trials(registration: Registration, secrets: Secrets, suspect: list[str],
                       context_words: int) -> tuple[list[Trial], dict[str, str]]:
     """One trial per registered mark; a mark that does not occur in its published document is
     reported and not tested (a fact about the registrant's documents, fixed before training).
@@ -101,8 +99,9 @@ def registered_trials(registration: Registration, secrets: dict[str, SecretMark]
         raise VerifierError(f"refused: {len(missing)} of the {len(registration.predicate.marks)} registered documents are not in the suspect "
                             f"set (first: {missing[0]!r}); every registered mark must be tested, or marks could be chosen after seeing their scores")
     trials, excluded = [], {}
+    by_id = {m.id: m for m in secrets.marks}
     for mark in registration.predicate.marks:
-        secret = secrets[mark.id]
+        secret = by_id[mark.id]
         document = by_digest[mark.document_sha256]
         siblings = [s.text for s in secret.siblings]
         if mark.kind == "rephrasing":
@@ -120,15 +119,15 @@ def registered_trials(registration: Registration, secrets: dict[str, SecretMark]
     return trials, excluded
 
 
-def identifier_trials(suspect: list[str], samples: int, context_words: int, max_identifiers: int,
-                      seed: int) -> tuple[list[Trial], dict[str, int]]:
-    """One trial per distinct random-looking identifier in the suspect set (the first ``max_identifiers``)."""
+def identifier_trials(suspect: list[str], samples: int, context_words: int, max_identifiers: int) -> tuple[list[Trial], dict[str, int]]:
+    """One trial per distinct random-looking identifier in the suspect set; beyond ``max_identifiers``,
+    those with the smallest SHA-256 (a choice nobody can steer without changing the identifiers)."""
     found, dropped = find_identifiers(suspect, context_words)
     if len(found) > max_identifiers:
         dropped["over the limit of identifiers tested"] = len(found) - max_identifiers
-        found = found[:max_identifiers]
+        found = sorted(found, key=lambda item: hashlib.sha256(item.identifier.encode()).hexdigest())[:max_identifiers]
     trials = [Trial(f"identifier-{i}", "identifier", item.format, item.context + item.identifier,
-                    [item.context + fresh for fresh in fresh_draws(item, samples, seed)]) for i, item in enumerate(found)]
+                    [item.context + fresh for fresh in fresh_draws(item, samples)]) for i, item in enumerate(found)]
     return trials, dropped
 
 
@@ -162,7 +161,8 @@ def run_rank_tests(trials: list[Trial], scorer: Scorer, null_hypothesis: str, me
             spread = float(np.std(own, ddof=1)) if len(own) > 1 else 0.0
             standardised = (float(score) - float(np.mean(own))) / spread if spread > 0 else 0.0
             scores[t.id] = (float(score), float(np.mean(own)))
-            results.append(TrialResult(t.id, t.kind, t.detail, len(t.siblings), rank_p_value(float(score), own), standardised))
+            results.append(TrialResult(t.id, t.kind, t.detail, len(t.siblings), rank_p_value(float(score), own), standardised,
+                                       int(np.sum(own == score))))
     order = {t.id: i for i, t in enumerate(usable)}
     results.sort(key=lambda r: order[r.id])
     p_values = [r.p_value for r in results]

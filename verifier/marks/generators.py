@@ -82,8 +82,8 @@ class MarkSpec(BaseModel):
             raise ValueError(f"format applies to canaries only, not to a {self.kind}")
         if self.kind != "trap" and self.repeats != 1:
             raise ValueError("repeats applies to traps only")
-        if self.kind == "rephrasing" and self.length:
-            raise ValueError("length does not apply to rephrasings")
+        if (self.kind == "rephrasing" or self.format == "sentence") and self.length:
+            raise ValueError(f"length does not apply to {'rephrasings' if self.kind == 'rephrasing' else 'sentence canaries'}")
         return self
 
     @property

@@ -1,7 +1,7 @@
 """Natural identifiers: random strings documents already carry, tested against fresh draws of their format.
 
-Hashes, UUIDs, short-URL paths and API-key-like tokens are (when genuinely random) draws from a
-known generator. Score each one in its context under the model, against the same context with
+Digests, version-4 UUIDs, short-URL paths and legacy OpenAI-style keys are (when genuinely
+random) draws from a known generator. Score each one in its context under the model, against the same context with
 freshly drawn identifiers of the same format: under H0 (the model was not trained on text
 containing the identifier) the real one is exchangeable with the fresh ones, and its rank
 gives an exact p-value with no held-out set at all (the "hidden in plain sight" idea).
@@ -9,11 +9,17 @@ gives an exact p-value with no held-out set at all (the "hidden in plain sight" 
 What keeps it valid: the format's sampler must match how the real identifiers were made, and
 every filter is applied to fresh draws and real identifiers alike (a filter applied to both
 keeps them exchangeable). Filters drop what is not random: well-known constants (digests of
-the empty string, the nil UUID, documentation keys), runs of one character, and strings holding
-an English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys). What it cannot
-check: that an identifier appears only in the suspect documents (a popular commit hash tests
-every page that quotes it), and UUIDs of other versions or hand-made short links that pass the
-filters.
+the empty string, the nil UUID, documentation keys), runs of one character, strings holding an
+English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys), and 32-hex strings
+laid out like a version-4 UUID without dashes (not uniform digits). An identifier whose context
+already holds six or more of its characters in a row (a short commit hash before the full one, a
+redacted key) is not tested: the model could copy them. Formats with structure a uniform sampler
+would not reproduce are not offered: AWS key ids (they encode the account) and GitHub tokens (a
+checksum). The fresh draws are seeded by the identifier itself, never by anything the claimant
+chooses. What it cannot check: that an identifier appears only in the suspect documents (a
+popular commit hash tests every page that quotes it), that it was made by the generator its format
+suggests (a hand-made short link with digits passes the filters), or that nobody chose the
+identifiers after querying the model.
 """
 
 from __future__ import annotations
@@ -23,12 +29,15 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from verifier.marks.generators import word_list
 
 ALNUM = string.ascii_letters + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+OPENAI_INFIX = "T3BlbkFJ"  # base64 of "OpenAI", fixed inside legacy keys
 HEX_LOWER, HEX_UPPER = "0123456789abcdef", "0123456789ABCDEF"
 KNOWN_CONSTANTS = frozenset({
     "d41d8cd98f00b204e9800998ecf8427e",  # MD5 of the empty string
@@ -54,13 +63,6 @@ def _random_chars(alphabet: str) -> Callable[[str, np.random.Generator], str]:
     return sample
 
 
-def _prefixed(prefix_length: int, alphabet: str) -> Callable[[str, np.random.Generator], str]:
-    def sample(real: str, rng: np.random.Generator) -> str:
-        tail = real[prefix_length:]
-        return real[:prefix_length] + "".join(alphabet[i] for i in rng.integers(0, len(alphabet), len(tail)))
-    return sample
-
-
 def _uuid4(real: str, rng: np.random.Generator) -> str:
     alphabet = HEX_UPPER if real.isupper() else HEX_LOWER
     digits = [alphabet[i] for i in rng.integers(0, 16, 32)]
@@ -76,7 +78,12 @@ def _hex_digest(real: str, rng: np.random.Generator) -> str:
 
 def _short_url(real: str, rng: np.random.Generator) -> str:
     host, _, path = real.partition("/")
-    return f"{host}/" + _random_chars(ALNUM)(path, rng)
+    return f"{host}/" + _random_chars(LOWER_ALNUM if host == "tinyurl.com" else ALNUM)(path, rng)
+
+
+def _openai_key(real: str, rng: np.random.Generator) -> str:
+    draw = _random_chars(ALNUM)
+    return "sk-" + draw("x" * 20, rng) + OPENAI_INFIX + draw("x" * 20, rng)
 
 
 FORMATS = (
@@ -84,11 +91,9 @@ FORMATS = (
                                          r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"), _uuid4),
     IdentifierFormat("hex_digest", re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32}|[0-9A-F]{64}|[0-9A-F]{40}|[0-9A-F]{32})(?![0-9A-Za-z])"),
                      _hex_digest),
-    IdentifierFormat("short_url", re.compile(r"(?<![0-9A-Za-z.])(?:bit\.ly|t\.co|goo\.gl|tinyurl\.com|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}(?![0-9A-Za-z/])"),
-                     _short_url),
-    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{32,64}(?![0-9A-Za-z])"), _prefixed(3, ALNUM)),
-    IdentifierFormat("aws_key", re.compile(r"(?<![0-9A-Za-z])AKIA[0-9A-Z]{16}(?![0-9A-Za-z])"), _prefixed(4, string.ascii_uppercase + string.digits)),
-    IdentifierFormat("github_token", re.compile(r"(?<![0-9A-Za-z_])ghp_[A-Za-z0-9]{36}(?![0-9A-Za-z])"), _prefixed(4, ALNUM)),
+    IdentifierFormat("short_url", re.compile(r"(?<![0-9A-Za-z.])(?:(?:bit\.ly|t\.co|goo\.gl|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}"
+                                             r"|tinyurl\.com/[a-z0-9]{6,10})(?![0-9A-Za-z/])"), _short_url),
+    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?![0-9A-Za-z])"), _openai_key),
 )
 BY_NAME = {f.name: f for f in FORMATS}
 
@@ -98,12 +103,16 @@ def random_looking(identifier: str) -> bool:
     lowered = identifier.lower()
     if lowered in KNOWN_CONSTANTS or re.search(r"(.)\1{4}", lowered):
         return False
-    letters = re.findall(r"[a-z]{5,}", lowered)
-    return not any(word in run for run in letters for word in _long_words())
+    if re.fullmatch(r"[0-9a-f]{32}", lowered) and lowered[12] == "4" and lowered[16] in "89ab":
+        return False  # a version-4 UUID without its dashes: not uniform hex
+    words = _long_words()
+    return not any(run[i:j] in words for run in re.findall(r"[a-z]{5,}", lowered)
+                   for i in range(len(run) - 4) for j in range(i + 5, len(run) + 1))
 
 
+@cache
 def _long_words() -> frozenset[str]:
-    return frozenset(w for w in word_list() if len(w) >= 5) | {"example", "test", "dummy", "sample", "secret", "token"}
+    return frozenset(w for w in word_list() if len(w) >= 5) | {"example", "dummy", "sample", "secret", "token"}
 
 
 @dataclass(frozen=True)
@@ -116,13 +125,30 @@ class Found:
     context: str
 
 
+def words_before(text: str, at: int, words: int) -> str:
+    """The last ``words`` words before position ``at`` (none for 0), ending with the space that preceded ``at`` if any."""
+    before = text[:at]
+    kept = before.split()[-words:] if words > 0 else []
+    return " ".join(kept) + (" " if kept and before[-1:].isspace() else "")
+
+
+def _leaks(context: str, identifier: str, run: int = 6) -> bool:
+    """Whether ``context`` holds ``run`` or more characters of ``identifier`` in a row."""
+    lowered, key = context.lower(), identifier.lower()
+    return any(key[i:i + run] in lowered for i in range(len(key) - run + 1))
+
+
 def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found], dict[str, int]]:
     """Each distinct random-looking identifier once (at its first occurrence), and counts of what was set aside."""
     found: list[Found] = []
     seen: set[str] = set()
-    dropped = {"not random-looking": 0, "repeated": 0}
+    dropped = {"not random-looking": 0, "repeated": 0, "context holds part of it": 0}
     for doc, text in enumerate(texts):
-        hits = sorted(((m.start(), m.end(), fmt) for fmt in FORMATS for m in fmt.pattern.finditer(text)), key=lambda h: h[0])
+        hits, last_end = [], -1
+        for start, end, fmt in sorted(((m.start(), m.end(), f) for f in FORMATS for m in f.pattern.finditer(text)), key=lambda h: (h[0], -h[1])):
+            if start >= last_end:  # overlapping matches (a key holding a digest) are one identifier: the longest first match
+                hits.append((start, end, fmt))
+                last_end = end
         for start, end, fmt in hits:
             identifier = text[start:end]
             if identifier.lower() in seen:
@@ -132,23 +158,25 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
             if not random_looking(identifier):
                 dropped["not random-looking"] += 1
                 continue
-            before = text[:start]
-            words = before.split()
-            context = " ".join(words[-context_words:]) + (" " if before[-1:].isspace() else "") if words else before
+            context = words_before(text, start, context_words)
+            if _leaks(context, identifier):
+                dropped["context holds part of it"] += 1
+                continue
             found.append(Found(fmt.name, identifier, doc, context))
     return found, dropped
 
 
-def fresh_draws(item: Found, count: int, seed: int) -> list[str]:
-    """``count`` distinct fresh identifiers of ``item``'s format, passing the same filter, none equal to it."""
-    rng = np.random.default_rng([seed, int.from_bytes(hashlib.sha256(item.identifier.encode()).digest()[:8], "big")])
+def fresh_draws(item: Found, count: int) -> list[str]:
+    """``count`` distinct fresh identifiers of ``item``'s format, passing the same filter, none equal
+    to it; seeded by the identifier, so no choice of seed by whoever runs the test can move them."""
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(item.identifier.encode()).digest()[:8], "big"))
     sample = BY_NAME[item.format].sample
     pattern = BY_NAME[item.format].pattern
     draws: list[str] = []
     seen = {item.identifier}
     for _ in range(count * 50):
         candidate = sample(item.identifier, rng)
-        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate):
+        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate) and not _leaks(item.context, candidate):
             seen.add(candidate)
             draws.append(candidate)
             if len(draws) == count:

@@ -27,8 +27,8 @@ from verifier.atomic import atomic_output
 from verifier.errors import VerifierError
 from verifier.evidence.signing import public_pem, sign_envelope, statement
 from verifier.marks.generators import MarkSpec, draw_distinct, word_list_sha256
-from verifier.marks.registration import PREDICATE_TYPE, REGISTRATION_FORMAT, SECRETS_FORMAT, commitment
-from verifier.marks.rephrase import Rephraser
+from verifier.marks.registration import PREDICATE_TYPE, REGISTRATION_FORMAT, SECRETS_FORMAT, Registration, Secrets, commitment
+from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
 
 PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
@@ -60,6 +60,46 @@ def _insert(text: str, mark: str, repeats: int) -> str:
     return "".join(pieces) + text[last:]
 
 
+def draw_pool(spec: MarkSpec, rng: np.random.Generator, original: str | None, rephraser: Rephraser | None) -> tuple[list[str], int]:
+    """One mark's pool (the mark and its siblings, distinct draws) and the index of the one to publish.
+
+    ``make_marks`` and ``regenerate`` both call it with one generator seeded by the secret seed,
+    mark after mark, so the siblings and the choice are reproducible from the seed alone."""
+    count = spec.siblings + 1
+    if spec.kind == "rephrasing":
+        if rephraser is None or original is None:
+            raise VerifierError("rephrasing marks need a rephraser (--rephraser offline or model:SPEC) and the original text")
+        pool = rephraser.rephrase(original, count, int(rng.integers(0, 2**62)))
+    else:
+        pool = draw_distinct(spec, rng, count)
+    return pool, int(rng.integers(0, count))
+
+
+def regenerate(registration: Registration, secrets: Secrets) -> None:
+    """Check that every published mark and its siblings are what the registered generator draws
+    from the committed seed: siblings of another length or alphabet, or a published mark picked
+    by hand from its pool, would break the null the rank test relies on."""
+    generator = registration.predicate.generator
+    if commitment(str(secrets.seed), secrets.seed_salt) != generator.get("seed_sha256"):
+        raise VerifierError("the seed in the siblings file does not match the registration's commitment to it")
+    if generator.get("word_list_sha256") != word_list_sha256():
+        raise VerifierError("the marks were drawn from another word list than this version's; they cannot be regenerated")
+    by_id = {m.id: m for m in secrets.marks}
+    rephrased = any(m.kind == "rephrasing" for m in registration.predicate.marks)
+    rephraser = rephraser_from_identity(generator.get("rephraser")) if rephrased else None
+    rng = np.random.default_rng(secrets.seed)
+    for mark in registration.predicate.marks:
+        secret = by_id[mark.id]
+        spec = MarkSpec(kind=mark.kind, format=mark.format, length=mark.length, siblings=len(mark.siblings), repeats=mark.repeats)
+        try:
+            pool, chosen = draw_pool(spec, rng, secret.original, rephraser)
+        except ValueError as exc:
+            raise VerifierError(f"mark {mark.id}: cannot be regenerated ({exc})") from None
+        if pool[chosen] != secret.published.text or pool[:chosen] + pool[chosen + 1:] != [s.text for s in secret.siblings]:
+            raise VerifierError(f"mark {mark.id}: the published mark and its siblings are not what the registered generator "
+                                "draws from the seed (siblings chosen or edited by hand, or the published one picked)")
+
+
 def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: str, seed: int | None = None,
                rephraser: Rephraser | None = None) -> MarkedSet:
     """Mark ``documents`` ((id, text) pairs) with ``specs`` (one per document)."""
@@ -75,16 +115,10 @@ def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: st
     published, marks, secret_marks = [], [], []
     for i, ((doc_id, text), spec) in enumerate(zip(documents, specs)):
         count = spec.siblings + 1
-        if spec.kind == "rephrasing":
-            if rephraser is None:
-                raise VerifierError("rephrasing marks need a rephraser (--rephraser offline or model:SPEC)")
-            try:
-                pool = rephraser.rephrase(text, count, int(rng.integers(0, 2**62)))
-            except ValueError as exc:
-                raise VerifierError(f"document {doc_id}: {exc}") from None
-        else:
-            pool = draw_distinct(spec, rng, count)
-        chosen = int(rng.integers(0, count))
+        try:
+            pool, chosen = draw_pool(spec, rng, text, rephraser)
+        except ValueError as exc:
+            raise VerifierError(f"document {doc_id}: {exc}") from None
         mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1:]
         if spec.kind != "rephrasing" and any(candidate in text for candidate in pool):
             raise VerifierError(f"document {doc_id}: already contains a drawn mark; use another seed")
@@ -96,9 +130,11 @@ def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: st
                       "document": doc_id, "document_sha256": text_digest(document), "published": commitment(mark, salts[0]),
                       "siblings": [commitment(s, salt) for s, salt in zip(siblings, salts[1:])]})
         secret_marks.append({"id": mark_id, "published": {"text": mark, "salt": salts[0]},
-                             "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])]})
-    secrets = {"format": SECRETS_FORMAT, "registration": name, "seed": seed, "marks": secret_marks}
-    generator = {"seed_sha256": hashlib.sha256(str(seed).encode()).hexdigest(), "word_list_sha256": word_list_sha256(),
+                             "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])],
+                             "original": text if spec.kind == "rephrasing" else None})
+    seed_salt = system_random.token_hex(16)
+    secrets = {"format": SECRETS_FORMAT, "registration": name, "seed": seed, "seed_salt": seed_salt, "marks": secret_marks}
+    generator = {"seed_sha256": commitment(str(seed), seed_salt), "word_list_sha256": word_list_sha256(),
                  "rephraser": rephraser.identity if rephraser is not None else None,
                  "insert_after_words": INSERT_AFTER_WORDS}
     predicate = {"format": REGISTRATION_FORMAT, "name": name, "created": datetime.now(UTC).replace(microsecond=0).isoformat(),

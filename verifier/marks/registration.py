@@ -92,12 +92,14 @@ class SecretMark(Strict):
     id: str
     published: SecretText
     siblings: list[SecretText] = Field(min_length=1)
+    original: str | None = Field(None, description="rephrasings: the text rephrased (to regenerate the siblings)")
 
 
 class Secrets(Strict):
     format: Literal["verifier-marks-secrets/1"]
     registration: str
-    seed: int
+    seed: int = Field(ge=0)
+    seed_salt: str = Field(pattern=r"^[0-9a-f]{32}$")
     marks: list[SecretMark]
 
 
@@ -180,9 +182,10 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     return Registration(predicate, subjects, signer, digest)
 
 
-def read_secrets(path: Path, registration: Registration) -> dict[str, SecretMark]:
+def read_secrets(path: Path, registration: Registration) -> Secrets:
     """The private siblings file, checked against the registration: its digest, and every mark's
-    published text and siblings against their commitments (none missing, none added)."""
+    published text and siblings against their commitments (none missing, none added).
+    (``make.regenerate`` then checks they are what the generator draws from the seed.)"""
     name = path.name
     data = _read(path, "private siblings file")
     if hashlib.sha256(data).hexdigest() != registration.predicate.secrets_sha256:
@@ -205,7 +208,15 @@ def read_secrets(path: Path, registration: Registration) -> dict[str, SecretMark
             raise VerifierError(f"{name}: mark {mark.id}: {len(secret.siblings)} siblings, the registration commits to {len(mark.siblings)}")
         if [commitment(s.text, s.salt) for s in secret.siblings] != mark.siblings:
             raise VerifierError(f"{name}: mark {mark.id}: a sibling does not match its commitment")
-    return by_id
+    return secrets
+
+
+def rephrased_by(registration: Registration, weights_sha256: str | None) -> bool:
+    """Whether the registration's rephrasings were made by the model with these weights (exact
+    digest: a converted copy of the same model is not caught, which costs power, not validity)."""
+    rephraser = registration.predicate.generator.get("rephraser") or {}
+    made_by = (rephraser.get("digests") or {}).get("weights") if isinstance(rephraser, dict) else None
+    return bool(made_by) and made_by == weights_sha256
 
 
 def predates_training(created: datetime, released: date | None, cutoff_year: int | None, now: datetime | None = None) -> str | None:

@@ -138,7 +138,7 @@ class ModelRephraser:
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         found: list[str] = []
         for attempt in range(count * 5):
-            torch.manual_seed(seed * 100_003 + attempt)
+            torch.manual_seed((seed + attempt * 1_000_003) % 2**63)
             out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_p=0.95,
                                  max_new_tokens=self.max_new_tokens, pad_token_id=pad)
             candidate = " ".join(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True).split())
@@ -147,6 +147,25 @@ class ModelRephraser:
                 if len(found) == count:
                     return found
         raise ValueError(f"the model rephraser gave only {len(found)} distinct rephrasings; {count} were asked for")
+
+
+def rephraser_from_identity(identity: dict[str, object] | None) -> Rephraser:
+    """The rephraser a registration names, to regenerate its rephrasings (an error if it cannot be had here)."""
+    from verifier.errors import VerifierError
+
+    if not isinstance(identity, dict):
+        raise VerifierError("the registration names no rephraser, so its rephrasings cannot be regenerated")
+    if identity == OfflineRephraser.identity:
+        return OfflineRephraser()
+    if identity.get("rephraser") == "model":
+        try:
+            rephraser = ModelRephraser(str(identity.get("spec")))
+        except (VerifierError, OSError, ValueError) as exc:
+            raise VerifierError(f"the rephrasing model {identity.get('spec')!r} is not available here to regenerate the rephrasings ({exc})") from None
+        if rephraser.identity != identity:
+            raise VerifierError(f"the rephrasing model {identity.get('spec')!r} here differs from the registered one (weights or prompt)")
+        return rephraser
+    raise VerifierError(f"unknown rephraser {str(identity.get('rephraser'))[:60]!r} (another version's offline table?)")
 
 
 def make_rephraser(spec: str) -> Rephraser:

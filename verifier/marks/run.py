@@ -9,11 +9,11 @@ import numpy as np
 
 from verifier.data import Documents, load_documents, load_identified
 from verifier.errors import VerifierError
-from verifier.evidence import load_private_key
-from verifier.marks.evaluate import MarksFinding, Scorer, identifier_trials, registered_trials, run_rank_tests
+from verifier.job import signing_key
+from verifier.marks.evaluate import MarksFinding, identifier_trials, registered_trials, run_rank_tests
 from verifier.marks.generators import MarkSpec
-from verifier.marks.make import make_marks, write_marks
-from verifier.marks.registration import predates_training, read_registration, read_secrets
+from verifier.marks.make import make_marks, regenerate, write_marks
+from verifier.marks.registration import predates_training, read_registration, read_secrets, rephrased_by
 from verifier.marks.rephrase import make_rephraser
 from verifier.routes.identifiers import NULL as IDENTIFIERS_NULL
 from verifier.routes.marks import NULL as MARKS_NULL
@@ -21,48 +21,57 @@ from verifier.scoring import Progress, score_documents
 from verifier.targets import ScoreCache, ScoringOptions, load_target
 
 
-def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path, name: str, text_field: str = "text",
-               id_field: str = "id", rephraser: str = "offline", seed: int | None = None, force: bool = False) -> dict[str, Path]:
-    """Mark the documents of ``documents`` with ``specs`` (in equal blocks, in file order); write the publication and its signed registration."""
-    key = load_private_key(key_path)
+def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path | None, name: str, text_field: str = "text",
+               id_field: str = "id", rephraser: str = "offline", seed: int | None = None, force: bool = False) -> tuple[dict[str, Path], Path | None]:
+    """Mark the documents of ``documents`` with ``specs`` (in equal blocks, in file order); write the
+    publication and its signed registration. Signs with ``key_path``, else the default key (created
+    if missing: returned second)."""
+    key, created = signing_key(key_path)
     docs = load_identified(documents, text_field, id_field)
+    if len(specs) > len(docs):
+        raise VerifierError(f"{documents}: {len(docs)} documents cannot take {len(specs)} kinds of mark (one each)")
     try:
         chosen = make_rephraser(rephraser) if any(spec.kind == "rephrasing" for spec in specs) else None
     except ValueError as exc:
         raise VerifierError(str(exc)) from None
     marked = make_marks(docs, [specs[i * len(specs) // len(docs)] for i in range(len(docs))], name, seed, chosen)
-    return write_marks(marked, out, key, force=force)
+    return write_marks(marked, out, key, force=force), created
 
 
-def target_scorer(model: str, options: ScoringOptions, cache_dir: Path | None, progress: Progress | None) -> Scorer:
-    """Score texts with ``model`` through the forward-pass cache."""
-    target = load_target(model, options)
-    cache = ScoreCache(cache_dir)
+class TargetScorer:
+    """Scores texts with a model through the forward-pass cache (a ``marks.evaluate.Scorer``)."""
 
-    def score(role: str, texts: list[str], signal: str) -> np.ndarray:
-        return score_documents(Documents(texts, None, role), target, signal_names=[signal], cache=cache, progress=progress).signal(signal)
+    def __init__(self, model: str, options: ScoringOptions, cache_dir: Path | None, progress: Progress | None) -> None:
+        self.target = load_target(model, options)
+        self.cache = ScoreCache(cache_dir)
+        self.progress = progress
 
-    return score
+    def __call__(self, role: str, texts: list[str], signal: str) -> np.ndarray:
+        return score_documents(Documents(texts, None, role), self.target, signal_names=[signal], cache=self.cache,
+                               progress=self.progress).signal(signal)
 
 
-def test_registered(scorer: Scorer, registration: Path, siblings: Path, published: Path, released: date | None,
+def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, published: Path, released: date | None,
                     cutoff: int | None, alpha: float, combine: str, level: float, context_words: int, seed: int,
                     trust_dir: Path | None = None, text_field: str = "text") -> MarksFinding:
     """The marks route's test outside an audit (same checks, same statistics)."""
     reg = read_registration(registration, trust_dir=trust_dir)
     if reason := predates_training(reg.predicate.created, released, cutoff):
         raise VerifierError(f"{registration.name}: refused: {reason}")
+    if rephrased_by(reg, scorer.target.identity.digests.get("weights")):
+        raise VerifierError(f"{registration.name}: refused: the rephrasings were made by the model under test")
     secrets = read_secrets(siblings, reg)
+    regenerate(reg, secrets)
     trials, excluded = registered_trials(reg, secrets, load_documents(published, text_field=text_field).texts, context_words)
     if not trials:
         raise VerifierError(f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})")
     return run_rank_tests(trials, scorer, MARKS_NULL, combine, alpha, level, 0.8, seed, excluded)  # type: ignore[arg-type]
 
 
-def test_identifiers(scorer: Scorer, documents: Path, samples: int, alpha: float, combine: str, level: float,
+def test_identifiers(scorer: TargetScorer, documents: Path, samples: int, alpha: float, combine: str, level: float,
                      context_words: int, max_identifiers: int, seed: int, text_field: str = "text") -> MarksFinding:
     """The identifiers route's test outside an audit."""
-    trials, _ = identifier_trials(load_documents(documents, text_field=text_field).texts, samples, context_words, max_identifiers, seed)
+    trials, _ = identifier_trials(load_documents(documents, text_field=text_field).texts, samples, context_words, max_identifiers)
     if not trials:
         raise VerifierError(f"{documents.name}: holds no random-looking identifiers to test")
     return run_rank_tests(trials, scorer, IDENTIFIERS_NULL, combine, alpha, level, 0.8, seed)  # type: ignore[arg-type]

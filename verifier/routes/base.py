@@ -135,13 +135,14 @@ class RouteContext:
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
 
-    def features(self, role: str, texts: list[str], signals: list[str]) -> np.ndarray:
-        """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle."""
+    def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest) -> np.ndarray:
+        """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle by
+        ``digest`` of each text (a keyed digest for texts that must stay secret, such as a mark's siblings)."""
         reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
         table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
                                 cache=self.cache, progress=self.progress)
         values = np.column_stack([table.signal(name) for name in signals])
-        frame = pd.DataFrame({"role": role, "text_sha256": [text_digest(t) for t in texts]})
+        frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
         self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals)], axis=1))
         return values
 

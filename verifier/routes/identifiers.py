@@ -3,12 +3,16 @@
 Dataset inference without a held-out set: hashes, UUIDs, short-URL paths and API-key-like
 tokens already in the suspect documents are scored in their context against freshly drawn
 identifiers of the same format (``marks.identifiers``). It needs only the suspect set, so the
-policy places it after dataset inference: it decides when no held-out set was given (or none
-could decide) and the suspect documents hold enough random-looking identifiers to reach alpha;
-with none, or too few, it decides nothing and the walk goes on.
+policy places it after dataset inference (which decides whenever a held-out set is given, so the
+two never both test one claim): it decides when the suspect documents hold enough random-looking
+identifiers to reach alpha; with none, or too few, it decides nothing and the walk goes on.
+Identifiers chosen by someone who could query the model would pass every check, so the suspect
+set must declare a year before the model's release (or not after its training cutoff).
 """
 
 from __future__ import annotations
+
+from datetime import date
 
 from pydantic import Field
 
@@ -27,6 +31,20 @@ LIMITATIONS = [
 ]
 
 
+def _undated(year: int | None, released: date | None, cutoff: int | None) -> str | None:
+    """Why the suspect documents cannot be shown to predate the model (None: they can, as declared)."""
+    if year is None:
+        return ("the suspect set declares no year, so its identifiers cannot be shown to predate the model "
+                "(identifiers chosen after querying it would pass every check)")
+    if released is None and cutoff is None:
+        return "the claim declares neither the model's release date nor its training cutoff"
+    if released is not None and year >= released.year:
+        return f"the suspect documents are declared from {year}, not before the model's release ({released:%Y-%m-%d})"
+    if cutoff is not None and year > cutoff:
+        return f"the suspect documents are declared from {year}, after the model's training cutoff ({cutoff})"
+    return None
+
+
 class IdentifierParams(RankTestParams):
     samples: int = Field(99, ge=19, le=9999, json_schema_extra={"weaker": "either"},
                          description="fresh identifiers drawn per real one (the smallest p-value is 1/(samples+1))")
@@ -39,7 +57,7 @@ class IdentifiersRoute(Route):
     Params = IdentifierParams
     requires = frozenset({"suspect"})
     claim_kinds = KINDS
-    verdicts = verdict_table(["design_too_small", "no_marks"])
+    verdicts = verdict_table(["design_too_small", "no_marks", "undated"])
     needs_target = True
 
     @classmethod
@@ -47,8 +65,11 @@ class IdentifiersRoute(Route):
         return ["log_likelihood"]
 
     def run(self, ctx: RouteContext, params: IdentifierParams) -> RouteOutcome:  # type: ignore[override]
+        if reason := _undated(ctx.claim.evidence.suspect.year, ctx.claim.model.released, ctx.claim.model.training_cutoff):
+            return RouteOutcome("undated", f"Natural identifiers not tested: {reason}.", {"refused": reason},
+                                [Notes("Natural identifiers not tested", [reason])])
         texts = ctx.load(ctx.claim.evidence.suspect).texts
-        trials, dropped = identifier_trials(texts, params.samples, params.context_words, params.max_identifiers, ctx.claim.seed)
+        trials, dropped = identifier_trials(texts, params.samples, params.context_words, params.max_identifiers)
         setaside = {k: v for k, v in dropped.items() if v}
         found = Table("Identifiers in the suspect set", ["item", "count"],
                       [["random-looking identifiers found (each distinct one once)", len(trials)],

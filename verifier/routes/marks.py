@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from verifier.errors import VerifierError
 from verifier.marks.evaluate import registered_trials, run_rank_tests
-from verifier.marks.registration import predates_training, read_registration, read_secrets
+from verifier.marks.make import regenerate
+from verifier.marks.registration import predates_training, read_registration, read_secrets, rephrased_by
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
 from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 
@@ -54,11 +55,13 @@ class MarksRoute(Route):
             registration = read_registration(ctx.base_dir / marks.registration, marks.sha256)
             if reason := predates_training(registration.predicate.created, model.released, model.training_cutoff):
                 raise VerifierError(f"{marks.registration.name}: refused: {reason}")
-            rephraser = registration.predicate.generator.get("rephraser") or {}
-            weights = (rephraser.get("digests") or {}).get("weights")
-            if weights and weights == ctx.model().identity.digests.get("weights"):
+            if rephrased_by(registration, ctx.model().identity.digests.get("weights")):
                 raise VerifierError(f"{marks.registration.name}: refused: the rephrasings were made by the model under test")
             secrets = read_secrets(ctx.base_dir / marks.siblings, registration)
+            try:
+                regenerate(registration, secrets)
+            except VerifierError as exc:
+                raise VerifierError(f"{marks.siblings.name}: {exc}") from None
             try:
                 trials, excluded = registered_trials(registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words)
             except VerifierError as exc:
@@ -66,7 +69,7 @@ class MarksRoute(Route):
         except VerifierError as exc:
             return RouteOutcome("refused", f"The registration is refused as evidence: {exc}.", {"refused": str(exc)},
                                 [Notes("Registration refused", [str(exc)])], list(LIMITATIONS))
-        finding = run_rank_tests(trials, scorer(ctx), NULL, params.combine, params.alpha, params.level, params.target_power,
+        finding = run_rank_tests(trials, scorer(ctx, secrets.seed_salt), NULL, params.combine, params.alpha, params.level, params.target_power,
                                  ctx.claim.seed, excluded)
         predicate = registration.predicate
         metrics = {"registration": {"name": predicate.name, "created": predicate.created.isoformat(), "signer": registration.signer,

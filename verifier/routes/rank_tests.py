@@ -8,7 +8,11 @@ needed, and nothing here can reach SUPPORTED for a "not trained on" claim.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Literal
+
+import numpy as np
 
 from pydantic import Field
 
@@ -42,9 +46,19 @@ def verdict_table(no_result: list[str]) -> dict[str, dict[ClaimKind, Verdict] | 
     return {"significant": TRAINED, "not_significant": same_for(KINDS, Verdict.INCONCLUSIVE), **dict.fromkeys(no_result)}
 
 
-def scorer(ctx: RouteContext):  # noqa: ANN201 - a marks.evaluate.Scorer
-    """Score through the audit's cache; every scored text is recorded (by digest) for the bundle."""
-    return lambda role, texts, signal: ctx.features(role, texts, [signal])[:, 0]
+def scorer(ctx: RouteContext, secret_key: str | None = None):  # noqa: ANN201 - a marks.evaluate.Scorer
+    """Score through the audit's cache; every scored text is recorded for the bundle by its SHA-256,
+    siblings (secret until tested) by an HMAC keyed with ``secret_key``: whoever holds the siblings
+    file can match them, nobody else can test guesses against the bundle."""
+    def keyed(text: str) -> str:
+        return hmac.new(secret_key.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+    def score(role: str, texts: list[str], signal: str) -> np.ndarray:
+        if role == "siblings" and secret_key is not None:
+            return ctx.features(role, texts, [signal], digest=keyed)[:, 0]
+        return ctx.features(role, texts, [signal])[:, 0]
+
+    return score
 
 
 def describe(finding: MarksFinding, what: str) -> str:
@@ -69,6 +83,7 @@ def sections(finding: MarksFinding, what: str) -> list[Section]:
         ["p-value per mark", "exact: (1 + siblings scoring at least as high) / (siblings + 1)"],
         ["combination", "Fisher's method" if finding.method == "fisher" else f"binomial count of marks with p <= {finding.level}"],
         [f"{what} tested", finding.n_marks],
+        [f"{what} tied with a sibling (e.g. cut off by max_tokens; counted against the mark)", sum(r.tied > 0 for r in finding.results)],
         ["smallest p-value this design could give", pval(finding.smallest_p)],
         ["combined p-value", pval(finding.p_value) + f" (alpha {finding.alpha})" if finding.p_value is not None else "not computed"],
         ["effect size (mean standardised score of the published marks among their siblings)", num(finding.effect_size, 3)],
@@ -83,8 +98,8 @@ def sections(finding: MarksFinding, what: str) -> list[Section]:
     if finding.results:
         shown = finding.results[:SHOWN_MARKS]
         note = f"the first {SHOWN_MARKS} of {len(finding.results)}" if len(finding.results) > SHOWN_MARKS else None
-        out.append(Table("Per mark", ["mark", "kind", "format", "siblings", "p-value", "standardised score"],
-                         [[r.id, r.kind, r.detail, r.n_siblings, pval(r.p_value), num(r.standardised, 2)] for r in shown], note=note))
+        out.append(Table("Per mark", ["mark", "kind", "format", "siblings", "ties", "p-value", "standardised score"],
+                         [[r.id, r.kind, r.detail, r.n_siblings, r.tied, pval(r.p_value), num(r.standardised, 2)] for r in shown], note=note))
     if finding.paired:
         p = finding.paired
         out.append(Table("STAMP-style paired tests over rephrased documents (published minus mean of private rephrasings)",

@@ -53,8 +53,8 @@ def combine(p_values: Sequence[float], method: Combine, level: float = 0.05) -> 
     """One p-value for independent marks (H0: none of them was trained on).
 
     fisher: -2 sum log p against chi-squared with 2n degrees of freedom.
-    binomial: the count of marks with p <= ``level`` against Binomial(n, level); a mark whose
-    siblings are too few to reach ``level`` cannot count and is left out of n.
+    binomial: the count of marks with p <= ``level`` against Binomial(n, level); callers leave out
+    marks whose siblings are too few to reach ``level`` (they could never count).
     """
     p = np.asarray(p_values, dtype=np.float64)
     if not len(p):
@@ -85,7 +85,7 @@ def marks_needed(p_values: Sequence[float], alpha: float, power: float, method: 
     rng = np.random.default_rng(seed)
 
     def achieved(n: int) -> float:
-        sample = p[rng.integers(0, len(p), size=(draws, n))]
+        sample = p[rng.integers(0, len(p), size=(max(200, min(draws, 20_000_000 // n)), n))]  # bounded memory
         if method == "fisher":
             combined = stats.chi2.sf(-2 * np.log(sample).sum(axis=1), 2 * n)
         else:

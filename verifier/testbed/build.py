@@ -63,7 +63,7 @@ class TestbedConfig(BaseModel):
     learning_rate: float = 1e-3
     marks: str | None = Field(EXAMPLE_MARKS, description="a folder made by 'verifier marks make' (its published.jsonl), "
                               "'example' for the bundled one, or None")
-    mark_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64], description="insertions of marked documents, in turn")
+    mark_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64], min_length=1, description="insertions of marked documents, in turn")
     mark_controls: int = Field(0, ge=0, description="the last this many marked documents are never inserted")
     identifier_share: float = Field(0.0, ge=0, le=1, description="share of pool texts given a natural identifier")
 
@@ -230,7 +230,7 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
                                      "identifier": int(bool(ident))}) + "\n")
     return {
         "digest": digest,
-        "config": config.model_dump(),
+        "config": config.model_dump() | {"marks": _marks_name(config.marks)},
         "documents": [
             {"id": p.id, "text_sha256": text_digest(text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source,
              "identifier": ident}
@@ -242,6 +242,13 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
         "parameters": sum(p.numel() for p in model.parameters()),
         "versions": {"verifier": __version__, "torch": torch.__version__, "python": platform.python_version()},
     }
+
+
+def _marks_name(marks: str | None) -> str | None:
+    """How the manifest names the marked documents: "example", or the SHA-256 of a folder's published.jsonl (never its path)."""
+    if marks is None or marks == EXAMPLE_MARKS:
+        return marks
+    return "sha256:" + hashlib.sha256((Path(marks) / "published.jsonl").read_bytes()).hexdigest()
 
 
 def _mark_insertions(config: TestbedConfig) -> list[dict]:
