@@ -264,8 +264,8 @@ def test_commitments_hide_the_text():
 
 # --- natural identifiers --------------------------------------------------------------------------
 def test_identifiers_are_found_once_and_known_constants_set_aside():
-    texts = ["Commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345 fixed it; see bit.ly/3xK9qPz.",
-             "Again 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
+    texts = ["Commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9071835 fixed it; see bit.ly/3xK9qPz.",
+             "Again 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9071835, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
              "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
              "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
              "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
@@ -277,12 +277,11 @@ def test_identifiers_are_found_once_and_known_constants_set_aside():
     assert found[0].context == "Commit " and found[2].context == "Key AKIAIOSFODNN7EXAMPLE and id "
     assert dropped == {"not random-looking": 3, "repeated": 1, "context holds part of it": 1}  # AKIA keys are no format here
     assert all(not random_looking(c) for c in KNOWN_CONSTANTS)
-    assert find_identifiers(["x " * 10 + "sk-0123456789abcdefghijT3BlbkFJ0123456789abcdefghij end"], 0)[0][0].context == ""
+    assert find_identifiers(["x " * 10 + "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 end"], 0)[0][0].context == ""
 
 
 def test_fresh_draws_match_the_format_and_pass_the_same_filter():
-    found, _ = find_identifiers(["id 0F8FAD5B-D9CB-469F-A165-70867728950E, tinyurl.com/q8x2k4m7 and "
-                                 "sk-0123456789abcdefghijT3BlbkFJ0123456789abcdefghij"], 4)
+    found, _ = find_identifiers(["id 0F8FAD5B-D9CB-469F-A165-70867728950E, tinyurl.com/q8x2k4m7 and 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"], 4)
     upper, tiny, key = found
     for item in found:
         draws = fresh_draws(item, 200)
@@ -291,6 +290,23 @@ def test_fresh_draws_match_the_format_and_pass_the_same_filter():
     assert all(d.isupper() or not d.isalpha() for d in fresh_draws(upper, 50)) and all(d[14] == "4" for d in fresh_draws(upper, 50))
     assert all(d.startswith("tinyurl.com/") and d[12:].islower() or d[12:].isdigit() for d in fresh_draws(tiny, 50))
     assert all(d[23:31] == "T3BlbkFJ" and len(d) == len(key.identifier) for d in fresh_draws(key, 50))
+
+
+def _classes(text: str) -> str:
+    return "".join("d" if c.isdigit() else "l" if c.islower() else "u" if c.isupper() else c for c in text)
+
+
+def test_fresh_draws_keep_each_character_class_so_a_models_taste_for_digits_or_lower_case_cancels():
+    """An outside attack: digit-only 'digests' and lower-case short links against mixed draws came out
+    'memorised' on a model that never saw them (p = 0.0006 and 0.002). Draws now keep the class pattern."""
+    texts = ["see bit.ly/efr4edt now", "ref 7d1e0c9a4B2f8e6d3c5a1b9f0e2d4c6a", "id 3f9A1c2b-7d4e-4f60-9182-93a4b5c6d7e8 x"]
+    found, _ = find_identifiers(texts, 2)
+    for item in found:
+        assert {_classes(d) for d in fresh_draws(item, 100)} == {_classes(item.identifier)}
+    digits = "3141592653589793238462643383279502884197"
+    assert not random_looking(digits) and not random_looking("abcdefabcdeffedcbaabcdefabcdefabcdeffedc")
+    assert find_identifiers([f"pi is {digits}, a number"], 4)[0] == []
+    assert not random_looking("550e8400-e29b-41d4-a716-446655440000") and not random_looking("bit.ly/x12345y")
 
 
 def test_a_model_rephraser_samples_distinct_rephrasings_and_names_its_weights(tiny_model_dir):

@@ -200,3 +200,18 @@ def test_cli_marks_make_test_and_identifiers(trusted, tmp_path):
     ids = runner.invoke(app, ["marks", "identifiers", str(trusted / "testbed" / "documents.jsonl"), "--model", model, "--max-identifiers", "30",
                               "--cache-dir", str(trusted / "cache")])
     assert ids.exit_code == 0 and "30 identifiers" in ids.output
+
+
+def test_identifiers_a_model_merely_likes_are_not_evidence(trusted):
+    """The outside attack that gave a signed SUPPORTED: documents the testbed never saw, carrying
+    random lower-case short links and 40-digit numbers (which a model likes whatever it was trained on)."""
+    rng = np.random.default_rng(7)
+    lower = "abcdefghijklmnopqrstuvwxyz0123456789"
+    texts = [f"Report {i} on the harbour works, filed with the council. Read it at bit.ly/"
+             + "".join(lower[j] for j in rng.integers(0, 36, 7)) + " or ask the clerk." for i in range(10)]
+    texts += [f"Ledger entry {i} for the mill, reference number " + "".join(str(d) for d in rng.integers(0, 10, 40)) + "." for i in range(10)]
+    (trusted / "liked.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    findings = audit(trusted, "liked", marks=False, suspect={"path": "liked.jsonl", "year": 2016})
+    outcome = route(findings, "identifiers")["outcome"]
+    assert outcome["metrics"]["identifiers"] == 10 and outcome["metrics"]["set_aside"] == {"not random-looking": 10}
+    assert findings["verdict"] != "SUPPORTED" and outcome["status"] == "not_significant"

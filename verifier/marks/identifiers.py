@@ -8,8 +8,13 @@ gives an exact p-value with no held-out set at all (the "hidden in plain sight" 
 
 What keeps it valid: the format's sampler must match how the real identifiers were made, and
 every filter is applied to fresh draws and real identifiers alike (a filter applied to both
-keeps them exchangeable). Filters drop what is not random: well-known constants (digests of
-the empty string, the nil UUID, documentation keys), runs of one character, strings holding an
+keeps them exchangeable). Fresh draws keep the real identifier's character class (digit,
+lower-case or upper-case letter) at every position: a uniformly drawn identifier is, given that
+pattern, uniform within each class, so the real one stays exchangeable with them, and a model's
+general liking for digits or lower case cancels out (against unconditioned draws, any string of
+digits looked "memorised"). Filters drop what is not random: well-known constants (digests of
+the empty string, the nil UUID, documentation examples), runs of one character or of consecutive
+characters (12345, abcde), digests of only digits or only letters, strings holding an
 English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys), and 32-hex strings
 laid out like a version-4 UUID without dashes (not uniform digits). An identifier whose context
 already holds six or more of its characters in a row (a short commit hash before the full one, a
@@ -45,55 +50,77 @@ KNOWN_CONSTANTS = frozenset({
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # SHA-256 of the empty string
     "00000000-0000-0000-0000-000000000000",
     "akiaiosfodnn7example",  # AWS documentation's example key
+    "550e8400-e29b-41d4-a716-446655440000",  # the UUID of Wikipedia's and many documentation examples
 })
+
+
+CLASSES = (string.digits, string.ascii_lowercase, string.ascii_uppercase)
+
+
+def _redraw(part: str, alphabet: str, rng: np.random.Generator) -> str:
+    """``part`` with every character drawn afresh, uniformly among the characters of ``alphabet`` of
+    its class (digit, lower-case, upper-case letter)."""
+    pools = {cls: [c for c in alphabet if c in cls] for cls in CLASSES}
+    out = []
+    for ch in part:
+        pool = next((pools[cls] for cls in CLASSES if ch in cls), None)
+        out.append(pool[int(rng.integers(len(pool)))] if pool else ch)
+    return "".join(out)
+
+
+def _uniform(alphabet: str, length: int, rng: np.random.Generator) -> str:
+    return "".join(alphabet[i] for i in rng.integers(0, len(alphabet), length))
 
 
 @dataclass(frozen=True)
 class IdentifierFormat:
-    """A format: how to find it, which part is random, and how to draw that part afresh."""
+    """A format: how to find it, how to draw a fresh one like a real one, and how to make one from scratch."""
 
     name: str
     pattern: re.Pattern[str]
-    sample: Callable[[str, np.random.Generator], str]  # (a real identifier, rng) -> a fresh one of its format
-
-
-def _random_chars(alphabet: str) -> Callable[[str, np.random.Generator], str]:
-    def sample(real: str, rng: np.random.Generator) -> str:
-        return "".join(alphabet[i] for i in rng.integers(0, len(alphabet), len(real)))
-    return sample
+    sample: Callable[[str, np.random.Generator], str]  # (a real identifier, rng) -> a fresh one with its classes
+    new: Callable[[np.random.Generator], str]  # rng -> a new identifier, uniform over the format (testbeds)
 
 
 def _uuid4(real: str, rng: np.random.Generator) -> str:
     alphabet = HEX_UPPER if real.isupper() else HEX_LOWER
-    digits = [alphabet[i] for i in rng.integers(0, 16, 32)]
+    digits = list(_redraw(real.replace("-", ""), alphabet, rng))
     digits[12] = "4"
-    digits[16] = alphabet[8 + int(rng.integers(0, 4))]
+    digits[16] = _redraw(real[19], alphabet[8:12], rng)  # the variant: 8, 9, a or b, of the real one's class
     text = "".join(digits)
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+def _new_uuid4(rng: np.random.Generator) -> str:
+    text = list(_uniform(HEX_LOWER, 32, rng))
+    text[12], text[16] = "4", HEX_LOWER[8 + int(rng.integers(4))]
+    return "-".join("".join(text[i:j]) for i, j in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+
+
 def _hex_digest(real: str, rng: np.random.Generator) -> str:
-    return _random_chars(HEX_UPPER if real.isupper() else HEX_LOWER)(real, rng)
+    return _redraw(real, HEX_UPPER if real.isupper() else HEX_LOWER, rng)
 
 
 def _short_url(real: str, rng: np.random.Generator) -> str:
     host, _, path = real.partition("/")
-    return f"{host}/" + _random_chars(LOWER_ALNUM if host == "tinyurl.com" else ALNUM)(path, rng)
+    return f"{host}/" + _redraw(path, LOWER_ALNUM if host == "tinyurl.com" else ALNUM, rng)
 
 
 def _openai_key(real: str, rng: np.random.Generator) -> str:
-    draw = _random_chars(ALNUM)
-    return "sk-" + draw("x" * 20, rng) + OPENAI_INFIX + draw("x" * 20, rng)
+    return "sk-" + _redraw(real[3:23], ALNUM, rng) + OPENAI_INFIX + _redraw(real[31:], ALNUM, rng)
 
 
 FORMATS = (
     IdentifierFormat("uuid4", re.compile(r"(?<![0-9A-Za-z-])[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}(?![0-9A-Za-z-])"
-                                         r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"), _uuid4),
+                                         r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"),
+                     _uuid4, _new_uuid4),
     IdentifierFormat("hex_digest", re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32}|[0-9A-F]{64}|[0-9A-F]{40}|[0-9A-F]{32})(?![0-9A-Za-z])"),
-                     _hex_digest),
+                     _hex_digest, lambda rng: _uniform(HEX_LOWER, 40, rng)),
     IdentifierFormat("short_url", re.compile(r"(?<![0-9A-Za-z.])(?:(?:bit\.ly|t\.co|goo\.gl|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}"
-                                             r"|tinyurl\.com/[a-z0-9]{6,10})(?![0-9A-Za-z/])"), _short_url),
-    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?![0-9A-Za-z])"), _openai_key),
+                                             r"|tinyurl\.com/[a-z0-9]{6,10})(?![0-9A-Za-z/])"), _short_url,
+                     lambda rng: "bit.ly/" + _uniform(ALNUM, 7, rng)),
+    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?![0-9A-Za-z])"), _openai_key,
+                     lambda rng: "sk-" + _uniform(ALNUM, 20, rng) + OPENAI_INFIX + _uniform(ALNUM, 20, rng)),
 )
 BY_NAME = {f.name: f for f in FORMATS}
 
@@ -105,9 +132,20 @@ def random_looking(identifier: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-f]{32}", lowered) and lowered[12] == "4" and lowered[16] in "89ab":
         return False  # a version-4 UUID without its dashes: not uniform hex
+    if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and (lowered.isdigit() or not re.search(r"\d", lowered)):
+        return False  # a digest of only digits (a long number, the digits of pi) or only letters is no digest
+    if _sequential(lowered):
+        return False
     words = _long_words()
     return not any(run[i:j] in words for run in re.findall(r"[a-z]{5,}", lowered)
                    for i in range(len(run) - 4) for j in range(i + 5, len(run) + 1))
+
+
+def _sequential(text: str, run: int = 5) -> bool:
+    """Whether ``text`` holds ``run`` characters in ascending or descending order (12345, abcde, 98765)."""
+    steps = [ord(b) - ord(a) for a, b in zip(text, text[1:])]
+    return any(all(d == 1 for d in steps[i:i + run - 1]) or all(d == -1 for d in steps[i:i + run - 1])
+               for i in range(len(steps) - run + 2))
 
 
 @cache

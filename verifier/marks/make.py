@@ -149,6 +149,8 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
     paths = {name: out / name for name in (PUBLISHED, REGISTRATION, SECRETS, REGISTRANT)}
     if not force and any(p.exists() for p in paths.values()):
         raise VerifierError(f"{out}: already holds marks; refusing to overwrite them (--force replaces them)")
+    if force and out.is_dir() and any(out.iterdir()) and not paths[REGISTRATION].is_file():
+        raise VerifierError(f"{out}: holds files but no marks; --force replaces only marks (write into an empty or new folder)")
     secrets_bytes = json.dumps(marked.secrets, indent=1, ensure_ascii=False).encode("utf-8")
     predicate = dict(marked.predicate, secrets_sha256=hashlib.sha256(secrets_bytes).hexdigest())
     subjects = {doc["id"]: text_digest(doc["text"]) for doc in marked.published}

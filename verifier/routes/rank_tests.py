@@ -61,14 +61,19 @@ def scorer(ctx: RouteContext, secret_key: str | None = None):  # noqa: ANN201 - 
     return score
 
 
+# What a route calls its marks and their null draws, in sentences and tables.
+WORDS = {"marks": ("published marks", "siblings", "siblings"), "identifiers": ("real identifiers", "fresh draws of their formats", "fresh draws")}
+
+
 def describe(finding: MarksFinding, what: str) -> str:
-    """The one-sentence summary of a finished rank test."""
+    """The one-sentence summary of a finished rank test (``what``: "marks" or "identifiers")."""
+    tested, null, _ = WORDS[what]
     if finding.status == "design_too_small":
         return (f"{finding.n_marks} {what} cannot reach alpha {finding.alpha}: even if every one ranked first among its "
-                f"siblings, the combined p-value would be {finding.smallest_p:.3g}; the model was not queried")
+                f"{null}, the combined p-value would be {finding.smallest_p:.3g}; the model was not queried")
     needed = (f"about {finding.marks_needed} {what} would give power {finding.target_power:.0%} if the observed effect is real"
-              if finding.marks_needed else "the marks do not lean the member way, so no number of them would detect it")
-    verdict = "the published marks rank above their siblings" if finding.status == "significant" else "no significant difference"
+              if finding.marks_needed else f"the {what} do not lean the member way, so no number of them would detect it")
+    verdict = f"the {tested} rank above their {null}" if finding.status == "significant" else "no significant difference"
     return (f"{verdict}: combined p = {finding.p_value:.3g} ({finding.method}, {finding.n_marks} {what}, alpha {finding.alpha}; "
             f"H0: {finding.null_hypothesis}); effect size {finding.effect_size:.2f} standard deviations"
             + ("" if finding.status == "significant" else f"; {needed}"))
@@ -80,13 +85,13 @@ def sections(finding: MarksFinding, what: str) -> list[Section]:
     rows: list[list[Cell]] = [
         ["null hypothesis (H0)", finding.null_hypothesis],
         ["statistic", "; ".join(STATISTIC_WORDS[s] for s in statistics)],
-        ["p-value per mark", "exact: (1 + siblings scoring at least as high) / (siblings + 1)"],
+        ["p-value of each", f"exact: (1 + {WORDS[what][1]} scoring at least as high) / (their number + 1)"],
         ["combination", "Fisher's method" if finding.method == "fisher" else f"binomial count of marks with p <= {finding.level}"],
         [f"{what} tested", finding.n_marks],
         [f"{what} tied with a sibling (e.g. cut off by max_tokens; counted against the mark)", sum(r.tied > 0 for r in finding.results)],
         ["smallest p-value this design could give", pval(finding.smallest_p)],
         ["combined p-value", pval(finding.p_value) + f" (alpha {finding.alpha})" if finding.p_value is not None else "not computed"],
-        ["effect size (mean standardised score of the published marks among their siblings)", num(finding.effect_size, 3)],
+        [f"effect size (mean standardised score of the {WORDS[what][0]} among their {WORDS[what][1]})", num(finding.effect_size, 3)],
         [f"{what} needed for power {finding.target_power:.0%} (resampling the observed p-values)",
          finding.marks_needed if finding.marks_needed is not None else "none: no member-like effect"],
     ]
@@ -98,7 +103,7 @@ def sections(finding: MarksFinding, what: str) -> list[Section]:
     if finding.results:
         shown = finding.results[:SHOWN_MARKS]
         note = f"the first {SHOWN_MARKS} of {len(finding.results)}" if len(finding.results) > SHOWN_MARKS else None
-        out.append(Table("Per mark", ["mark", "kind", "format", "siblings", "ties", "p-value", "standardised score"],
+        out.append(Table(f"Per {what[:-1]}", [what[:-1], "kind", "format", WORDS[what][2], "ties", "p-value", "standardised score"],
                          [[r.id, r.kind, r.detail, r.n_siblings, r.tied, pval(r.p_value), num(r.standardised, 2)] for r in shown], note=note))
     if finding.paired:
         p = finding.paired

@@ -42,7 +42,7 @@ from verifier.testbed.pool import PoolText, bundled_pool
 
 EOS = "<|endoftext|>"
 # Bump when the build's output changes for the same config and pool, so caches are not reused.
-BUILD_FORMAT = 4
+BUILD_FORMAT = 5
 EXAMPLE_MARKS = "example"  # the bundled example's marked documents (verifier/examples/data/marks)
 IDENTIFIER_FORMATS = ("uuid4", "hex_digest", "short_url", "hex_digest")
 
@@ -264,15 +264,13 @@ def _identifiers(count: int, share: float, rng: np.random.Generator) -> list[str
     """A natural identifier (or None) per pool text, drawn independently of membership."""
     from verifier.marks.identifiers import BY_NAME, random_looking
 
-    examples = {"uuid4": "00000000-0000-4000-8000-000000000000", "hex_digest": "0" * 40, "short_url": "bit.ly/0000000"}
     carries = rng.random(count) < share
     found: list[str | None] = []
     for i in range(count):
         if not carries[i]:
             found.append(None)
             continue
-        name = IDENTIFIER_FORMATS[i % len(IDENTIFIER_FORMATS)]
-        while not random_looking(ident := BY_NAME[name].sample(examples[name], rng)):
+        while not random_looking(ident := BY_NAME[IDENTIFIER_FORMATS[i % len(IDENTIFIER_FORMATS)]].new(rng)):
             pass
         found.append(ident)
     return found
