@@ -369,3 +369,36 @@ def test_siblings_made_or_chosen_by_hand_are_refused_even_when_consistently_sign
     secrets = read_secrets(paths[SECRETS], registration)  # every commitment holds...
     with pytest.raises(VerifierError, match=message):  # ...but the generator does not draw these
         regenerate(registration, secrets)
+
+
+def test_the_rephrasers_watermark_biases_a_keyed_share_of_the_vocabulary():
+    import torch
+
+    from verifier.marks.rephrase import green_list_bias
+
+    ids = torch.tensor([[5, 7], [5, 9]])
+    biased = green_list_bias(key=1, gamma=0.25, delta=2.0)(ids, torch.zeros(2, 1000))
+    assert (biased == 2.0).sum(dim=1).tolist() == [250, 250]
+    assert not torch.equal(biased[0], biased[1])  # the list depends on the previous token...
+    again = green_list_bias(key=1, gamma=0.25, delta=2.0)(ids, torch.zeros(2, 1000))
+    other = green_list_bias(key=2, gamma=0.25, delta=2.0)(ids, torch.zeros(2, 1000))
+    assert torch.equal(biased, again) and not torch.equal(biased, other)  # ...and on the rephrasing's key
+
+
+def test_model_rephrasings_regenerate_only_with_the_registered_model(tiny_model_dir, tiny_reference_dir, tmp_path):
+    from verifier.marks.make import regenerate
+    from verifier.marks.rephrase import ModelRephraser
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "trust").mkdir()
+    (tmp_path / "trust" / "k.pem").write_bytes(public_pem(key.public_key()))
+    marked = make_marks(carriers(1), [MarkSpec(kind="rephrasing", siblings=2)], "model", seed=3,
+                        rephraser=ModelRephraser(str(tiny_model_dir), max_new_tokens=8))
+    paths = write_marks(marked, tmp_path / "m", key)
+    registration = read_registration(paths[REGISTRATION], trust_dir=tmp_path / "trust")
+    secrets = read_secrets(paths[SECRETS], registration)
+    with pytest.raises(VerifierError, match="not available here"):
+        regenerate(registration, secrets)  # registered by its folder's name only
+    regenerate(registration, secrets, str(tiny_model_dir))
+    with pytest.raises(VerifierError, match="differs from the registered one"):
+        regenerate(registration, secrets, str(tiny_reference_dir))

@@ -120,6 +120,8 @@ class MarksRef(Strict):
     registration: Path = Field(description="the signed registration envelope (DSSE JSON), relative to the claim")
     siblings: Path = Field(description="the private siblings file the registration commits to, relative to the claim")
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins the registration file's SHA-256")
+    rephraser: str | None = Field(None, max_length=300, description="the rephrasing model (SPEC, or a folder relative to the claim) "
+                                  "when it is not where the registration names it; regenerates the rephrasings")
 
 
 class Evidence(Strict):
@@ -168,6 +170,10 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
             _inside(path, f"evidence.marks.{key}", ref)
             if not (path.parent / ref).is_file():
                 raise VerifierError(f"{path}: evidence.marks.{key}: file {ref} not found")
+        if claim.evidence.marks.rephraser and (path.parent / claim.evidence.marks.rephraser).exists():
+            _inside(path, "evidence.marks.rephraser", Path(claim.evidence.marks.rephraser))
+        elif claim.evidence.marks.rephraser and Path(claim.evidence.marks.rephraser).is_absolute():
+            raise VerifierError(f"{path}: evidence.marks.rephraser: a model folder must be a path relative to the claim's folder and inside it")
     return claim, path.parent
 
 

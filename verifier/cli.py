@@ -412,6 +412,7 @@ def marks_test(
     seed: Annotated[int, typer.Option(help="Seed of the planning resamples.")] = 0,
     trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store holding the registrant's key (default ~/.config/verifier/trusted).")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
+    rephraser: Annotated[Optional[str], typer.Option(help="The rephrasing model, when not where the registration names it.")] = None,
 ) -> None:
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
@@ -427,7 +428,7 @@ def marks_test(
         raise VerifierError(f"--released {released!r}: not a date (YYYY-MM-DD)") from None
     with progress_bars() as progress:
         finding = test_registered(TargetScorer(model, ScoringOptions(), cache_dir, progress), registration, siblings, published,
-                                  day, cutoff, alpha, combine, level, context_words, seed, trust_dir)
+                                  day, cutoff, alpha, combine, level, context_words, seed, trust_dir, rephraser=rephraser)
     _print_rank_test(finding, "marks")
 
 

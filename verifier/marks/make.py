@@ -75,7 +75,7 @@ def draw_pool(spec: MarkSpec, rng: np.random.Generator, original: str | None, re
     return pool, int(rng.integers(0, count))
 
 
-def regenerate(registration: Registration, secrets: Secrets) -> None:
+def regenerate(registration: Registration, secrets: Secrets, rephraser_model: str | None = None) -> None:
     """Check that every published mark and its siblings are what the registered generator draws
     from the committed seed: siblings of another length or alphabet, or a published mark picked
     by hand from its pool, would break the null the rank test relies on."""
@@ -86,7 +86,7 @@ def regenerate(registration: Registration, secrets: Secrets) -> None:
         raise VerifierError("the marks were drawn from another word list than this version's; they cannot be regenerated")
     by_id = {m.id: m for m in secrets.marks}
     rephrased = any(m.kind == "rephrasing" for m in registration.predicate.marks)
-    rephraser = rephraser_from_identity(generator.get("rephraser")) if rephrased else None
+    rephraser = rephraser_from_identity(generator.get("rephraser"), rephraser_model) if rephrased else None
     rng = np.random.default_rng(secrets.seed)
     for mark in registration.predicate.marks:
         secret = by_id[mark.id]

@@ -115,17 +115,38 @@ class OfflineRephraser:
         raise ValueError(f"the offline rephraser found only {len(found)} distinct rephrasings of a text; {count} were asked for")
 
 
+def green_list_bias(key: int, gamma: float, delta: float):  # noqa: ANN201 - a transformers LogitsProcessor
+    """A KGW-style watermark (Kirchenbauer et al. 2023), as STAMP uses: at each step, a share ``gamma``
+    of the vocabulary, drawn from ``key`` and the previous token, gets ``delta`` added to its logits.
+    Each rephrasing has its own key, so the published one carries a bias of its own throughout,
+    which a model trained on it learns; the private ones carry others."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class GreenListBias(LogitsProcessor):
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            vocab = scores.shape[-1]
+            for row, previous in enumerate(input_ids[:, -1].tolist()):
+                generator = torch.Generator().manual_seed((key * 1_000_003 + previous) % 2**63)
+                scores[row, torch.randperm(vocab, generator=generator)[: int(gamma * vocab)]] += delta
+            return scores
+
+    return GreenListBias()
+
+
 class ModelRephraser:
-    """Rephrasings sampled from a causal LM (an instruction-tuned one, e.g. ``smollm2-135m``)."""
+    """Rephrasings sampled from a causal LM (an instruction-tuned one, e.g. ``smollm2-135m``), each
+    watermarked with its own key (``delta`` 0 turns the watermark off)."""
 
     PROMPT = "Rewrite the following text in different words. Keep its meaning and length. Reply with the rewritten text only.\n\n"
 
-    def __init__(self, spec: str, max_new_tokens: int = 256) -> None:
+    def __init__(self, spec: str, max_new_tokens: int = 256, gamma: float = 0.5, delta: float = 2.0) -> None:
         from verifier.targets import ScoringOptions, load_target
 
         self.target = load_target(spec, ScoringOptions(max_tokens=1024))
-        self.max_new_tokens = max_new_tokens
-        self.identity = {"rephraser": "model", **self.target.identity.as_finding(), "prompt_sha256": hashlib.sha256(self.PROMPT.encode()).hexdigest()}
+        self.max_new_tokens, self.gamma, self.delta = max_new_tokens, gamma, delta
+        self.identity = {"rephraser": "model", **self.target.identity.as_finding(), "max_new_tokens": max_new_tokens,
+                         "watermark": {"gamma": gamma, "delta": delta}, "prompt_sha256": hashlib.sha256(self.PROMPT.encode()).hexdigest()}
 
     def rephrase(self, text: str, count: int, seed: int) -> list[str]:
         import torch
@@ -137,10 +158,14 @@ class ModelRephraser:
         ids = tokenizer(prompt, return_tensors="pt").input_ids
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         found: list[str] = []
+        from transformers import LogitsProcessorList
+
         for attempt in range(count * 5):
-            torch.manual_seed((seed + attempt * 1_000_003) % 2**63)
+            key = (seed + attempt * 1_000_003) % 2**63
+            torch.manual_seed(key)
+            watermark = LogitsProcessorList([green_list_bias(key, self.gamma, self.delta)] if self.delta else [])
             out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_p=0.95,
-                                 max_new_tokens=self.max_new_tokens, pad_token_id=pad)
+                                 max_new_tokens=self.max_new_tokens, pad_token_id=pad, logits_processor=watermark)
             candidate = " ".join(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True).split())
             if candidate and candidate != " ".join(text.split()) and candidate not in found:
                 found.append(candidate)
@@ -149,8 +174,10 @@ class ModelRephraser:
         raise ValueError(f"the model rephraser gave only {len(found)} distinct rephrasings; {count} were asked for")
 
 
-def rephraser_from_identity(identity: dict[str, object] | None) -> Rephraser:
-    """The rephraser a registration names, to regenerate its rephrasings (an error if it cannot be had here)."""
+def rephraser_from_identity(identity: dict[str, object] | None, model: str | None = None) -> Rephraser:
+    """The rephraser a registration names, to regenerate its rephrasings (an error if it cannot be
+    had here); ``model`` loads a rephrasing model from elsewhere than the registered name (its
+    weights must still be the registered ones)."""
     from verifier.errors import VerifierError
 
     if not isinstance(identity, dict):
@@ -159,10 +186,15 @@ def rephraser_from_identity(identity: dict[str, object] | None) -> Rephraser:
         return OfflineRephraser()
     if identity.get("rephraser") == "model":
         try:
-            rephraser = ModelRephraser(str(identity.get("spec")))
-        except (VerifierError, OSError, ValueError) as exc:
-            raise VerifierError(f"the rephrasing model {identity.get('spec')!r} is not available here to regenerate the rephrasings ({exc})") from None
-        if rephraser.identity != identity:
+            marked = identity.get("watermark") if isinstance(identity.get("watermark"), dict) else {}
+            settings = (int(identity.get("max_new_tokens", 256)), float(marked.get("gamma", 0.5)), float(marked.get("delta", 2.0)))  # type: ignore[arg-type]
+            if not (1 <= settings[0] <= 4096 and 0 < settings[1] < 1 and 0 <= settings[2] <= 20):
+                raise ValueError(f"rephraser settings out of range: {settings}")
+            rephraser = ModelRephraser(model or str(identity.get("spec")), *settings)
+        except (VerifierError, OSError, ValueError, TypeError) as exc:
+            raise VerifierError(f"the rephrasing model {identity.get('spec')!r} is not available here to regenerate the rephrasings "
+                                f"(give it as evidence.marks.rephraser or --rephraser; {exc})") from None
+        if {k: v for k, v in rephraser.identity.items() if k != "spec"} != {k: v for k, v in identity.items() if k != "spec"}:
             raise VerifierError(f"the rephrasing model {identity.get('spec')!r} here differs from the registered one (weights or prompt)")
         return rephraser
     raise VerifierError(f"unknown rephraser {str(identity.get('rephraser'))[:60]!r} (another version's offline table?)")

@@ -53,7 +53,7 @@ class TargetScorer:
 
 def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, published: Path, released: date | None,
                     cutoff: int | None, alpha: float, combine: str, level: float, context_words: int, seed: int,
-                    trust_dir: Path | None = None, text_field: str = "text") -> MarksFinding:
+                    trust_dir: Path | None = None, text_field: str = "text", rephraser: str | None = None) -> MarksFinding:
     """The marks route's test outside an audit (same checks, same statistics)."""
     reg = read_registration(registration, trust_dir=trust_dir)
     if reason := predates_training(reg.predicate.created, released, cutoff):
@@ -61,7 +61,7 @@ def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, pu
     if rephrased_by(reg, scorer.target.identity.digests.get("weights")):
         raise VerifierError(f"{registration.name}: refused: the rephrasings were made by the model under test")
     secrets = read_secrets(siblings, reg)
-    regenerate(reg, secrets)
+    regenerate(reg, secrets, rephraser)
     trials, excluded = registered_trials(reg, secrets, load_documents(published, text_field=text_field).texts, context_words)
     if not trials:
         raise VerifierError(f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})")

@@ -59,7 +59,8 @@ class MarksRoute(Route):
                 raise VerifierError(f"{marks.registration.name}: refused: the rephrasings were made by the model under test")
             secrets = read_secrets(ctx.base_dir / marks.siblings, registration)
             try:
-                regenerate(registration, secrets)
+                spec = marks.rephraser
+                regenerate(registration, secrets, str(ctx.base_dir / spec) if spec and (ctx.base_dir / spec).exists() else spec)
             except VerifierError as exc:
                 raise VerifierError(f"{marks.siblings.name}: {exc}") from None
             try:
