@@ -269,7 +269,7 @@ def test_identifiers_are_found_once_and_known_constants_set_aside():
              "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
              "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
              "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
-             "uuid4 hex 0f8fad5bd9cb469fa16570867728950e is not uniform hex",
+             "uuid4 hex 7c9e6679742540de944be07fc1f90ae7 is not uniform hex",
              "A DeepSeek-style key sk-7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a is tested once, as its random hex."]
     found, dropped = find_identifiers(texts, 4)
     assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4", "short_url", "hex_digest"]
@@ -402,3 +402,22 @@ def test_model_rephrasings_regenerate_only_with_the_registered_model(tiny_model_
     regenerate(registration, secrets, str(tiny_model_dir))
     with pytest.raises(VerifierError, match="differs from the registered one"):
         regenerate(registration, secrets, str(tiny_reference_dir))
+
+
+def test_copies_in_context_and_variants_of_one_value_are_caught():
+    """A second outside attack: a fingerprint shown grouped in fours, upper case, before the full key
+    made SmolLM2 'recognise' 15 fresh keys (p = 7e-8: it copied them); and one value written five ways
+    counted five times in Fisher's combination."""
+    key = "358d7f7117e1166867a1bd2f4df77c3a4c19b5d8"
+    grouped = " ".join(key.upper()[i:i + 4] for i in range(0, 40, 4))
+    assert find_identifiers([f"Fingerprint: {grouped}. The key id is {key}."], 32)[1]["context holds part of it"] == 1
+    spaced = "\u200b".join(key[:12])
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in key[:10])
+    for shown in (spaced, fullwidth, key[:8].upper()):
+        assert find_identifiers([f"Shown as {shown} first, then {key} in full."], 32)[0] == []
+    value = "9e1c7a2f4b8d3e6a0c5f7b9d2e4a6c8f1b3d5e7a9c0e2f4a6b8d0c2e4f6a8b0c"
+    variants = [value, value.upper(), value[:40], value[:32], "1" + value[:63]]
+    found, dropped = find_identifiers([f"Record {v} filed." for v in variants], 4)
+    assert [f.identifier for f in found] == [value] and dropped["repeated"] == 4
+    item = find_identifiers([f"Fingerprint {key[:2]}: filed under {key}."], 4)[0][0]
+    assert all(not any(d[i:i + 6] in "filed under" for i in range(35)) for d in fresh_draws(item, 50))

@@ -442,7 +442,7 @@ def marks_identifiers(
     level: Annotated[float, typer.Option(min=1e-6, max=0.5)] = 0.05,
     context_words: Annotated[int, typer.Option(min=0, max=200)] = 32,
     max_identifiers: Annotated[int, typer.Option(min=1)] = 500,
-    seed: Annotated[int, typer.Option(help="Seed of the fresh draws.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the planning resamples (each identifier seeds its own fresh draws).")] = 0,
     text_field: Annotated[str, typer.Option()] = "text",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
 ) -> None:

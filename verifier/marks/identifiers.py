@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -170,16 +171,32 @@ def words_before(text: str, at: int, words: int) -> str:
     return " ".join(kept) + (" " if kept and before[-1:].isspace() else "")
 
 
+def _bare(text: str) -> str:
+    """Letters and digits only, case-folded, look-alikes (full-width, ligatures) folded by NFKC:
+    how a model can copy a string, whatever separators, case or invisible characters it was shown with."""
+    return re.sub(r"[^0-9a-z]", "", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _grams(text: str, run: int) -> set[str]:
+    bare = _bare(text)
+    return {bare[i:i + run] for i in range(len(bare) - run + 1)}
+
+
 def _leaks(context: str, identifier: str, run: int = 6) -> bool:
-    """Whether ``context`` holds ``run`` or more characters of ``identifier`` in a row."""
-    lowered, key = context.lower(), identifier.lower()
-    return any(key[i:i + run] in lowered for i in range(len(key) - run + 1))
+    """Whether ``context`` shows ``run`` or more of ``identifier``'s characters in a row (compared bare:
+    a fingerprint shown grouped in fours and upper case before the full key is a copy)."""
+    bare = _bare(context)
+    return any(gram in bare for gram in _grams(identifier, run))
+
+
+VARIANT_RUN = 12
 
 
 def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found], dict[str, int]]:
-    """Each distinct random-looking identifier once (at its first occurrence), and counts of what was set aside."""
+    """Each distinct random-looking identifier once (at its first occurrence; identifiers sharing 12
+    characters in a row are one), and counts of what was set aside."""
     found: list[Found] = []
-    seen: set[str] = set()
+    seen: set[str] = set()  # 12-character runs of the identifiers already met, compared bare
     dropped = {"not random-looking": 0, "repeated": 0, "context holds part of it": 0}
     for doc, text in enumerate(texts):
         hits, last_end = [], -1
@@ -189,10 +206,11 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
                 last_end = end
         for start, end, fmt in hits:
             identifier = text[start:end]
-            if identifier.lower() in seen:
+            grams = _grams(identifier, VARIANT_RUN)
+            if grams & seen:  # the same value again, in another case, cut shorter or shifted: one test, not several
                 dropped["repeated"] += 1
                 continue
-            seen.add(identifier.lower())
+            seen |= grams
             if not random_looking(identifier):
                 dropped["not random-looking"] += 1
                 continue
