@@ -28,7 +28,9 @@ LIMITATIONS = [
     "are trusted (a trusted timestamp or a public log of the registration's digest makes it stronger).",
     "A non-significant result is not evidence of absence: marks seen rarely in training are often not memorised "
     "(the copyright-trap study detected only long traps repeated about 1,000 times in a 1.3B model).",
-    "One registration is one test: a registrant who tests several registrations and shows the best has had several chances.",
+    "One registration is one test: a registrant who tests several registrations and shows the best has had several chances; "
+    "likewise one who tried many secret seeds before registering, keeping marks that a similar public model happened to "
+    "favour, would bias the test - only public randomness fixed at registration time (a beacon) rules that out.",
 ]
 
 
