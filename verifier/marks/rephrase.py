@@ -139,6 +139,9 @@ class ModelRephraser:
     watermarked with its own key (``delta`` 0 turns the watermark off)."""
 
     PROMPT = "Rewrite the following text in different words. Keep its meaning and length. Reply with the rewritten text only.\n\n"
+    # Sampled, so that rephrasings are independent draws; at temperature 1 SmolLM2-135M often
+    # wandered off the text, at 0.7 it mostly keeps to it.
+    TEMPERATURE, TOP_P = 0.7, 0.95
 
     def __init__(self, spec: str, max_new_tokens: int = 256, gamma: float = 0.5, delta: float = 2.0) -> None:
         from verifier.targets import ScoringOptions, load_target
@@ -146,6 +149,7 @@ class ModelRephraser:
         self.target = load_target(spec, ScoringOptions(max_tokens=1024))
         self.max_new_tokens, self.gamma, self.delta = max_new_tokens, gamma, delta
         self.identity = {"rephraser": "model", **self.target.identity.as_finding(), "max_new_tokens": max_new_tokens,
+                         "sampling": {"temperature": self.TEMPERATURE, "top_p": self.TOP_P},
                          "watermark": {"gamma": gamma, "delta": delta}, "prompt_sha256": hashlib.sha256(self.PROMPT.encode()).hexdigest()}
 
     def rephrase(self, text: str, count: int, seed: int) -> list[str]:
@@ -164,7 +168,7 @@ class ModelRephraser:
             key = (seed + attempt * 1_000_003) % 2**63
             torch.manual_seed(key)
             watermark = LogitsProcessorList([green_list_bias(key, self.gamma, self.delta)] if self.delta else [])
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_p=0.95,
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=self.TEMPERATURE, top_p=self.TOP_P,
                                  max_new_tokens=self.max_new_tokens, pad_token_id=pad, logits_processor=watermark)
             candidate = " ".join(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True).split())
             if candidate and candidate != " ".join(text.split()) and candidate not in found:
