@@ -182,11 +182,10 @@ def _grams(text: str, run: int) -> set[str]:
     return {bare[i:i + run] for i in range(len(bare) - run + 1)}
 
 
-def _leaks(context: str, identifier: str, run: int = 6) -> bool:
-    """Whether ``context`` shows ``run`` or more of ``identifier``'s characters in a row (compared bare:
-    a fingerprint shown grouped in fours and upper case before the full key is a copy)."""
-    bare = _bare(context)
-    return any(gram in bare for gram in _grams(identifier, run))
+def _leaks(bare_context: str, identifier: str, run: int = 6) -> bool:
+    """Whether the context (given ``_bare``) shows ``run`` or more of ``identifier``'s characters in a
+    row (a fingerprint shown grouped in fours and upper case before the full key is a copy)."""
+    return any(gram in bare_context for gram in _grams(identifier, run))
 
 
 VARIANT_RUN = 12
@@ -215,7 +214,7 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
                 dropped["not random-looking"] += 1
                 continue
             context = words_before(text, start, context_words)
-            if _leaks(context, identifier):
+            if _leaks(_bare(context), identifier):
                 dropped["context holds part of it"] += 1
                 continue
             found.append(Found(fmt.name, identifier, doc, context))
@@ -230,9 +229,10 @@ def fresh_draws(item: Found, count: int) -> list[str]:
     pattern = BY_NAME[item.format].pattern
     draws: list[str] = []
     seen = {item.identifier}
+    context = _bare(item.context)  # once, not per candidate
     for _ in range(count * 50):
         candidate = sample(item.identifier, rng)
-        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate) and not _leaks(item.context, candidate):
+        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate) and not _leaks(context, candidate):
             seen.add(candidate)
             draws.append(candidate)
             if len(draws) == count:

@@ -12,8 +12,8 @@ from verifier.errors import VerifierError
 from verifier.job import signing_key
 from verifier.marks.evaluate import MarksFinding, identifier_trials, registered_trials, run_rank_tests
 from verifier.marks.generators import MarkSpec
-from verifier.marks.make import make_marks, regenerate, write_marks
-from verifier.marks.registration import predates_training, read_registration, read_secrets, rephrased_by
+from verifier.marks.checks import checked_registration
+from verifier.marks.make import make_marks, write_marks
 from verifier.marks.rephrase import make_rephraser
 from verifier.routes.identifiers import NULL as IDENTIFIERS_NULL
 from verifier.routes.marks import NULL as MARKS_NULL
@@ -55,13 +55,8 @@ def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, pu
                     cutoff: int | None, alpha: float, combine: str, level: float, context_words: int, seed: int,
                     trust_dir: Path | None = None, text_field: str = "text", rephraser: str | None = None) -> MarksFinding:
     """The marks route's test outside an audit (same checks, same statistics)."""
-    reg = read_registration(registration, trust_dir=trust_dir)
-    if reason := predates_training(reg.predicate.created, released, cutoff):
-        raise VerifierError(f"{registration.name}: refused: {reason}")
-    if rephrased_by(reg, scorer.target.identity.digests.get("weights")):
-        raise VerifierError(f"{registration.name}: refused: the rephrasings were made by the model under test")
-    secrets = read_secrets(siblings, reg)
-    regenerate(reg, secrets, rephraser)
+    reg, secrets = checked_registration(registration, siblings, released, cutoff, lambda: scorer.target.identity.digests.get("weights"),
+                                        rephraser_model=rephraser, trust_dir=trust_dir)
     trials, excluded = registered_trials(reg, secrets, load_documents(published, text_field=text_field).texts, context_words)
     if not trials:
         raise VerifierError(f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})")

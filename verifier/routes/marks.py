@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from verifier.errors import VerifierError
 from verifier.marks.evaluate import registered_trials, run_rank_tests
-from verifier.marks.make import regenerate
-from verifier.marks.registration import predates_training, read_registration, read_secrets, rephrased_by
+from verifier.marks.checks import checked_registration
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
 from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 
@@ -54,17 +53,11 @@ class MarksRoute(Route):
     def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:  # type: ignore[override]
         marks, model = ctx.claim.evidence.marks, ctx.claim.model
         try:
-            registration = read_registration(ctx.base_dir / marks.registration, marks.sha256)
-            if reason := predates_training(registration.predicate.created, model.released, model.training_cutoff):
-                raise VerifierError(f"{marks.registration.name}: refused: {reason}")
-            if rephrased_by(registration, ctx.model().identity.digests.get("weights")):
-                raise VerifierError(f"{marks.registration.name}: refused: the rephrasings were made by the model under test")
-            secrets = read_secrets(ctx.base_dir / marks.siblings, registration)
-            try:
-                spec = marks.rephraser
-                regenerate(registration, secrets, str(ctx.base_dir / spec) if spec and (ctx.base_dir / spec).exists() else spec)
-            except VerifierError as exc:
-                raise VerifierError(f"{marks.siblings.name}: {exc}") from None
+            spec = marks.rephraser
+            registration, secrets = checked_registration(
+                ctx.base_dir / marks.registration, ctx.base_dir / marks.siblings, model.released, model.training_cutoff,
+                lambda: ctx.model().identity.digests.get("weights"), marks.sha256,
+                str(ctx.base_dir / spec) if spec and (ctx.base_dir / spec).exists() else spec)
             try:
                 trials, excluded = registered_trials(registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words)
             except VerifierError as exc:
