@@ -87,3 +87,14 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory):
     report = build_index([CORPUS], out, shard_bytes=300_000, minhash=True)
     assert report.shards >= 2
     return CorpusIndex.open(out)
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real OpenAI-compatible server (``transformers serve``) serving SmolLM2-135M-Instruct on
+    127.0.0.1, converted once from the bundled GGUF; stopped at the end of the session."""
+    from verifier.serving import model_folder, start_server
+
+    folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served"))
+    with start_server(folder, log=tmp_path_factory.mktemp("server-log") / "server.log") as server:
+        yield server

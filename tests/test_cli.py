@@ -82,7 +82,7 @@ def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
 
 def test_bundled_example_names_are_checked():
     result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
-    assert result.exit_code == 2 and "no such bundled example; bundled: example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output
+    assert result.exit_code == 2 and "no such bundled example; bundled: example:api-wikimia, example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output
 
 
 def test_index_commands_build_digest_query_and_refuse_in_one_line(tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from verifier.policy.engine import check_against_claim, decision, record_to_dict
 from verifier.resources import resource
 from verifier.routes import RouteContext
 from verifier.scoring import Progress
-from verifier.targets import ScoreCache, ScoringOptions, Target, load_target, resolve_model, target_class
+from verifier.targets import API_PREFIX, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, load_target, resolve_model, target_class
+from verifier.targets.openai_compatible import parse_spec
 from verifier.targets.model_source import BUNDLED
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
@@ -39,6 +40,7 @@ class AuditResult:
     scores: pd.DataFrame  # one row per scored document: role, text digest, signals (no text)
     claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
     policy_bytes: bytes  # the policy file as read and validated
+    usage: dict[str, Any] = field(default_factory=dict)  # API targets' request counters by role (run record, not findings)
 
 
 def run_audit(
@@ -76,6 +78,7 @@ def run_audit(
         "decided_by": decided.route,
         "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
         "failed_routes": failed,
+        "failed_items": dict(ctx.failed_items),
         "path": [record_to_dict(r) for r in records],
         "inputs": inputs,
         "environment": _environment(),
@@ -83,7 +86,8 @@ def run_audit(
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
     claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
-    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw)
+    usage = {role: target.usage for role, target in ctx.loaded.items() if isinstance(target, OpenAICompatibleTarget)}
+    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage)
 
 
 def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
@@ -108,6 +112,8 @@ def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:
         spec = claim.model.target if role == "target" else claim.model.reference
         if spec is None:
             raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
+        if spec.startswith(API_PREFIX):
+            return load_target(spec, api=claim.model.api)
         local = base / spec
         options = ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens)
         return load_target(str(local) if local.exists() else spec, options)
@@ -132,6 +138,10 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
             continue
         if role in ctx.loaded:
             identity[role] = ctx.loaded[role].identity.as_finding()
+            continue
+        if spec.startswith(API_PREFIX):
+            endpoint, model = parse_spec(spec)
+            identity[role] = {"kind": OpenAICompatibleTarget.kind, "spec": model, "endpoint": endpoint, "digests": {}, "loaded": False}
             continue
         local = base / spec
         source = resolve_model(str(local) if local.exists() else spec)

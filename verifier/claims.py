@@ -12,11 +12,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from verifier.errors import VerifierError, first_validation_error
 from verifier.resources import resolve_claim_path
 from verifier.safe_yaml import load_yaml_file
+from verifier.targets.openai_compatible import PREFIX as API_PREFIX
+from verifier.targets.openai_compatible import ApiOptions, parse_spec
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -80,13 +82,28 @@ class DeclaredSummary(Strict):
 
 
 class ModelUnderTest(Strict):
-    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id[@revision]")
+    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder, a hub id[@revision], "
+                        "or openai-compatible:http(s)://host/v1#model for a model behind an API")
     reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
     released: date | None = Field(None, description="declared date the model was released (its weights fixed), YYYY-MM-DD")
     declared_summary: DeclaredSummary | None = None
     max_tokens: int = Field(256, ge=2, le=32_768)
     dtype: Literal["fp32", "bf16"] = "fp32"
+    api: ApiOptions | None = Field(None, description="how an API target is called: key variable, timeout, retries, concurrency, rate limit")
+
+    @model_validator(mode="after")
+    def _api_target(self) -> ModelUnderTest:
+        if self.target.startswith(API_PREFIX):
+            try:
+                parse_spec(self.target)
+            except VerifierError as exc:
+                raise ValueError(str(exc)) from None
+        elif self.api is not None:
+            raise ValueError("model.api applies only to an openai-compatible: target")
+        if self.reference and self.reference.startswith(API_PREFIX):
+            raise ValueError("model.reference must be a local or hub model (its prompt log-probs are read)")
+        return self
 
 
 class DocumentRef(Strict):

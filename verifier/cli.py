@@ -338,6 +338,26 @@ def index_serve(
         server.server_close()
 
 
+@app.command()
+def serve(
+    model: Annotated[str, typer.Argument(help="Model SPEC to serve: smollm2-135m, a .gguf file or a model folder.")] = "smollm2-135m",
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8765,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Where a GGUF is converted once for the server.")] = None,
+) -> None:
+    """Serve a local model behind an OpenAI-compatible API (transformers serve), for API audits
+    of a model you hold: the examples' and tests' server. Prints the target SPEC to audit it by."""
+    from verifier.serving import model_folder, start_server
+
+    server = start_server(model_folder(model, cache_dir), port=port)
+    say(err, f"serving {server.model}: audit it as target {server.spec} (Ctrl-C stops)")
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
 marks_app = typer.Typer(no_args_is_help=True, help="Marks made before release (canaries, traps, rephrasings) and tests of a model against them.")
 app.add_typer(marks_app, name="marks")
 

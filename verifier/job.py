@@ -68,7 +68,7 @@ def audit_to_bundle(
     result = run_audit(claim, cache=cache, progress=progress)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
-    run = {"cache": asdict(cache.counts)}
+    run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage}
     digest = findings_digest(result.findings)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None

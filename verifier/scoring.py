@@ -23,7 +23,10 @@ from verifier.atomic import atomic_output
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, compute_signals, make_signals
+from verifier.signals.base import QuerySignal
 from verifier.targets import ScoreCache, ScoringOptions, Target, load_target
+from verifier.targets.base import PROMPT_LOGPROBS
+from verifier.targets.queries import Answer
 from verifier.targets.cache import text_digest
 
 SIGNAL_PREFIX = "signal."
@@ -91,29 +94,33 @@ def score_documents(
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
 ) -> ScoreTable:
-    """Run the forward passes each requested signal needs and compute every signal column.
+    """Run the forward passes and queries each requested signal needs and compute every signal column.
 
     Default signals: all those the target's capabilities (and a reference model, if given) allow.
-    The lowercase signal costs a second pass over lowercased text, so it runs only when asked for.
+    The lowercase signal costs a second pass over lowercased text, so it runs only when asked for;
+    output-only signals cost queries, so they too run only when named.
     """
     signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()))
     needed = frozenset().union(*(s.needs for s in signals))
+    texts = [text[: target.max_chars] for text in docs.texts]  # what the model is given, before any token cut
 
     def run(model: Target, texts: list[str], what: str):  # noqa: ANN202
         advance = progress(what, len(texts)) if progress else None
         return model.score(texts, cache=cache, on_progress=advance)
 
-    target_scores = run(target, docs.texts, "scoring")
+    target_scores = run(target, docs.texts, "scoring") if PROMPT_LOGPROBS in needed else None
     lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
     reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
+    answers = _answers(target, texts, [s for s in signals if isinstance(s, QuerySignal)], cache, progress)
     scored = [
         ScoredDocument(
-            text=text[: target.max_chars],  # what the model was given, before the token cut
-            target=target_scores[i],
+            text=text,
+            target=target_scores[i] if target_scores else None,
             lower=lower_scores[i] if lower_scores else None,
             reference=reference_scores[i] if reference_scores else None,
+            answers=answers,
         )
-        for i, text in enumerate(docs.texts)
+        for i, text in enumerate(texts)
     ]
     columns = compute_signals(scored, signals)
     frame = pd.DataFrame(
@@ -122,7 +129,7 @@ def score_documents(
             "text": docs.texts,
             "text_sha256": [text_digest(t) for t in docs.texts],
             "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
-            "n_tokens": np.array([s.n_scored + 1 for s in target_scores], dtype=np.int64),
+            "n_tokens": np.array([s.n_scored + 1 for s in target_scores] if target_scores else [0] * len(docs), dtype=np.int64),
             **{SIGNAL_PREFIX + name: values for name, values in columns.items()},
         }
     )
@@ -134,6 +141,16 @@ def score_documents(
         "signals": {s.name: s.params() for s in signals},
     }
     return ScoreTable(frame=frame, metadata=metadata)
+
+
+def _answers(target: Target, texts: list[str], signals: list[QuerySignal], cache: ScoreCache | None,
+             progress: Progress | None) -> dict[str, Answer]:
+    """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
+    if not signals:
+        return {}
+    queries = {q.key: q for s in signals for text in texts for q in s.queries(text)}
+    advance = progress("querying", len(queries)) if progress else None
+    return dict(zip(queries, target.answer(list(queries.values()), cache=cache, on_progress=advance)))
 
 
 def score_file(

@@ -49,6 +49,7 @@ from verifier.baselines.exchangeability import (
 from verifier.baselines.surface import surface_features
 from verifier.set_hygiene import DEFAULT_THRESHOLD, Overlap, find_duplicates, find_overlap
 from verifier.stats.dataset_inference import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
+from verifier.stats.metrics import fill_failed
 from verifier.targets.cache import text_digest
 
 
@@ -265,6 +266,10 @@ def run_set_membership(
     test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
                  "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
     result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
+    if failed := {name: int((~np.isfinite(s.features)).any(axis=1).sum()) for name, s in (("suspect", suspect), ("held-out", heldout))
+                  if not np.isfinite(s.features).all()}:
+        notes.append("documents with a failed query (their signal filled with the pooled median, label-blind): "
+                     + ", ".join(f"{n} {name}" for name, n in failed.items()))
     control_finding = None
     if control is not None:
         control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer)
@@ -287,9 +292,11 @@ def run_set_membership(
 
 
 def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool) -> tuple[np.ndarray, np.ndarray]:
-    if not condition_on_text:
-        return first.features, second.features
-    pooled = residualise_on_text(np.r_[first.features, second.features], list(first.texts) + list(second.texts))
+    """The two sets' features as tested: failed items filled label-blind over the pooled rows
+    (counted in the notes by the caller), then residualised on surface features if asked."""
+    pooled, _ = fill_failed(np.r_[first.features, second.features])
+    if condition_on_text:
+        pooled = residualise_on_text(pooled, list(first.texts) + list(second.texts))
     return pooled[: len(first.texts)], pooled[len(first.texts) :]
 
 

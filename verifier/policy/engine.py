@@ -42,13 +42,24 @@ def missing_evidence(step: PolicyRoute, claim: ClaimManifest) -> list[str]:
     return sorted(key for key in step.requires if getattr(claim.evidence, key) is None)
 
 
+def statistic_not_computable(step: PolicyRoute, claim: ClaimManifest) -> str | None:
+    """Why the target cannot compute a route's fixed statistic (e.g. the log-likelihood of the
+    marks routes, which an output-only API target cannot give), or None. Such a route is skipped
+    and says why; a route whose signals the policy chooses is checked by ``check_against_claim``."""
+    if step.route is None or not step.route.needs_target or hasattr(step.params, "signals"):
+        return None
+    usable, why = computable(step.route.signals_of(step.params), offered_capabilities(claim))
+    return None if usable else f"the target cannot compute this route's statistic ({'; '.join(f'{k}: {v}' for k, v in why.items())})"
+
+
 def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
-    """Refuse, before anything runs, a route the claim would reach but its target cannot serve."""
+    """Refuse, before anything runs, a route the claim would reach but its target cannot serve
+    with the signals the policy lists (a policy mistake, not a property of the target)."""
     offered = offered_capabilities(claim)
     for i, step in enumerate(policy.routes):
         if step.route is None or missing_evidence(step, claim) or not step.route.needs_target:
             continue
-        if claim.claim.kind not in step.route.claim_kinds:
+        if claim.claim.kind not in step.route.claim_kinds or statistic_not_computable(step, claim):
             continue
         signals = step.route.signals_of(step.params)
         usable, why = computable(signals, offered)
@@ -80,6 +91,9 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             continue
         if kind not in step.route.claim_kinds:
             record.status, record.reason = "skipped", f"{step.name} does not bear on a {kind.value} claim"
+            continue
+        if why := statistic_not_computable(step, ctx.claim):
+            record.status, record.reason = "skipped", why
             continue
         try:
             outcome = step.route().run(ctx, step.params)

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
+from verifier.errors import VerifierError
 from verifier.scoring import Progress, score_documents
 from verifier.signals import REGISTRY, computable
 from verifier.targets import ScoreCache, Target
@@ -122,6 +123,7 @@ class RouteContext:
     progress: Progress | None = None
     scored_rows: list[pd.DataFrame] = field(default_factory=list)
     loaded: dict[str, Target] = field(default_factory=dict)  # filled on first use: routes that need no model never load one
+    failed_items: dict[str, int] = field(default_factory=dict)  # "role signal" -> documents left without a score (failed queries)
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
@@ -142,6 +144,12 @@ class RouteContext:
         table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
                                 cache=self.cache, progress=self.progress)
         values = np.column_stack([table.signal(name) for name in signals])
+        for name, failed in zip(signals, (~np.isfinite(values)).sum(axis=0)):
+            if failed:
+                self.failed_items[f"{role} {name}"] = int(failed)
+            if failed * 2 > len(texts):
+                raise VerifierError(f"signal {name}: {failed} of {len(texts)} {role} documents have no score (their queries failed or "
+                                    f"were refused; see the target's usage counters): too few to test")
         frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
         self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals)], axis=1))
         return values

@@ -19,6 +19,7 @@ from verifier.baselines.exchangeability import ExchangeabilityCheck
 from verifier.baselines.latest_year import latest_year_baseline
 from verifier.routes.base import Cell, Figure, Section, Table
 from verifier.stats import evaluate_scores
+from verifier.stats.metrics import fill_failed
 
 ROC_POINTS = 101
 HISTOGRAM_BINS = 20
@@ -64,7 +65,8 @@ def compare_sets(
     """Rows (signal and blind AUCs, suspect = positive class) and the report sections showing them."""
     labels = np.r_[np.ones(len(suspect), dtype=int), np.zeros(len(other), dtype=int)]
     texts = list(suspect_texts) + list(other_texts)
-    columns = {name: (np.r_[suspect[:, i], other[:, i]], labels, "signal") for i, name in enumerate(signals)}
+    pooled, _ = fill_failed(np.r_[suspect, other])  # failed items (counted by RouteContext.features) carry no information
+    columns = {name: (pooled[:, i], labels, "signal") for i, name in enumerate(signals)}
     columns[BLIND_CLASSIFIER] = (blind.scores, blind.labels, "blind")
     columns["latest_year"] = (latest_year_baseline(texts, labels, seed=seed), labels, "blind")
     rows, roc, histograms = [], {}, {}

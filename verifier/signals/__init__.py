@@ -1,7 +1,9 @@
-"""Gray-box membership signals, one module each, found through a decorator registry.
+"""Membership signals, one module each, found through a decorator registry: gray-box ones reading
+the target's token scores, and output-only attacks (``QuerySignal``, from ``decop`` down) reading
+its answers to queries, run only when named.
 
 Orientation: every score is "higher = more member-like". How that maps to the sign conventions
-of the reference implementations (mimir, the Min-K% and Min-K%++ repositories):
+of the reference implementations (mimir, the Min-K% and Min-K%++ repositories) and of the papers:
 
 | name       | score here                                         | reference convention                      |
 |------------|----------------------------------------------------|-------------------------------------------|
@@ -13,6 +15,13 @@ of the reference implementations (mimir, the Min-K% and Min-K%++ repositories):
 | gap_k      | mean of lowest 20% (log p - log p_top1)            | gaps are <= 0; closer to 0 = member       |
 | lowercase  | NLL(lowercased) / NLL(original)                    | Carlini et al. ratio: same sign           |
 | reference  | target - reference log p per character             | mimir: target loss - ref loss, negated    |
+| decop      | share of readable answers choosing the verbatim passage (24 orders) | paper: accuracy, same sign (chance 0.25) |
+| name_cloze | 1 if the masked name is given exactly, else 0      | paper: exact match = member, same sign    |
+| prefix_lcs_word | LCS(continuation, true suffix) / length, words | paper: LCS tokens >= 20 = member, same sign |
+| prefix_lcs_token | the same over words and punctuation marks     | as prefix_lcs_word                        |
+| familiarity | rating(original) - mean rating(paraphrase, shuffled words) | paper: exact gold order = member; same sign |
+| samia      | mean ROUGE-1 F1 of sampled continuations vs the suffix | paper: same sign                       |
+| cdd        | share of samples within alpha*l word edits of the greedy output | paper: peakedness, same sign    |
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import numpy as np
 from pydantic import AfterValidator, Field
 
 from verifier.signals import gap_k, log_likelihood, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
+from verifier.signals import cdd, decop, familiarity, name_cloze, prefix_probe, samia  # noqa: F401
 from verifier.errors import VerifierError
 from verifier.signals.base import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, register
 from verifier.targets.base import PROMPT_LOGPROBS

@@ -1,20 +1,24 @@
-"""What every signal shares: the scored document it reads, the base class, the registry.
+"""What every signal shares: the scored document it reads, the base classes, the registry.
 
-A signal only *reads* the cached forward-pass arrays (``TokenScores``); it never runs a model.
-Every score is oriented "higher = more member-like", whatever the sign convention of the
-reference implementation it follows (see the table in ``verifier.signals``).
+A signal never runs a model. A gray-box signal reads the cached forward-pass arrays
+(``TokenScores``); an output-only signal (``QuerySignal``) states the queries it needs and reads
+the target's answers to them, asked beforehand in one batch through the response cache. Every
+score is oriented "higher = more member-like", whatever the sign convention of the reference
+implementation it follows (see the table in ``verifier.signals``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from verifier.errors import VerifierError
-from verifier.targets.base import PROMPT_LOGPROBS
+from verifier.targets.base import ANSWERS, PROMPT_LOGPROBS
+from verifier.targets.queries import Answer, Query
 from verifier.targets.token_scores import TokenScores
 
 # What a signal may need beyond target capabilities (``targets.base``): extra views of a text.
@@ -24,12 +28,14 @@ REFERENCE = "reference"  # a reference model's scores of the original text (the 
 
 @dataclass(frozen=True)
 class ScoredDocument:
-    """A text and the forward-pass arrays of each view that was computed for it."""
+    """A text, the forward-pass arrays of each view that was computed for it, and the target's
+    answers to the queries of the output-only signals (by ``Query.key``)."""
 
     text: str  # as given to the model: cut to the target's max_chars, before the token cut
-    target: TokenScores
+    target: TokenScores | None = None  # None when no gray-box signal was asked for (or the target scores no prompts)
     lower: TokenScores | None = None
     reference: TokenScores | None = None
+    answers: Mapping[str, Answer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,55 @@ class LowestKSignal(Signal):
     def __post_init__(self) -> None:
         if not 0 < self.k <= 1:  # also refuses NaN, for which every comparison is false
             raise VerifierError(f"signal {self.name}: k must be in (0, 1], got {self.k}")
+
+
+@dataclass(frozen=True)
+class QuerySignal(Signal):
+    """An output-only attack: queries made from a document's passages, one score from the answers.
+
+    A document is cut into passages of ``passage_words`` words (the attacks' "sequences"); the
+    first ``passages`` of them are queried and the document's score is the mean of its passages'
+    scores (document-level aggregation; ``passages=1`` is the sequence-level attack). A passage
+    whose answers failed (refusal, empty, server error) scores NaN and is left out of the mean; a
+    document with no scored passage is NaN - a recorded failure, never a low score.
+    """
+
+    needs: ClassVar[frozenset[str]] = frozenset({ANSWERS})
+    by_default: ClassVar[bool] = False  # queries cost money: run only when named
+    passage_words: int = 64
+    passages: int = 1
+
+    def __post_init__(self) -> None:
+        if self.passage_words < 8 or not 1 <= self.passages <= 100:
+            raise VerifierError(f"signal {self.name}: passage_words must be >= 8 and passages in [1, 100]")
+
+    def split(self, text: str) -> list[str]:
+        """The passages queried: consecutive runs of ``passage_words`` words (a shorter last run
+        only when it is the whole text)."""
+        words = text.split()
+        runs = [" ".join(words[i : i + self.passage_words]) for i in range(0, len(words), self.passage_words)]
+        full = [r for r in runs if len(r.split()) == self.passage_words] or runs[:1]
+        return full[: self.passages]
+
+    def queries(self, text: str) -> list[Query]:
+        """Every query this signal asks about a document."""
+        return [q for passage in self.split(text) for q in self.passage_queries(passage)]
+
+    def score(self, doc: ScoredDocument) -> float:
+        scores = []
+        for passage in self.split(doc.text):
+            answers = [doc.answers[q.key] for q in self.passage_queries(passage)]
+            scores.append(self.score_passage(passage, answers))
+        finite = [s for s in scores if np.isfinite(s)]
+        return float(np.mean(finite)) if finite else float("nan")
+
+    @abstractmethod
+    def passage_queries(self, passage: str) -> list[Query]:
+        """The queries about one passage (deterministic: the same passage gives the same queries)."""
+
+    @abstractmethod
+    def score_passage(self, passage: str, answers: list[Answer]) -> float:
+        """Higher = more member-like; NaN when the answers do not allow a score (failed items)."""
 
 
 REGISTRY: dict[str, type[Signal]] = {}

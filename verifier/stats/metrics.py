@@ -62,6 +62,22 @@ def evaluate_scores(name: str, scores: np.ndarray, labels: np.ndarray, seed: int
     )
 
 
+def fill_failed(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` [n, signals] with each NaN (an item whose queries failed) replaced by its column's
+    median over all rows, and the count of replaced values per column.
+
+    The fill never looks at labels, so a permutation or rank test on the filled pooled rows keeps
+    its null distribution; a filled item carries no membership information either way. Callers
+    report the counts (and refuse columns that failed too often) - a fill is never silent.
+    """
+    values = np.array(values, dtype=np.float64, copy=True)
+    failed = ~np.isfinite(values)
+    for column in np.flatnonzero(failed.any(axis=0)):
+        finite = values[~failed[:, column], column]
+        values[failed[:, column], column] = float(np.median(finite)) if finite.size else 0.0
+    return values, failed.sum(axis=0)
+
+
 def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, target: float) -> float:
     """Highest TPR among ROC points whose FPR does not exceed ``target`` (no interpolation)."""
     return float(tpr[fpr <= target].max())

@@ -4,15 +4,18 @@ from verifier.targets.base import CAPABILITIES, Target, TargetIdentity
 from verifier.targets.cache import ScoreCache
 from verifier.targets.causal_lm import CausalLMTarget, ScoringOptions
 from verifier.targets.model_source import ModelSource, resolve_model
+from verifier.targets.openai_compatible import PREFIX as API_PREFIX
+from verifier.targets.openai_compatible import ApiOptions, OpenAICompatibleTarget
 from verifier.targets.token_scores import TokenScores
 
-__all__ = ["CAPABILITIES", "CausalLMTarget", "ModelSource", "ScoreCache", "ScoringOptions", "Target", "TargetIdentity",
-           "TokenScores", "capabilities_of", "load_target", "resolve_model", "target_class"]
+__all__ = ["API_PREFIX", "CAPABILITIES", "ApiOptions", "CausalLMTarget", "ModelSource", "OpenAICompatibleTarget", "ScoreCache",
+           "ScoringOptions", "Target", "TargetIdentity", "TokenScores", "capabilities_of", "load_target", "resolve_model",
+           "target_class"]
 
 
-def target_class(spec: str) -> type[CausalLMTarget]:
-    """The class that loads ``spec``; every spec is a local or hub causal LM in this version."""
-    return CausalLMTarget
+def target_class(spec: str) -> type[CausalLMTarget] | type[OpenAICompatibleTarget]:
+    """The class that loads ``spec``: an ``openai-compatible:`` URL, else a local or hub causal LM."""
+    return OpenAICompatibleTarget if spec.startswith(API_PREFIX) else CausalLMTarget
 
 
 def capabilities_of(spec: str) -> frozenset[str]:
@@ -20,5 +23,7 @@ def capabilities_of(spec: str) -> frozenset[str]:
     return target_class(spec).capabilities
 
 
-def load_target(spec: str, options: ScoringOptions | None = None) -> Target:
-    return target_class(spec)(spec, options)
+def load_target(spec: str, options: ScoringOptions | None = None, api: ApiOptions | None = None) -> Target:
+    if spec.startswith(API_PREFIX):
+        return OpenAICompatibleTarget(spec, api)
+    return CausalLMTarget(spec, options)

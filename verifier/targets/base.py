@@ -6,6 +6,7 @@ Routes and signals never ask what kind of model they face; they ask for capabili
   (open weights only: Min-K%++ and Gap-K% read them);
 - ``top_k_logprobs``: the k most likely next tokens with their log p (many APIs);
 - ``generate``: sample continuations;
+- ``answers``: answer chat or text queries, greedy or sampled (``queries``; API models);
 - ``reasoning_traces``: a reasoning model's trace beside its answer.
 
 A signal states the capabilities it needs; an audit of a target that cannot supply them records
@@ -27,8 +28,9 @@ PROMPT_LOGPROBS = "prompt_logprobs"
 VOCAB_STATS = "vocab_stats"
 TOP_K_LOGPROBS = "top_k_logprobs"
 GENERATE = "generate"
+ANSWERS = "answers"
 REASONING_TRACES = "reasoning_traces"
-CAPABILITIES = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, TOP_K_LOGPROBS, GENERATE, REASONING_TRACES})
+CAPABILITIES = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, TOP_K_LOGPROBS, GENERATE, ANSWERS, REASONING_TRACES})
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class TargetIdentity:
 class Target(Protocol):
     """An audited model. ``score`` is needed only for targets offering ``prompt_logprobs``;
     ``generate(prompts, max_new_tokens) -> list[str]`` (greedy continuations) only for targets
-    offering ``generate``."""
+    offering ``generate``; ``answer(queries, cache, on_progress) -> list[Answer]`` (see
+    ``queries``) only for targets offering ``answers``."""
 
     capabilities: frozenset[str]
     max_chars: int  # texts are cut to this many characters before scoring

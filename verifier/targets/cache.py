@@ -1,4 +1,5 @@
-"""On-disk cache of forward-pass arrays, so no document is ever scored twice - and never trusted blindly.
+"""On-disk cache of forward-pass arrays and API responses, so nothing is scored or paid for twice -
+and never trusted blindly.
 
 Keys hash everything the arrays depend on: the model's weight digest, the tokenizer's digest,
 the numeric precision, the character cut, token limit and batch shape, and the text's SHA-256.
@@ -11,6 +12,11 @@ therefore stored with an HMAC-SHA256 over its key and bytes under a per-user sec
 the cache folder (mode 0600). A row whose tag does not verify is treated as absent - the
 document is scored again and the row replaced - and counted, so the bundle can say how many
 documents came from the cache and how many cached rows were refused.
+
+API responses live in a second table of the same file, under the same secret: one row per
+(endpoint, model, request body, sample index), committed the moment it arrives, so an
+interrupted run of paid queries resumes where it stopped. A row holds the response body only
+(never a request header, so never an API key).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from verifier.targets.token_scores import TokenScores
 # Bump when the meaning or layout of cached arrays changes, so stale rows are never reused.
 CACHE_FORMAT = 2
 TABLE = "token_scores_v2"
+RESPONSES = "api_responses_v1"
 
 
 def default_cache_dir() -> Path:
@@ -96,12 +103,14 @@ class ScoreCache:
         folder = Path(folder) if folder is not None else default_cache_dir()
         self._secret = cache_secret(secret_path or default_secret_path())
         self.counts = CacheCounts()
+        self.responses = CacheCounts()
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self.path = folder / "token_scores.sqlite"
             self._db = sqlite3.connect(self.path, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {RESPONSES} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
             self._db.commit()
         except (OSError, sqlite3.Error) as exc:
             raise VerifierError(f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it") from None
@@ -139,6 +148,37 @@ class ScoreCache:
         except sqlite3.Error as exc:
             raise VerifierError(f"{self.path}: cannot write the score cache ({exc})") from None
         self.counts.stored += len(rows)
+
+    def get_response(self, key: str) -> dict | None:
+        """The cached response body under ``key``, or None (absent, or refused as altered)."""
+        try:
+            row = self._db.execute(f"SELECT blob, tag FROM {RESPONSES} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise VerifierError(f"{self.path}: response cache unreadable ({exc}); pass another --cache-dir or remove it") from None
+        if row is None:
+            return None
+        blob, tag = row
+        if not isinstance(blob, bytes) or not hmac.compare_digest(str(tag), self._tag(RESPONSES + key, blob)):
+            self.responses.refused += 1
+            return None
+        try:
+            body = json.loads(blob)
+        except ValueError:
+            self.responses.refused += 1
+            return None
+        self.responses.served += 1
+        return body
+
+    def put_response(self, key: str, body: dict) -> None:
+        """Store one response body, committed at once (one paid query is never lost)."""
+        blob = json.dumps(body, sort_keys=True).encode()
+        try:
+            with self._db:
+                self._db.execute(f"INSERT OR REPLACE INTO {RESPONSES} (key, blob, tag) VALUES (?, ?, ?)",
+                                 (key, blob, self._tag(RESPONSES + key, blob)))
+        except sqlite3.Error as exc:
+            raise VerifierError(f"{self.path}: cannot write the response cache ({exc})") from None
+        self.responses.stored += 1
 
     def close(self) -> None:
         self._db.close()

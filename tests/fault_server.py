@@ -1,0 +1,106 @@
+"""A small local HTTP server that misbehaves on purpose, for the API client's fault handling.
+
+The base URL names the fault: ``http://127.0.0.1:PORT/<fault>/v1``. Every request is recorded
+(path, headers, body) so tests can check what the client sent and how often. The real model
+server is tested elsewhere; this one only produces what real servers do on bad days.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _completion(text: str, finish: str = "stop") -> dict:
+    return {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+
+class FaultServer:
+    """Faults: ok, flaky429 (two 429s per distinct body, then an answer), always503, slow (sleeps
+    past any short timeout), malformed_once (a non-JSON body, then an answer), drop_once (the
+    connection closed mid-body, then an answer), refuse, empty, think (a <think> block before the
+    answer), unauthorized (401), echo_auth_400 (a 400 quoting the Authorization header)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.seen: Counter = Counter()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None, length: int | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload) if length is None else length))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:  # noqa: N802
+                fault = self.path.strip("/").split("/")[0]
+                if fault == "unauthorized":
+                    self._send(401, b'{"error": "bad key"}')
+                    return
+                self._send(200, json.dumps({"object": "list", "data": [{"id": "m"}]}).encode())
+
+            def do_POST(self) -> None:  # noqa: N802
+                fault = self.path.strip("/").split("/")[0]
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(raw)
+                with server.lock:
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    server.seen[(fault, raw)] += 1
+                    count = server.seen[(fault, raw)]
+                content = body["messages"][-1]["content"] if "messages" in body else body.get("prompt", "")
+                answer = json.dumps(_completion(f"echo: {content}")).encode()
+                if fault == "flaky429" and count <= 2:
+                    self._send(429, b'{"error": "slow down"}', {"Retry-After": "0"})
+                elif fault == "always503":
+                    self._send(503, b'{"error": "overloaded"}')
+                elif fault == "slow":
+                    time.sleep(1.5)
+                    self._send(200, answer)
+                elif fault == "malformed_once" and count == 1:
+                    self._send(200, b"<html>gateway error</html>")
+                elif fault == "drop_once" and count == 1:
+                    self._send(200, answer[:20], length=len(answer))  # promises more than it sends, then closes
+                    self.close_connection = True
+                elif fault == "refuse":
+                    self._send(200, json.dumps(_completion("I'm sorry, but I can't help with that.")).encode())
+                elif fault == "empty":
+                    self._send(200, json.dumps(_completion("", "length")).encode())
+                elif fault == "think":
+                    self._send(200, json.dumps(_completion("<think>recall the text</think> Paris")).encode())
+                elif fault == "unauthorized":
+                    self._send(401, b'{"error": "bad key"}')
+                elif fault == "echo_auth_400":
+                    self._send(400, json.dumps({"error": {"message": f"bad request from {self.headers.get('Authorization')}"}}).encode())
+                else:
+                    self._send(200, answer)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, fault: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{fault}/v1"
+
+    def spec(self, fault: str) -> str:
+        return f"openai-compatible:{self.url(fault)}#m"
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,141 @@
+"""Serving a local model behind an OpenAI-compatible API, for examples, tests and benchmarks.
+
+The API target is tested against a real server, not a mock: transformers' own ``transformers
+serve`` (extra ``transformers[serving]``), which offers ``/v1/chat/completions``,
+``/v1/completions`` and ``/v1/models`` but no log-probs, echo or ``n`` - exactly an output-only
+API. It cannot read a GGUF file without an architecture in its config, so a GGUF model (the
+bundled ``smollm2-135m``) is converted once to a transformers folder in the cache, named by the
+GGUF's digest. The server is started in the folder's parent with the folder's bare name, so the
+served model name is that name, never a path on the auditor's disk.
+
+The folder's generation config samples whenever a request asks for a temperature above 0 (the
+GGUF carries none, and without ``do_sample`` the server would silently answer greedily to every
+sampled request, making SaMIA and CDD samples identical).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from verifier.errors import VerifierError
+from verifier.targets.cache import default_cache_dir
+from verifier.targets.model_source import resolve_model
+
+SERVED_NAMES = {"smollm2-135m": "smollm2-135m-instruct"}
+
+
+def model_folder(spec: str, cache_dir: Path | None = None) -> Path:
+    """A transformers folder holding the model ``spec`` names: the folder itself, or a GGUF
+    converted once into ``<cache>/served/<digest>/<name>``."""
+    source = resolve_model(spec)
+    if not source.is_local:
+        raise VerifierError(f"model {spec}: only a local model (a folder, a .gguf file or {sorted(SERVED_NAMES)}) can be served")
+    if source.gguf_file is None:
+        return Path(source.location)
+    name = SERVED_NAMES.get(spec, Path(source.gguf_file).stem.lower())
+    folder = (cache_dir or default_cache_dir()) / "served" / source.digest()[:16] / name
+    if (folder / "config.json").is_file():
+        return folder
+    _convert(spec, folder)
+    return folder
+
+
+def load_for_saving(spec: str):  # noqa: ANN201 - (transformers model, tokenizer)
+    """The model ``spec`` names, loaded in float32 so that ``save_pretrained`` can write it as a
+    served folder: a GGUF is dequantised on load, and only its quantisation marker blocks saving."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_model(spec)
+    extra = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    model = AutoModelForCausalLM.from_pretrained(source.location, **extra)
+    tokenizer = AutoTokenizer.from_pretrained(source.location, **extra)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.config.architectures = [type(model).__name__]
+    model.generation_config.do_sample = True  # greedy only where a request asks for temperature 0
+    return model, tokenizer
+
+
+def _convert(spec: str, folder: Path) -> None:
+    """Write ``spec`` as a float32 safetensors folder, under a temporary name renamed when complete
+    (a crash never leaves a half folder that looks finished)."""
+    model, tokenizer = load_for_saving(spec)
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    tmp.rename(folder)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LocalServer:
+    """A running ``transformers serve`` process; ``spec`` is the target SPEC that reaches it."""
+
+    process: subprocess.Popen
+    port: int
+    model: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def spec(self) -> str:
+        return f"openai-compatible:{self.base_url}#{self.model}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0, log: Path | None = None) -> LocalServer:
+    """Start ``transformers serve`` on 127.0.0.1 for the model in ``folder``; return once it answers."""
+    if shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
+        raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
+    port = port or free_port()
+    executable = Path(sys.executable).parent / "transformers"
+    command = [str(executable if executable.exists() else "transformers"), "serve", folder.name, "--host", "127.0.0.1",
+               "--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
+    process = subprocess.Popen(command, cwd=folder.parent, stdout=out, stderr=subprocess.STDOUT)
+    server = LocalServer(process, port, folder.name)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise VerifierError(f"the model server exited (code {process.returncode}) before answering"
+                                + (f"; see {log.name}" if log else ""))
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).ok:
+                return server
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    server.stop()
+    raise VerifierError(f"the model server did not answer within {timeout_s:.0f} s")

@@ -1,0 +1,224 @@
+"""A model behind an OpenAI-compatible HTTP API as an audit target (no weights, output only).
+
+SPEC: ``openai-compatible:http://127.0.0.1:8000/v1#model-name`` - the base URL (``/chat/completions``
+and ``/completions`` are appended) and, after ``#``, the model name the server knows. How requests
+are sent (key variable, timeout, retries, concurrency, rate limit) comes from the claim's
+``model.api`` block (``ApiOptions``); what each query asks (temperature, max tokens, samples) is
+the attack's.
+
+The target declares one capability, ``answers``: chat queries to ``/chat/completions`` and text
+queries (a raw prompt to continue) to legacy ``/completions``. Every response is cached under
+(endpoint, model, endpoint path, request body, sample index) the moment it arrives, so a re-run
+pays nothing and an interrupted run resumes. Its identity names the endpoint and model and a
+digest of every answer the audit read, so two runs that read the same answers name the same
+evidence. The usage counters (requests, retries, tokens, failures, wall time) depend on what the
+cache held, so they go into the run record beside the findings (signed in the bundle manifest and
+shown in the report), not into the findings, whose digest must not change on a re-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from urllib.parse import urlsplit
+
+import requests
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifier.errors import VerifierError
+from verifier.targets.api_client import ApiClient, ItemFailed
+from verifier.targets.base import ANSWERS, TargetIdentity
+from verifier.targets.cache import ScoreCache
+from verifier.targets.queries import CHAT, Answer, Query, failure_of
+from verifier.targets.token_scores import TokenScores
+
+PREFIX = "openai-compatible:"
+THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
+
+
+class ApiOptions(BaseModel):
+    """How the API is called (``model.api`` in a claim). Nothing here is secret: the key itself
+    is only ever read from the environment variable named by ``api_key_env``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$",
+                                    description="name of the environment variable holding the API key (never the key)")
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="seconds before a request counts as timed out")
+    retries: int = Field(4, ge=0, le=20, description="retries of a request after a timeout, 429, 5xx or malformed body")
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
+    rate_limit: float | None = Field(None, gt=0, le=10_000, description="most request starts per second")
+    max_chars: int = Field(2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made")
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """(base URL, model name) of an ``openai-compatible:`` SPEC, or a one-line ``VerifierError``."""
+    url, _, model = spec.removeprefix(PREFIX).partition("#")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model")
+    if parts.username or parts.password or parts.query:
+        raise VerifierError(f"target {spec!r}: no credentials or query string in the URL (it enters the findings); "
+                            "put the key in an environment variable named by model.api.api_key_env")
+    if not model.strip() or len(model) > 300:
+        raise VerifierError(f"target {spec!r}: name the served model after '#'")
+    return url.rstrip("/"), model
+
+
+class OpenAICompatibleTarget:
+    """An API-served model answering chat and text queries."""
+
+    capabilities = frozenset({ANSWERS})
+    kind = "openai_compatible"
+
+    def __init__(self, spec: str, options: ApiOptions | None = None) -> None:
+        self.spec = spec
+        self.endpoint, self.model = parse_spec(spec)
+        self.options = options or ApiOptions()
+        self.client = ApiClient(self.endpoint, self.options.api_key_env, self.options.timeout_s, self.options.retries,
+                                self.options.rate_limit)
+        self._checked = False
+        self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
+
+    @property
+    def max_chars(self) -> int:
+        return self.options.max_chars
+
+    @property
+    def usage(self) -> dict[str, object]:
+        return self.client.usage.as_finding()
+
+    @property
+    def fingerprint(self) -> dict[str, object]:
+        return {"kind": self.kind, "endpoint": self.endpoint, "model": self.model}
+
+    @property
+    def identity(self) -> TargetIdentity:
+        answers = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(self._read.items())).encode()).hexdigest()
+        return TargetIdentity(self.kind, self.model, {"answers": answers} if self._read else {},
+                              {"endpoint": self.endpoint, "answers_read": len(self._read), "max_chars": self.max_chars,
+                               **self.options.model_dump(exclude={"max_chars"})})
+
+    def score(self, texts: Sequence[str], cache: ScoreCache | None = None,
+              on_progress: Callable[[int], None] | None = None) -> list[TokenScores]:
+        raise VerifierError(f"target {self.model}: an API target gives no prompt log-probs; use output-only signals")
+
+    def request(self, query: Query) -> tuple[str, dict]:
+        """(endpoint path, JSON body) of one query. A sampled query carries its sample index as the
+        seed, so servers that honour seeds give the same draw again."""
+        body: dict[str, object] = {"model": self.model, "max_tokens": query.max_tokens, "temperature": query.temperature}
+        if query.temperature > 0:
+            body["seed"] = query.sample
+        if query.kind == CHAT:
+            messages = [{"role": "system", "content": query.system}] if query.system else []
+            body["messages"] = [*messages, {"role": "user", "content": query.content}]
+            return "/chat/completions", body
+        body["prompt"] = query.content
+        return "/completions", body
+
+    def cache_key(self, query: Query) -> str:
+        path, body = self.request(query)
+        payload = {"endpoint": self.endpoint, "model": self.model, "path": path, "body": body, "sample": query.sample}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def answer(self, queries: Sequence[Query], cache: ScoreCache | None = None,
+               on_progress: Callable[[int], None] | None = None) -> list[Answer]:
+        """The answer to each query (from the cache where it is there), in order. Transport
+        failures after every retry are failed answers (not cached: a later run asks again)."""
+        started = time.monotonic()
+        keys = [self.cache_key(q) for q in queries]
+        bodies: dict[str, dict] = {}
+        for key in dict.fromkeys(keys):
+            if cache is not None and (body := cache.get_response(key)) is not None:
+                bodies[key] = body
+        self.client.usage.cached += len(bodies)
+        if on_progress:
+            on_progress(sum(1 for k in keys if k in bodies))
+        failed: dict[str, str] = {}
+        missing = {k: q for k, q in zip(keys, queries) if k not in bodies}
+        if missing:
+            self._preflight()
+            self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
+        self.client.usage.wall_s += time.monotonic() - started
+        answers = []
+        for key, query in zip(keys, queries):
+            if key in failed:
+                answers.append(Answer(error=failed[key]))
+                continue
+            self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
+            answers.append(parse_answer(bodies[key], query.kind))
+        return answers
+
+    def _fetch(self, missing: dict[str, Query], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
+               advance: Callable[[], None]) -> None:
+        """Send the missing queries, ``concurrency`` at a time; each response is cached on this
+        thread as it arrives. A fatal error stops the run after cancelling what has not started."""
+        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
+            futures: dict[Future, str] = {pool.submit(self.client.post, *self.request(q)): k for k, q in missing.items()}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    key = futures[future]
+                    try:
+                        bodies[key] = future.result()
+                    except ItemFailed as exc:
+                        failed[key] = str(exc)
+                    except VerifierError:
+                        for other in pending:
+                            other.cancel()
+                        raise
+                    else:
+                        if cache is not None:
+                            cache.put_response(key, bodies[key])
+                    advance()
+
+    def _preflight(self) -> None:
+        """Before the first paid request: is anything there, and does it serve this model? (A
+        server without a model list is not refused here; its first answer tells.)"""
+        if self._checked:
+            return
+        try:
+            response = self.client.get("/models")
+        except requests.ConnectionError:
+            raise VerifierError(f"API endpoint {self.endpoint}: nothing answers there (is the server running?)") from None
+        except requests.RequestException as exc:
+            raise VerifierError(f"API endpoint {self.endpoint}: {type(exc).__name__} while listing models") from None
+        if response.status_code in (401, 403):
+            raise VerifierError(f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status_code})")
+        if response.status_code == 200:
+            try:
+                served = [m.get("id") for m in response.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError):
+                served = []
+            if served and self.model not in served:
+                raise VerifierError(f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves "
+                                    f"{', '.join(map(str, served[:5]))}")
+        self._checked = True
+
+
+def parse_answer(body: dict, kind: str) -> Answer:
+    """The text, reasoning trace and finish reason of a response; a malformed, empty or refused
+    answer is a failed one. A ``<think>`` block in the content is the trace, not the answer."""
+    choice = body.get("choices", [{}])[0]
+    if not isinstance(choice, dict):
+        return Answer(error="malformed response (choice is not an object)")
+    finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
+    if kind == CHAT:
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            return Answer(error="malformed response (no message)")
+        content, reasoning = message.get("content") or "", message.get("reasoning_content") or message.get("reasoning")
+    else:
+        content, reasoning = choice.get("text") or "", None
+    if not isinstance(content, str) or not (reasoning is None or isinstance(reasoning, str)):
+        return Answer(error="malformed response (content is not text)")
+    if (think := THINK.search(content)) is not None:
+        reasoning = (reasoning or "") + think.group(1).strip()
+        content = THINK.sub("", content).strip()
+    error = failure_of(content, finish)
+    return Answer(text="" if error else content, reasoning=reasoning, finish_reason=finish, error=error)
