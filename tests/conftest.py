@@ -98,3 +98,11 @@ def smollm2_server(tmp_path_factory: pytest.TempPathFactory):
     folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served"))
     with start_server(folder, log=tmp_path_factory.mktemp("server-log") / "server.log") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def finetuned_testbed(tmp_path_factory: pytest.TempPathFactory):
+    """SmolLM2-135M-Instruct fine-tuned one epoch on a seeded half of 64 post-2023 texts (about 45 s)."""
+    from verifier.testbed import PRESETS, build_testbed
+
+    return build_testbed(PRESETS["finetune-small"], out=tmp_path_factory.mktemp("testbed") / "finetune-small")

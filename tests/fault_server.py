@@ -24,7 +24,13 @@ class FaultServer:
     """Faults: ok, flaky429 (two 429s per distinct body, then an answer), always503, slow (sleeps
     past any short timeout), malformed_once (a non-JSON body, then an answer), drop_once (the
     connection closed mid-body, then an answer), refuse, empty, think (a <think> block before the
-    answer), unauthorized (401), echo_auth_400 (a 400 quoting the Authorization header)."""
+    answer), unauthorized (401), echo_auth_400 (a 400 quoting the Authorization header), too_long
+    (a 400 for prompts holding "LONG", answers otherwise), stop401 (a 401 for the prompt "STOP", slow
+    answers otherwise), busy520 (one 520 per distinct body, then an answer), pause (one 429 asking
+    every client to wait 1 s, then answers), no_path (404 on completions), nested (a body nested
+    past any parser's depth, then an answer), echo_key_model (the model field quotes the
+    Authorization header), redirect (307 elsewhere), huge (a 9 MiB answer), drip (headers, then a
+    byte every 50 ms), models_null (a model list that is not a list)."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -50,6 +56,9 @@ class FaultServer:
                 if fault == "unauthorized":
                     self._send(401, b'{"error": "bad key"}')
                     return
+                if fault == "models_null":
+                    self._send(200, b'{"data": null}')
+                    return
                 self._send(200, json.dumps({"object": "list", "data": [{"id": "m"}]}).encode())
 
             def do_POST(self) -> None:  # noqa: N802
@@ -57,7 +66,7 @@ class FaultServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw)
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()})
                     server.seen[(fault, raw)] += 1
                     count = server.seen[(fault, raw)]
                 content = body["messages"][-1]["content"] if "messages" in body else body.get("prompt", "")
@@ -80,8 +89,37 @@ class FaultServer:
                     self._send(200, json.dumps(_completion("", "length")).encode())
                 elif fault == "think":
                     self._send(200, json.dumps(_completion("<think>recall the text</think> Paris")).encode())
-                elif fault == "unauthorized":
+                elif fault == "unauthorized" or (fault == "stop401" and content == "STOP"):
                     self._send(401, b'{"error": "bad key"}')
+                elif fault == "stop401":
+                    time.sleep(0.3)
+                    self._send(200, answer)
+                elif fault == "too_long" and "LONG" in content:
+                    self._send(400, b'{"error": {"message": "context length exceeded"}}')
+                elif fault == "busy520" and count == 1:
+                    self._send(520, b'{"error": "origin error"}')
+                elif fault == "pause" and sum(v for (f, _), v in server.seen.items() if f == "pause") == 1:
+                    self._send(429, b'{"error": "slow down"}', {"Retry-After": "1"})
+                elif fault == "no_path":
+                    self._send(404, b'{"detail": "Not Found"}')
+                elif fault == "nested" and count == 1:
+                    self._send(200, b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+                elif fault == "echo_key_model":
+                    reply = _completion("Paris")
+                    reply["model"] = f"proxy for {self.headers.get('Authorization')}"
+                    self._send(200, json.dumps(reply).encode())
+                elif fault == "redirect":
+                    self._send(307, b"", {"Location": "http://127.0.0.1:9/elsewhere"})
+                elif fault == "huge":
+                    self._send(200, json.dumps(_completion("x" * (9 << 20))).encode())
+                elif fault == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    for byte in answer[:60]:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.05)
                 elif fault == "echo_auth_400":
                     self._send(400, json.dumps({"error": {"message": f"bad request from {self.headers.get('Authorization')}"}}).encode())
                 else:

@@ -4,6 +4,7 @@ against a local server that produces the faults real servers produce."""
 from __future__ import annotations
 
 import json
+import time
 import sqlite3
 
 import pytest
@@ -61,8 +62,9 @@ def test_real_server_answers_caches_and_resumes(smollm2_server, cache):
 
 @pytest.mark.slow
 def test_real_server_wrong_model_and_unreachable_endpoint(smollm2_server, cache):
-    wrong = load_target(smollm2_server.spec.replace("#smollm2-135m-instruct", "#gpt-7"))
-    with pytest.raises(VerifierError, match="'gpt-7' is not served there; it serves smollm2-135m-instruct"):
+    assert smollm2_server.model.startswith("smollm2-135m-instruct-") and len(smollm2_server.model) == len("smollm2-135m-instruct-") + 12
+    wrong = load_target(smollm2_server.spec.rsplit("#", 1)[0] + "#gpt-7")
+    with pytest.raises(VerifierError, match=f"'gpt-7' is not served there; it serves {smollm2_server.model}"):
         wrong.answer([Query(CHAT, "hi")], cache=cache)
     nobody = load_target(f"openai-compatible:http://127.0.0.1:{free_port()}/v1#m")
     with pytest.raises(VerifierError, match="nothing answers there"):
@@ -103,9 +105,9 @@ def test_api_key_is_sent_and_never_stored_or_shown(faults, cache, monkeypatch):
     target.answer([Query(CHAT, "with key")], cache=cache)
     assert faults.requests[-1]["headers"]["Authorization"] == f"Bearer {secret}"
     assert secret.encode() not in cache.path.read_bytes() and secret not in repr(target.identity)
-    with pytest.raises(VerifierError) as refused:  # a server quoting the header back: scrubbed from the message
-        OpenAICompatibleTarget(faults.spec("echo_auth_400"), options).answer([Query(CHAT, "x")], cache=cache)
-    assert secret not in str(refused.value) and "[API key]" in str(refused.value)
+    # A server quoting the header back: scrubbed from the recorded failure, before it is shortened.
+    [echoed] = OpenAICompatibleTarget(faults.spec("echo_auth_400"), options).answer([Query(CHAT, "x")], cache=cache)
+    assert secret not in echoed.error and "[API key]" in echoed.error
     with pytest.raises(VerifierError, match="rejected the API key"):
         OpenAICompatibleTarget(faults.spec("unauthorized"), options).answer([Query(CHAT, "x")], cache=cache)
     monkeypatch.delenv("AUDIT_KEY")
@@ -167,7 +169,7 @@ def test_api_example_audited_end_to_end(smollm2_server, tmp_path, monkeypatch):
     first = audit_to_bundle(tmp_path / "claim.yaml", out_dir=tmp_path / "evidence", cache_dir=tmp_path / "cache", sign=False)
     findings = first.findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
-    assert findings["model"]["target"]["kind"] == "openai_compatible" and findings["model"]["target"]["answers_read"] == 64
+    assert findings["model"]["target"]["kind"] == "openai_compatible" and findings["model"]["target"]["answers_read"] == 48
     route = next(r for r in findings["path"] if r["route"] == "date_shift")
     rows = {r["name"]: r for r in route["outcome"]["metrics"]["membership_rows"]}
     assert {"prefix_lcs_word", "prefix_lcs_token", "name_cloze", "blind_classifier"} <= set(rows)
@@ -175,11 +177,79 @@ def test_api_example_audited_end_to_end(smollm2_server, tmp_path, monkeypatch):
     assert next(r for r in findings["path"] if r["route"] == "identifiers")["status"] in ("skipped", "not_reached")
     manifest = json.loads((first.folder / "manifest.json").read_text())
     usage = manifest["run"]["api"]["target"]
-    assert usage["requests_sent"] == 64 and usage["answers_from_cache"] == 0 and usage["failures"] == {}
+    assert usage["requests_sent"] == 48 and usage["answers_from_cache"] == 0 and usage["failures"] == {}
     report = (first.folder / "report.html").read_text()
-    assert "Model queried through its API" in report and "64 requests sent" in report
+    assert "Model queried through its API" in report and "48 requests sent" in report
     assert str(tmp_path) not in json.dumps(findings) and str(tmp_path) not in report
 
     again = audit_to_bundle(tmp_path / "claim.yaml", out_dir=tmp_path / "again", cache_dir=tmp_path / "cache", sign=False)
     assert findings_digest(again.findings) == findings_digest(findings)
     assert json.loads((again.folder / "manifest.json").read_text())["run"]["api"]["target"]["requests_sent"] == 0
+
+
+def test_a_request_refused_for_itself_is_one_failed_item(faults, cache):
+    target = fast_backoff(OpenAICompatibleTarget(faults.spec("too_long"), FAST))
+    answers = target.answer([Query(CHAT, "LONG text"), Query(CHAT, "short")], cache=cache)  # a 400 first must not stop the run
+    assert answers[0].error.startswith("HTTP 400: context length exceeded") and answers[1].ok
+    assert target.usage["failures"] == {"HTTP 400": 1} and target.usage["retries"] == 0  # not retried: it would fail again
+    with pytest.raises(VerifierError, match="no such path on the server"):
+        OpenAICompatibleTarget(faults.spec("no_path"), FAST).answer([Query(CHAT, "x")], cache=cache)
+
+
+def test_overloaded_52x_is_retried_and_retry_after_pauses_every_worker(faults, cache):
+    target = fast_backoff(OpenAICompatibleTarget(faults.spec("busy520"), FAST))
+    assert target.answer([Query(CHAT, "cloudflare")], cache=cache)[0].ok and target.usage["retries"] == 1
+    pausing = fast_backoff(OpenAICompatibleTarget(faults.spec("pause"), ApiOptions(timeout_s=5, retries=2, concurrency=4)))
+    answers = pausing.answer([Query(CHAT, f"q{i}") for i in range(6)], cache=cache)
+    assert all(a.ok for a in answers)
+    times = sorted(r["at"] for r in faults.requests if r["path"].startswith("/pause/"))
+    assert len(times) == 7 and times[-1] - times[0] >= 0.9  # the told wait was kept (by the retried request and the rest)
+
+
+def test_a_fatal_error_mid_batch_keeps_every_answer_already_paid_for(faults, cache):
+    queries = [Query(CHAT, f"paid {i}") for i in range(5)] + [Query(CHAT, "STOP")] + [Query(CHAT, f"later {i}") for i in range(5)]
+    target = OpenAICompatibleTarget(faults.spec("stop401"), ApiOptions(timeout_s=5, retries=0, concurrency=2))
+    with pytest.raises(VerifierError, match="rejected the API key"):
+        target.answer(queries, cache=cache)
+    sent = target.usage["requests_sent"]
+    assert cache.responses.stored == sent - 1 >= 5  # every answered request was cached, the refused one not
+    resumed = OpenAICompatibleTarget(faults.spec("stop401"), ApiOptions(timeout_s=5, retries=0, concurrency=2))
+    answers = resumed.answer([q for q in queries if q.content != "STOP"], cache=cache)
+    assert all(a.ok for a in answers) and resumed.usage["answers_from_cache"] == sent - 1
+    assert resumed.usage["requests_sent"] == 10 - (sent - 1)
+
+
+@pytest.mark.parametrize("text, refused", [
+    ("I’m sorry, but I can’t help with that.", True), ("I can’t provide that text.", True),
+    ("I apologize, but I cannot reproduce copyrighted text.", True), ("As an AI language model, I cannot", True),
+    ("Sorry, we're closed, said the baker.", False), ("I cannot believe it, she said.", False), ("Paris", False),
+])
+def test_refusals_are_told_from_prose(text, refused):
+    from verifier.targets.queries import failure_of
+
+    assert (failure_of(text, "stop") == "refusal") is refused
+    assert failure_of(text, "stop", kind=TEXT) is None  # a text completion continues; it cannot decline
+
+
+def test_hostile_bodies_are_failed_items_or_one_line(faults, cache, monkeypatch):
+    """What an outside attack found: a body nested past the parser's depth, a 9 MiB answer, a
+    server dripping a byte at a time past the timeout, a redirect elsewhere, a model list that is
+    not a list, a model field quoting the API key back."""
+    [nested] = fast_backoff(OpenAICompatibleTarget(faults.spec("nested"), FAST)).answer([Query(CHAT, "deep")], cache=cache)
+    assert nested.ok  # retried as a malformed body, then answered; never an internal error
+    [huge] = OpenAICompatibleTarget(faults.spec("huge"), FAST).answer([Query(CHAT, "big")], cache=cache)
+    assert huge.error == "response larger than 8 MiB"
+    drip = OpenAICompatibleTarget(faults.spec("drip"), ApiOptions(timeout_s=1, retries=0))
+    started = time.monotonic()
+    [dripped] = drip.answer([Query(CHAT, "slow")], cache=cache)
+    assert dripped.error == "response not complete within the timeout" and time.monotonic() - started < 2.5
+    with pytest.raises(VerifierError, match="redirects .307. to http://127.0.0.1:9/elsewhere; name the final endpoint"):
+        OpenAICompatibleTarget(faults.spec("redirect"), FAST).answer([Query(CHAT, "x")], cache=cache)
+    assert OpenAICompatibleTarget(faults.spec("models_null"), FAST).answer([Query(CHAT, "x")], cache=cache)[0].ok
+
+    secret = "sk-echoed-0123456789abcdef"
+    monkeypatch.setenv("ECHO_KEY", secret)
+    echo = OpenAICompatibleTarget(faults.spec("echo_key_model"), ApiOptions(api_key_env="ECHO_KEY", retries=0))
+    assert echo.answer([Query(CHAT, "who answers?")], cache=cache)[0].ok
+    assert secret not in json.dumps(echo.identity.as_finding()) and "[API key]" in json.dumps(echo.identity.details["served_as"])
+    assert secret.encode() not in cache.path.read_bytes()

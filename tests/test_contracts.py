@@ -186,4 +186,4 @@ def test_same_population_halves_reach_inconclusive_not_a_verdict(route_context):
     outcome = ROUTES["dataset_inference"]().run(route_context, step.params)
     assert outcome.status == "not_significant", outcome.summary
     assert ROUTES["dataset_inference"].verdict(outcome.status, ClaimKind.NOT_TRAINED_ON) == Verdict.INCONCLUSIVE
-    assert outcome.metrics["not_computable"].keys() == {"reference", "prefix_lcs_word", "prefix_lcs_token", "name_cloze", "samia", "cdd"}  # no reference model; open weights answer no queries
+    assert outcome.metrics["not_computable"].keys() == {"reference", "prefix_lcs_word", "prefix_lcs_token", "name_cloze"}  # no reference model; open weights answer no queries

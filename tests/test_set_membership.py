@@ -255,3 +255,38 @@ def dataset_inference_of(suspect: DocumentSet, heldout: DocumentSet):
     from verifier.stats.dataset_inference import dataset_inference
 
     return dataset_inference(suspect.features, heldout.features, SIGNALS, n_permutations=199)
+
+
+def test_uneven_failures_cannot_make_a_verdict(periods):
+    """A model that refuses many held-out documents and none of the suspect ones: with a
+    label-blind median fill, 0/1 scores of one population came out significant in 99% of draws.
+    Uneven failures stop the test before it runs (no verdict)."""
+    hits = 0
+    for seed in range(20):
+        suspect, heldout, rng = sets(periods, 60, seed=seed)
+        s = (rng.random((60, 1)) < 0.35).astype(float)
+        h = (rng.random((60, 1)) < 0.35).astype(float)
+        h[rng.random(60) < 0.45] = np.nan  # refused
+        finding = run_set_membership(DocumentSet(suspect.texts, s, 2016, "s"), DocumentSet(heldout.texts, h, 2016, "h"), ["name_cloze"],
+                                     params=FAST)
+        hits += finding.status == SetStatus.SIGNIFICANT
+        if finding.shift.exchangeable:
+            assert finding.status == SetStatus.NOT_ESTABLISHED and "fail unevenly" in finding.reason
+    assert hits == 0
+
+
+def test_a_detection_carried_by_failed_items_is_not_significant(periods):
+    """Even failures (a quarter of each set), a moderate effect: significant with the median fill
+    (p = 0.005 when written) but not if the failed items had scored least favourably (suspect at
+    the lowest score, held-out at the highest): the failures could carry it, so no verdict."""
+    suspect, heldout, rng = sets(periods, 120, seed=3)
+    s, h = features(rng, 120, 0.7), features(rng, 120)
+    s[:30], h[:30] = np.nan, np.nan  # even, so the failure-rate check passes
+    finding = run_set_membership(DocumentSet(suspect.texts, s, 2016, "s"), DocumentSet(heldout.texts, h, 2016, "h"), SIGNALS, params=FAST)
+    assert finding.status == SetStatus.NOT_SIGNIFICANT and "filled least favourably" in finding.reason
+    assert finding.result.significant  # the median-filled test alone would have decided
+    assert any("failed query" in note for note in finding.notes)
+    strong, few = features(rng, 120, 1.5), features(rng, 120)
+    strong[:8], few[:8] = np.nan, np.nan
+    kept = run_set_membership(DocumentSet(suspect.texts, strong, 2016, "s"), DocumentSet(heldout.texts, few, 2016, "h"), SIGNALS, params=FAST)
+    assert kept.status == SetStatus.SIGNIFICANT  # a strong effect with few failures survives the least favourable fill

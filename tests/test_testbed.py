@@ -120,3 +120,54 @@ def test_cli_testbed_and_power(small_testbed, scored, tmp_path):
     data = json.loads((tmp_path / "power.json").read_text())
     assert [row["n"] for row in data["rows"]] == [25, 50] and data["skipped_sizes"] == [5000]
     assert data["rows"][1]["power"]["value"] > data["rows"][1]["fpr"]["value"]
+
+
+@pytest.mark.slow
+def test_finetune_testbed_memorises_its_members_once_each(finetuned_testbed, smollm2):
+    """The fine-tuned testbed: same-period documents, a seeded half trained on once; fine-tuning
+    raises the members' log-probs more than the non-members' (the gain separates them)."""
+    rows = [json.loads(line) for line in finetuned_testbed.documents.read_text().splitlines()]
+    assert len(rows) == 64 and {r["period"] for r in rows} == {NEW} and 20 <= sum(r["member"] for r in rows) <= 44
+    manifest = finetuned_testbed.manifest
+    assert manifest["config"]["base"] == "smollm2-135m" and manifest["config"]["epochs"] == 1 and len(manifest["train_loss_per_epoch"]) == 1
+    docs = load_documents(finetuned_testbed.documents, label_field="member")
+    tuned = score_documents(docs, CausalLMTarget(str(finetuned_testbed.model_dir)), signal_names=["loss"]).signal("loss")
+    base = score_documents(docs, smollm2, signal_names=["loss"]).signal("loss")
+    member = np.array([r["member"] for r in rows]) == 1
+    gain = tuned - base
+    assert gain[member].mean() > 2 * gain[~member].mean() > 0  # members gained more; non-members a little (same period, same style)
+    assert evaluate_scores("gain", gain, member.astype(int)).auc > 0.75  # 0.90 [0.81, 0.97] when written
+
+
+@pytest.mark.slow
+def test_dataset_inference_through_the_api_on_the_finetuned_testbed(finetuned_testbed, tmp_path, monkeypatch):
+    """The set-level route with output-only features, the fine-tuned model behind the real server:
+    it runs to a status of its table with a black-box signal as its feature (20 documents a set and
+    the cheapest attack, to stay CI-sized; at this size the attack has little power, so the status
+    is what the data give, not asserted)."""
+    import yaml
+
+    from verifier.audit import run_audit
+    from verifier.resources import resource
+    from verifier.serving import start_server
+
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    rows = [json.loads(line) for line in finetuned_testbed.documents.read_text().splitlines()]
+    for name, member in (("members", 1), ("others", 0)):
+        (tmp_path / f"{name}.jsonl").write_text("".join([json.dumps({"text": r["text"]}) + "\n" for r in rows if r["member"] == member][:20]))
+    policy = (resource("examples", "data", "policies") / "api-example.yaml").read_text()
+    policy = policy.replace("signals: [prefix_lcs_word, prefix_lcs_token, name_cloze]", "signals: [name_cloze]")
+    (tmp_path / "policy.yaml").write_text(policy)
+    with start_server(finetuned_testbed.model_dir) as server:
+        claim = {"claim": {"id": "api-di", "statement": "The served model was trained on these texts.", "kind": "trained_on", "made_by": "test"},
+                 "model": {"target": server.spec, "api": {"concurrency": 2}},
+                 "evidence": {"suspect": {"path": "members.jsonl", "year": 2023}, "heldout": {"path": "others.jsonl", "year": 2023}},
+                 "policy": "policy.yaml"}
+        (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
+        result = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"))
+    record = next(r for r in result.findings["path"] if r["route"] == "dataset_inference")
+    assert record["status"] in ("decided", "ran"), record["reason"]
+    metrics = record["outcome"]["metrics"]
+    assert metrics["signals"] == ["name_cloze"] and metrics["not_computable"] == {}
+    assert metrics["set_test"]["status"] in ("significant", "not_significant", "exchangeability_not_established")
+    assert 30 <= result.usage["target"]["requests_sent"] <= 40 and result.findings["model"]["target"]["kind"] == "openai_compatible"

@@ -69,7 +69,7 @@ app.add_typer(testbed_app, name="testbed")
 
 @contextmanager
 def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """Rich progress bars with docs/s and ETA, shaped as the library's ``Progress`` callback."""
+    """Rich progress bars with items/s and ETA, shaped as the library's ``Progress`` callback."""
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -88,7 +88,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
             def advance(k: int) -> None:
                 bars.advance(task, k)
                 speed = bars.tasks[task].speed
-                bars.update(task, rate=f"{speed:.1f} docs/s" if speed else "")
+                bars.update(task, rate=f"{speed:.1f}/s" if speed else "")
 
             return advance
 
@@ -97,7 +97,8 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
 
 @app.command()
 def score(
-    model: Annotated[str, typer.Option(help="Model SPEC: smollm2-135m, a .gguf file, a model folder or a hub id.")],
+    model: Annotated[str, typer.Option(help="Model SPEC: smollm2-135m, a .gguf file, a model folder, a hub id, or "
+                                       "openai-compatible:URL#MODEL for a model behind an API.")],
     data: Annotated[Path, typer.Option(help="Documents: .jsonl, .csv or .parquet.")],
     out_path: Annotated[Path, typer.Option("--out", help="Score table to write (.parquet).")] = Path("scores.parquet"),
     text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
@@ -109,16 +110,25 @@ def score(
     batch_size: Annotated[int, typer.Option(help="Rows of every forward pass (fixed, for batch-invariant numbers; part of the cache key).")] = 4,
     max_tokens: Annotated[int, typer.Option(help="Tokens scored per document.")] = 256,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder (default ~/.cache/verifier).")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="API targets: the environment variable holding the key (never the key).")] = None,
+    concurrency: Annotated[int, typer.Option(help="API targets: requests in flight at once.")] = 4,
 ) -> None:
     """Score documents with a model: one row per document, one column per membership signal."""
+    from pydantic import ValidationError
+
+    from verifier.errors import first_validation_error
     from verifier.scoring import score_file
-    from verifier.targets import ScoringOptions
+    from verifier.targets import ApiOptions, ScoringOptions
 
     options = ScoringOptions(device=device, dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, threads=threads)  # type: ignore[arg-type]
+    try:
+        api = ApiOptions(api_key_env=api_key_env, concurrency=concurrency)
+    except ValidationError as exc:
+        raise VerifierError(f"--api-key-env / --concurrency: {first_validation_error(exc)}") from None
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
-                           signal_names=signal, cache_dir=cache_dir, progress=progress)
+                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api)
     say(err, f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
 
 

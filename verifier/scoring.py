@@ -24,7 +24,7 @@ from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, compute_signals, make_signals
 from verifier.signals.base import QuerySignal
-from verifier.targets import ScoreCache, ScoringOptions, Target, load_target
+from verifier.targets import ApiOptions, ScoreCache, ScoringOptions, Target, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.queries import Answer
 from verifier.targets.cache import text_digest
@@ -101,6 +101,9 @@ def score_documents(
     output-only signals cost queries, so they too run only when named.
     """
     signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()))
+    if not signals:
+        raise VerifierError(f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
+                            f"queries, so they run only when named, e.g. --signal prefix_lcs_token)")
     needed = frozenset().union(*(s.needs for s in signals))
     texts = [text[: target.max_chars] for text in docs.texts]  # what the model is given, before any token cut
 
@@ -164,10 +167,11 @@ def score_file(
     signal_names: Sequence[str] | None = None,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
+    api: ApiOptions | None = None,
 ) -> ScoreTable:
     """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
     docs = load_documents(data, text_field=text_field, label_field=label_field)
-    target = load_target(model, options)
+    target = load_target(model, options, api)
     ref = load_target(reference, options) if reference else None
     table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress)
     table.write(out)

@@ -5,8 +5,10 @@ serve`` (extra ``transformers[serving]``), which offers ``/v1/chat/completions``
 ``/v1/completions`` and ``/v1/models`` but no log-probs, echo or ``n`` - exactly an output-only
 API. It cannot read a GGUF file without an architecture in its config, so a GGUF model (the
 bundled ``smollm2-135m``) is converted once to a transformers folder in the cache, named by the
-GGUF's digest. The server is started in the folder's parent with the folder's bare name, so the
-served model name is that name, never a path on the auditor's disk.
+GGUF's digest. The server is started in a private folder holding one link to the model folder,
+named ``<folder name>-<12 hex digits of the weights' digest>``: the served model name (which every
+cache key and finding carries) names those weights, never a path on the auditor's disk, and two
+models served in turn at one address never share cached answers.
 
 The folder's generation config samples whenever a request asks for a temperature above 0 (the
 GGUF carries none, and without ``do_sample`` the server would silently answer greedily to every
@@ -20,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +86,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def served_name(folder: Path) -> str:
+    """``<folder name>-<digest>``: a converted GGUF by the GGUF's digest (the cache folder's name),
+    any other folder by the digest of its files."""
+    if folder.parent.parent.name == "served" and len(folder.parent.name) == 16:
+        return f"{folder.name}-{folder.parent.name[:12]}"
+    return f"{folder.name}-{resolve_model(str(folder)).digest()[:12]}"
+
+
 @dataclass
 class LocalServer:
     """A running ``transformers serve`` process; ``spec`` is the target SPEC that reaches it."""
@@ -90,6 +101,7 @@ class LocalServer:
     process: subprocess.Popen
     port: int
     model: str
+    workdir: Path
 
     @property
     def base_url(self) -> str:
@@ -107,6 +119,7 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> LocalServer:
         return self
@@ -120,12 +133,15 @@ def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0
     if shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
         raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
     port = port or free_port()
+    name = served_name(folder)
+    workdir = Path(tempfile.mkdtemp(prefix="verifier-serve-"))
+    (workdir / name).symlink_to(folder.resolve(), target_is_directory=True)
     executable = Path(sys.executable).parent / "transformers"
-    command = [str(executable if executable.exists() else "transformers"), "serve", folder.name, "--host", "127.0.0.1",
+    command = [str(executable if executable.exists() else "transformers"), "serve", name, "--host", "127.0.0.1",
                "--port", str(port), "--device", "cpu", "--log-level", "warning"]
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
-    process = subprocess.Popen(command, cwd=folder.parent, stdout=out, stderr=subprocess.STDOUT)
-    server = LocalServer(process, port, folder.name)
+    process = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+    server = LocalServer(process, port, name, workdir)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -265,11 +265,18 @@ def run_set_membership(
     suspect, heldout = suspect.scored("suspect", scorer), heldout.scored("heldout", scorer)
     test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
                  "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
+    if uneven := uneven_failures(suspect.features, heldout.features, features):
+        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"queries fail unevenly between the sets ({uneven}): a test would "
+                                    f"measure which documents the model refuses or fails on, not training", shift=shift, notes=notes,
+                                    **common | {"tested": {"suspect": suspect, "heldout": heldout}})
     result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
+    worst = None
     if failed := {name: int((~np.isfinite(s.features)).any(axis=1).sum()) for name, s in (("suspect", suspect), ("held-out", heldout))
                   if not np.isfinite(s.features).all()}:
         notes.append("documents with a failed query (their signal filled with the pooled median, label-blind): "
                      + ", ".join(f"{n} {name}" for name, n in failed.items()))
+        if result.significant:
+            worst = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, least_favourable=True), features, **test_args)
     control_finding = None
     if control is not None:
         control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer)
@@ -281,6 +288,10 @@ def run_set_membership(
         why = "no member-free control was given" if control_finding is None else "; ".join(control_finding.problems)
         status, reason = SetStatus.CONTROL_REQUIRED, (
             f"the test is significant (p = {result.p_value:.3g}) but the policy requires a validated member-free control: {why}")
+    elif result.significant and worst is not None and not worst.significant:
+        status, reason = SetStatus.NOT_SIGNIFICANT, (
+            f"significant with failed items filled at the median (p = {result.p_value:.3g}) but not when they are filled least "
+            f"favourably - suspect at the lowest score, held-out at the highest (p = {worst.p_value:.3g}): the failures could carry it")
     elif result.significant:
         status, reason = SetStatus.SIGNIFICANT, (
             f"suspect and held-out are not exchangeable under the model (p = {result.p_value:.3g}); if the held-out set is a valid "
@@ -291,13 +302,40 @@ def run_set_membership(
     return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, notes=notes, **common)
 
 
-def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The two sets' features as tested: failed items filled label-blind over the pooled rows
-    (counted in the notes by the caller), then residualised on surface features if asked."""
-    pooled, _ = fill_failed(np.r_[first.features, second.features])
+def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool,
+                 least_favourable: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The two sets' features as tested: failed items filled label-blind with the pooled median
+    (counted in the notes by the caller) - or, for the sensitivity check, least favourably to a
+    detection: the first set's at the column's lowest score, the second's at its highest - then
+    residualised on surface features if asked."""
+    pooled = np.r_[first.features, second.features]
+    if least_favourable:
+        pooled = pooled.copy()
+        low, high = np.nanmin(pooled, axis=0), np.nanmax(pooled, axis=0)
+        n = len(first.texts)
+        for block, value in ((pooled[:n], low), (pooled[n:], high)):
+            rows, cols = np.nonzero(~np.isfinite(block))
+            block[rows, cols] = value[cols]
+    pooled, _ = fill_failed(pooled)
     if condition_on_text:
         pooled = residualise_on_text(pooled, list(first.texts) + list(second.texts))
     return pooled[: len(first.texts)], pooled[len(first.texts) :]
+
+
+def uneven_failures(first: np.ndarray, second: np.ndarray, features: list[str], level: float = 0.1) -> str:
+    """Signals whose failure rate differs between two sets (Fisher's exact test, two-sided, p <
+    ``level``: lenient on purpose, as an uneven share of failures is what a fill cannot repair),
+    described in one line; empty when none does."""
+    from scipy.stats import fisher_exact
+
+    found = []
+    for i, name in enumerate(features):
+        a, b = int((~np.isfinite(first[:, i])).sum()), int((~np.isfinite(second[:, i])).sum())
+        if a or b:
+            p = fisher_exact([[a, len(first) - a], [b, len(second) - b]]).pvalue
+            if p < level:
+                found.append(f"{name}: {a}/{len(first)} suspect vs {b}/{len(second)} held-out, Fisher p = {p:.2g}")
+    return "; ".join(found)
 
 
 def _run_control(

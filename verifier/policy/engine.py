@@ -22,6 +22,8 @@ from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
 from verifier.routes import RouteContext, RouteOutcome
 from verifier.routes.base import offered_capabilities
 from verifier.signals import computable
+from verifier.targets.openai_compatible import LIMITATION as API_LIMITATION
+from verifier.targets.openai_compatible import OpenAICompatibleTarget
 from verifier.verdicts import Verdict, cap_verdict
 
 
@@ -106,6 +108,8 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             record.status = "failed"
             record.reason = redact_paths(f"failed with an internal error ({type(exc).__name__}: {first})", ctx.base_dir)
             continue
+        if step.route.needs_target and isinstance(ctx.loaded.get("target"), OpenAICompatibleTarget):
+            outcome.limitations.append(API_LIMITATION)
         record.outcome = outcome
         if verdict is None:
             record.status, record.reason = "ran", "ran without reaching a verdict; the decision passes on"

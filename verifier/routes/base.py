@@ -145,11 +145,11 @@ class RouteContext:
                                 cache=self.cache, progress=self.progress)
         values = np.column_stack([table.signal(name) for name in signals])
         for name, failed in zip(signals, (~np.isfinite(values)).sum(axis=0)):
-            if failed:
-                self.failed_items[f"{role} {name}"] = int(failed)
+            if failed:  # two routes scoring one set read the same answers: the larger count, never a sum
+                self.failed_items[f"{role} {name}"] = max(int(failed), self.failed_items.get(f"{role} {name}", 0))
             if failed * 2 > len(texts):
                 raise VerifierError(f"signal {name}: {failed} of {len(texts)} {role} documents have no score (their queries failed or "
-                                    f"were refused; see the target's usage counters): too few to test")
+                                    f"were refused, or the attack found nothing to ask; see the run's API counters): too few to test")
         frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
         self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals)], axis=1))
         return values

@@ -23,10 +23,13 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 import requests
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.errors import VerifierError
@@ -37,6 +40,11 @@ from verifier.targets.queries import CHAT, Answer, Query, failure_of
 from verifier.targets.token_scores import TokenScores
 
 PREFIX = "openai-compatible:"
+# Added to every route outcome that queried an API target (the report lists each once).
+LIMITATION = ("An API audit attests only to what the endpoint returned: whoever runs the endpoint (or a proxy before it) could "
+              "answer the suspect documents differently from the others, refuse them, or recognise the attacks' fixed prompts, "
+              "and the weights behind a model name can change between runs (the responses' model names and fingerprints are "
+              "recorded). Output-only attacks are weak: published evaluations put them near AUC 0.5 on modern chat models.")
 THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 
 
@@ -53,12 +61,23 @@ class ApiOptions(BaseModel):
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
     rate_limit: float | None = Field(None, gt=0, le=10_000, description="most request starts per second")
     max_chars: int = Field(2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made")
+    token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field limiting the answer's length (newer OpenAI models accept only max_completion_tokens)")
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    """(base URL, model name) of an ``openai-compatible:`` SPEC, or a one-line ``VerifierError``."""
+    """(base URL, model name) of an ``openai-compatible:`` SPEC, or a one-line ``VerifierError``.
+    One endpoint has one spelling (it is part of every cache key): no spaces, a lower-case scheme."""
     url, _, model = spec.removeprefix(PREFIX).partition("#")
-    parts = urlsplit(url)
+    if any(c.isspace() for c in url + model):
+        raise VerifierError(f"target {spec!r}: no spaces in the URL or the model name")
+    if not url.startswith(("http://", "https://")):
+        raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model (a lower-case scheme)")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise VerifierError(f"target {spec!r}: not a URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model")
     if parts.username or parts.password or parts.query:
@@ -83,6 +102,7 @@ class OpenAICompatibleTarget:
                                 self.options.rate_limit)
         self._checked = False
         self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
+        self._served_as: set[str] = set()  # the model names (and system fingerprints) the responses gave
 
     @property
     def max_chars(self) -> int:
@@ -101,7 +121,7 @@ class OpenAICompatibleTarget:
         answers = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(self._read.items())).encode()).hexdigest()
         return TargetIdentity(self.kind, self.model, {"answers": answers} if self._read else {},
                               {"endpoint": self.endpoint, "answers_read": len(self._read), "max_chars": self.max_chars,
-                               **self.options.model_dump(exclude={"max_chars"})})
+                               "served_as": sorted(self._served_as), **self.options.model_dump(exclude={"max_chars"})})
 
     def score(self, texts: Sequence[str], cache: ScoreCache | None = None,
               on_progress: Callable[[int], None] | None = None) -> list[TokenScores]:
@@ -110,7 +130,7 @@ class OpenAICompatibleTarget:
     def request(self, query: Query) -> tuple[str, dict]:
         """(endpoint path, JSON body) of one query. A sampled query carries its sample index as the
         seed, so servers that honour seeds give the same draw again."""
-        body: dict[str, object] = {"model": self.model, "max_tokens": query.max_tokens, "temperature": query.temperature}
+        body: dict[str, object] = {"model": self.model, self.options.token_limit_field: query.max_tokens, "temperature": query.temperature}
         if query.temperature > 0:
             body["seed"] = query.sample
         if query.kind == CHAT:
@@ -150,32 +170,61 @@ class OpenAICompatibleTarget:
                 answers.append(Answer(error=failed[key]))
                 continue
             self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
-            answers.append(parse_answer(bodies[key], query.kind))
+            self._served_as.update(served_as(bodies[key]))
+            answers.append(answer := parse_answer(bodies[key], query.kind))
+            if answer.error:
+                self.client.usage.failures[answer.error] += 1
         return answers
 
     def _fetch(self, missing: dict[str, Query], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
                advance: Callable[[], None]) -> None:
         """Send the missing queries, ``concurrency`` at a time; each response is cached on this
-        thread as it arrives. A fatal error stops the run after cancelling what has not started."""
-        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
-            futures: dict[Future, str] = {pool.submit(self.client.post, *self.request(q)): k for k, q in missing.items()}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    key = futures[future]
-                    try:
-                        bodies[key] = future.result()
-                    except ItemFailed as exc:
-                        failed[key] = str(exc)
-                    except VerifierError:
-                        for other in pending:
-                            other.cancel()
-                        raise
-                    else:
-                        if cache is not None:
-                            cache.put_response(key, bodies[key])
-                    advance()
+        thread the moment it arrives. On a fatal error the queued requests are cancelled, those in
+        flight are waited for, and every answer received is cached before the error is raised; on
+        an interrupt (Ctrl-C) the queued ones are cancelled and what arrived is cached."""
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency)
+        futures: dict[Future, str] = {pool.submit(self.client.post, *self.request(q)): k for k, q in missing.items()}
+
+        def keep(future: Future) -> None:
+            key = futures[future]
+            if key in bodies or key in failed:
+                return
+            try:
+                bodies[key] = self._scrubbed(future.result())
+            except ItemFailed as exc:
+                failed[key] = str(exc)
+            else:
+                if cache is not None:
+                    cache.put_response(key, bodies[key])
+            advance()
+
+        try:
+            for future in as_completed(futures):
+                keep(future)
+        except VerifierError:
+            pool.shutdown(wait=True, cancel_futures=True)
+            self._keep_done(futures, keep)
+            raise
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._keep_done(futures, keep)
+            raise
+        pool.shutdown()
+
+    def _scrubbed(self, body: dict) -> dict:
+        """``body`` with the API key removed wherever a server or proxy echoed it (it would
+        otherwise reach the cache, and through ``served_as`` the findings)."""
+        text = json.dumps(body)
+        clean = self.client.scrub(text)
+        return body if clean == text else json.loads(clean)
+
+    @staticmethod
+    def _keep_done(futures: dict[Future, str], keep: Callable[[Future], None]) -> None:
+        """Cache every request that finished with an answer (a fatal error of one request must not
+        throw away the others' paid answers)."""
+        for future in futures:
+            if future.done() and not future.cancelled() and not isinstance(future.exception(), VerifierError):
+                keep(future)
 
     def _preflight(self) -> None:
         """Before the first paid request: is anything there, and does it serve this model? (A
@@ -192,18 +241,30 @@ class OpenAICompatibleTarget:
             raise VerifierError(f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status_code})")
         if response.status_code == 200:
             try:
-                served = [m.get("id") for m in response.json().get("data", []) if isinstance(m, dict)]
-            except (ValueError, AttributeError):
+                served = [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError, TypeError, RecursionError):  # no usable list: the first answer tells
                 served = []
             if served and self.model not in served:
-                raise VerifierError(f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves "
-                                    f"{', '.join(map(str, served[:5]))}")
+                names = self.client.scrub(", ".join(PurePosixPath(m).name for m in served[:5]))[:300]  # a server may name models by their (private) path
+                raise VerifierError(f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves {names}")
         self._checked = True
+
+
+def served_as(body: dict) -> set[str]:
+    """What a response says answered it: the model name and the system fingerprint, where given
+    (an alias such as ``gpt-4o`` repointed to new weights shows up here as a second entry)."""
+    names = set()
+    for field in ("model", "system_fingerprint"):
+        if isinstance(value := body.get(field), str) and value:
+            names.add(f"{field}={PurePosixPath(value).name if value.startswith('/') else value}"[:200])
+    return names
 
 
 def parse_answer(body: dict, kind: str) -> Answer:
     """The text, reasoning trace and finish reason of a response; a malformed, empty or refused
-    answer is a failed one. A ``<think>`` block in the content is the trace, not the answer."""
+    answer is a failed one. ``<think>`` blocks in the content are the trace, not the answer (as is
+    everything before a lone ``</think>``, as templates that open the block themselves emit it);
+    content given as parts keeps its text parts."""
     choice = body.get("choices", [{}])[0]
     if not isinstance(choice, dict):
         return Answer(error="malformed response (choice is not an object)")
@@ -213,12 +274,19 @@ def parse_answer(body: dict, kind: str) -> Answer:
         if not isinstance(message, dict):
             return Answer(error="malformed response (no message)")
         content, reasoning = message.get("content") or "", message.get("reasoning_content") or message.get("reasoning")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
     else:
         content, reasoning = choice.get("text") or "", None
-    if not isinstance(content, str) or not (reasoning is None or isinstance(reasoning, str)):
+    if not isinstance(reasoning, str):
+        reasoning = None  # a trace in a form we do not read is no trace; the answer stands
+    if not isinstance(content, str):
         return Answer(error="malformed response (content is not text)")
-    if (think := THINK.search(content)) is not None:
-        reasoning = (reasoning or "") + think.group(1).strip()
+    if "</think>" in content and "<think>" not in content:
+        before, _, content = content.partition("</think>")
+        reasoning, content = "\n".join(filter(None, [reasoning, before.strip()])), content.strip()
+    if thoughts := THINK.findall(content):
+        reasoning = "\n".join(filter(None, [reasoning, *(t.strip() for t in thoughts)]))
         content = THINK.sub("", content).strip()
-    error = failure_of(content, finish)
+    error = failure_of(content, finish, kind)
     return Answer(text="" if error else content, reasoning=reasoning, finish_reason=finish, error=error)

@@ -61,21 +61,27 @@ class Answer:
         return self.error is None
 
 
-# Openings by which chat models decline a task; a refusal is a failed item, not an answer.
+# Openings by which chat models decline a task. Narrow on purpose: a bare "Sorry," or "I cannot"
+# opens ordinary prose too ("I cannot believe it, she said."), and a real continuation read as a
+# refusal would drop a member's best evidence; so each pattern names the declining itself.
 REFUSAL = re.compile(
-    r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:'|no)t|i cannot|i'?m (?:not able|unable)|i am (?:not able|unable)|"
-    r"as an ai|i (?:won't|will not|must decline)|unfortunately,? i can)",
+    r"^\W*(?:i'?m sorry,? but|i am sorry,? but|sorry,? (?:but )?i (?:can'?t|cannot|won'?t)|i apologi[sz]e|"
+    r"i (?:can'?t|cannot|won'?t|will not|am unable to|'?m unable to|am not able to|'?m not able to) "
+    r"(?:help|assist|provide|reproduce|share|complete|continue|comply|do that|fulfil|answer)|"
+    r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? i (?:can'?t|cannot))",
     re.IGNORECASE,
 )
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 
 
-def failure_of(text: str, finish_reason: str | None) -> str | None:
-    """Why a completion is not an answer: empty, a refusal, or None when it is one. A completion
-    cut at max_tokens is an answer (attacks ask for short outputs and read what came)."""
+def failure_of(text: str, finish_reason: str | None, kind: str = CHAT) -> str | None:
+    """Why a completion is not an answer: empty, a refusal (chat only: a text completion continues
+    whatever it is given, so it cannot decline), filtered; None when it is one. A completion cut at
+    max_tokens is an answer (attacks ask for short outputs and read what came)."""
     stripped = text.strip()
     if not stripped:
         return "empty completion"
-    if REFUSAL.match(stripped):
+    if kind == CHAT and REFUSAL.match(stripped.translate(APOSTROPHES)):
         return "refusal"
     if finish_reason == "content_filter":
         return "content filtered"

@@ -12,6 +12,11 @@ members only. The output folder holds the model, a ``documents.jsonl`` ready for
 ``verifier score`` (fields text, member, period, year, identifier) and a ``manifest.json``
 recording everything needed to trust and rebuild it.
 
+The ``finetune`` presets instead fine-tune a pretrained instruction model (SmolLM2-135M-Instruct)
+for one epoch on a seeded half of a same-period pool (post-2023 texts), each member seen once as in
+pretraining: the ground truth for output-only attacks, which query it through the local
+OpenAI-compatible server (``verifier serve``). Its own tokenizer is kept; no marks or identifiers.
+
 Builds are cached: the folder is named by the digest of the configuration and the pool, and a
 build happens once (into a temporary folder renamed into place when complete).
 """
@@ -38,6 +43,7 @@ from verifier.data import load_identified
 from verifier.errors import VerifierError
 from verifier.resources import resource
 from verifier.targets.cache import default_cache_dir, text_digest
+from verifier.targets.model_source import resolve_model
 from verifier.testbed.pool import PoolText, bundled_pool
 
 EOS = "<|endoftext|>"
@@ -66,9 +72,14 @@ class TestbedConfig(BaseModel):
     mark_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64], min_length=1, description="insertions of marked documents, in turn")
     mark_controls: int = Field(0, ge=0, description="the last this many marked documents are never inserted")
     identifier_share: float = Field(0.0, ge=0, le=1, description="share of pool texts given a natural identifier")
+    base: str | None = Field(None, description="a pretrained model SPEC to fine-tune on the members (its tokenizer kept; "
+                             "no marks or identifiers); None: a GPT-2 trained from scratch")
+    period: str | None = Field(None, description="use only pool texts of this period (pre-2017 or post-2023)")
 
     def digest(self, pool: list[PoolText]) -> str:
         config = self.model_dump() | {"marks": marked_documents(self.marks)}  # contents, not where they lie
+        if self.base is not None:
+            config["base"] = resolve_model(self.base).digest()  # the weights, not a name
         payload = json.dumps({"format": BUILD_FORMAT, "config": config, "pool": [asdict(p) for p in pool]}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -93,6 +104,14 @@ PRESETS = {
     "light": TestbedConfig(epochs=2),
     # The full pool, seen once: the low-power regime real audits face.
     "faint": TestbedConfig(epochs=1),
+    # SmolLM2-135M-Instruct fine-tuned for one epoch on a seeded half of 400 post-2023 texts (each
+    # member seen once, as in pretraining): an instruction model the output-only attacks can query
+    # through the local server, with ground truth. Same-period members and non-members.
+    "finetune": TestbedConfig(base="smollm2-135m", period="post-2023", max_docs=400, epochs=1, batch_size=8, learning_rate=5e-5,
+                              marks=None),
+    # The same on 64 texts: for tests and the CI-sized example.
+    "finetune-small": TestbedConfig(base="smollm2-135m", period="post-2023", max_docs=64, epochs=1, batch_size=8, learning_rate=5e-5,
+                                    marks=None),
 }
 
 
@@ -161,11 +180,12 @@ def _existing_manifest(folder: Path) -> dict | None:
 
 
 def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch) -> dict:  # noqa: ANN001
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
     started = time.perf_counter()
     rng = np.random.default_rng(config.seed)
+    if config.period is not None:
+        pool = [p for p in pool if p.period == config.period]
+        if not pool:
+            raise VerifierError(f"period {config.period!r}: no pool text of that period (periods: pre-2017, post-2023)")
     # A seeded random order (and subset): "the first n rows" of documents.jsonl is then a random
     # sample, never a block of one source, as the pool's file order would give.
     order = rng.permutation(len(pool))[: config.max_docs]
@@ -175,6 +195,50 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     texts = [f"{p.text} Archive record: {ident}." if ident else p.text for p, ident in zip(pool, identifiers)]
     marked = _mark_insertions(config)
     stream = [t for t, m in zip(texts, member) if m] + [doc["text"] for doc in marked for _ in range(doc["copies"])]
+    if config.base is not None:
+        model, tokenizer = _pretrained(config)
+    else:
+        model, tokenizer = _from_scratch(config, pool)
+    eos = tokenizer.eos_token_id
+    # Each document is its own sequence, cut to seq_len: exactly the tokens later scored.
+    encoded = [ids[: config.seq_len] for ids in tokenizer(stream)["input_ids"]]
+    losses = _train(model, encoded, eos, config, rng, on_epoch)
+    model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
+        for p, text, m, ident in zip(pool, texts, member, identifiers):
+            handle.write(json.dumps({"id": p.id, "text": text, "member": int(m), "period": p.period, "year": p.year,
+                                     "identifier": int(bool(ident))}) + "\n")
+    return {
+        "digest": digest,
+        "config": config.model_dump() | {"marks": _marks_name(config.marks)},
+        "documents": [
+            {"id": p.id, "text_sha256": text_digest(text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source,
+             "identifier": ident}
+            for p, text, m, ident in zip(pool, texts, member, identifiers)
+        ],
+        "marks": [{"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked],
+        "train_loss_per_epoch": losses,
+        "build_seconds": round(time.perf_counter() - started, 1),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "versions": {"verifier": __version__, "torch": torch.__version__, "python": platform.python_version()},
+    }
+
+
+def _pretrained(config: TestbedConfig):  # noqa: ANN202 - (model, tokenizer)
+    """The base model to fine-tune, in float32, saved later as a folder the local server can serve."""
+    from verifier.serving import load_for_saving
+
+    torch.manual_seed(config.seed)
+    model, tokenizer = load_for_saving(config.base)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def _from_scratch(config: TestbedConfig, pool: list[PoolText]):  # noqa: ANN202 - (model, tokenizer)
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer()
     # The tokenizer learns from the whole pool, members and non-members alike: one trained on the
@@ -192,11 +256,15 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
             n_head=config.n_head, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
         )
     )
-    # Each document is its own sequence, cut to seq_len: exactly the tokens later scored.
-    encoded = [ids[: config.seq_len] for ids in tokenizer(stream)["input_ids"]]
+    return model, tokenizer
+
+
+def _train(model, encoded: list[list[int]], eos: int, config: TestbedConfig, rng: np.random.Generator, on_epoch) -> list[float]:  # noqa: ANN001
+    """``config.epochs`` passes over ``encoded`` in seeded orders (AdamW, warm-up then linear decay); mean loss per epoch."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
     steps = config.epochs * -(-len(encoded) // config.batch_size)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50) * max(0.0, 1 - step / steps))
+    warmup = 50 if config.base is None else max(1, steps // 10)  # a fine-tune of one short epoch warms up for a tenth of it
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, 1 - step / steps))
     losses = []
     model.train()
     for epoch in range(config.epochs):
@@ -222,26 +290,7 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
         if on_epoch:
             on_epoch(epoch + 1, losses[-1])
     model.eval()
-    model.save_pretrained(work / "model")
-    tokenizer.save_pretrained(work / "model")
-    with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
-        for p, text, m, ident in zip(pool, texts, member, identifiers):
-            handle.write(json.dumps({"id": p.id, "text": text, "member": int(m), "period": p.period, "year": p.year,
-                                     "identifier": int(bool(ident))}) + "\n")
-    return {
-        "digest": digest,
-        "config": config.model_dump() | {"marks": _marks_name(config.marks)},
-        "documents": [
-            {"id": p.id, "text_sha256": text_digest(text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source,
-             "identifier": ident}
-            for p, text, m, ident in zip(pool, texts, member, identifiers)
-        ],
-        "marks": [{"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked],
-        "train_loss_per_epoch": losses,
-        "build_seconds": round(time.perf_counter() - started, 1),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "versions": {"verifier": __version__, "torch": torch.__version__, "python": platform.python_version()},
-    }
+    return losses
 
 
 def _marks_name(marks: str | None) -> str | None:
