@@ -253,3 +253,28 @@ def test_hostile_bodies_are_failed_items_or_one_line(faults, cache, monkeypatch)
     assert echo.answer([Query(CHAT, "who answers?")], cache=cache)[0].ok
     assert secret not in json.dumps(echo.identity.as_finding()) and "[API key]" in json.dumps(echo.identity.details["served_as"])
     assert secret.encode() not in cache.path.read_bytes()
+
+
+def test_score_cli_with_an_api_target(faults, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from verifier.cli import app
+    from verifier.scoring import ScoreTable
+
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    data = tmp_path / "docs.jsonl"
+    words = "the archive of the river town kept its ledgers in a cold stone room beside the mill of".split()
+    data.write_text("".join(json.dumps({"text": "In the year the clerk " + " ".join(words[i:] + words[:i]) + " Harrow kept " + " ".join(words),
+                                        "label": i % 2}) + "\n" for i in range(6)))
+    base = ["score", "--model", faults.spec("ok"), "--data", str(data), "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "s.parquet")]
+    runner = CliRunner()
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2 and "output-only attacks cost queries, so they run only when named" in refused.output
+    done = runner.invoke(app, [*base, "--signal", "prefix_lcs_token", "--signal", "name_cloze"])
+    assert done.exit_code == 0, done.output
+    table = ScoreTable.read(tmp_path / "s.parquet")
+    assert table.signal_names == ["prefix_lcs_token", "name_cloze"] and table.metadata["target"]["kind"] == "openai_compatible"
+    # the fault server echoes the prompt: the continuation is not the true suffix, and names are never guessed
+    assert (table.signal("prefix_lcs_token") < 0.9).all() and (table.signal("name_cloze") == 0).all()
+    bad = runner.invoke(app, [*base, "--signal", "prefix_lcs_token", "--api-key-env", "not a name"])
+    assert bad.exit_code == 2 and "--api-key-env" in bad.output

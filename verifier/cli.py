@@ -172,7 +172,8 @@ def evaluate(
 
 @testbed_app.command("build")
 def testbed_build(
-    preset: Annotated[str, typer.Option(help="small (about a minute), standard (the full pool, 6 epochs) or light (the full pool, 2 epochs).")] = "small",
+    preset: Annotated[str, typer.Option(help="small (about a minute), standard (the full pool, 6 epochs), light (2 epochs), faint (1), "
+                                          "finetune / finetune-small (SmolLM2-135M-Instruct fine-tuned one epoch on post-2023 texts).")] = "small",
     seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, identifiers and training.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Training epochs (overrides the preset).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
