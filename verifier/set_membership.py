@@ -309,8 +309,7 @@ def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: boo
     detection: the first set's at the column's lowest score, the second's at its highest - then
     residualised on surface features if asked."""
     pooled = np.r_[first.features, second.features]
-    if least_favourable:
-        pooled = pooled.copy()
+    if least_favourable:  # (np.r_ made a new array: filling it in place touches no set)
         low, high = np.nanmin(pooled, axis=0), np.nanmax(pooled, axis=0)
         n = len(first.texts)
         for block, value in ((pooled[:n], low), (pooled[n:], high)):

@@ -140,8 +140,8 @@ class OpenAICompatibleTarget:
         body["prompt"] = query.content
         return "/completions", body
 
-    def cache_key(self, query: Query) -> str:
-        path, body = self.request(query)
+    def cache_key(self, query: Query, request: tuple[str, dict] | None = None) -> str:
+        path, body = request or self.request(query)
         payload = {"endpoint": self.endpoint, "model": self.model, "path": path, "body": body, "sample": query.sample}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -150,7 +150,8 @@ class OpenAICompatibleTarget:
         """The answer to each query (from the cache where it is there), in order. Transport
         failures after every retry are failed answers (not cached: a later run asks again)."""
         started = time.monotonic()
-        keys = [self.cache_key(q) for q in queries]
+        calls = [self.request(q) for q in queries]
+        keys = [self.cache_key(q, r) for q, r in zip(queries, calls)]
         bodies: dict[str, dict] = {}
         for key in dict.fromkeys(keys):
             if cache is not None and (body := cache.get_response(key)) is not None:
@@ -159,7 +160,7 @@ class OpenAICompatibleTarget:
         if on_progress:
             on_progress(sum(1 for k in keys if k in bodies))
         failed: dict[str, str] = {}
-        missing = {k: q for k, q in zip(keys, queries) if k not in bodies}
+        missing = {k: r for k, r in zip(keys, calls) if k not in bodies}
         if missing:
             self._preflight()
             self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
@@ -176,14 +177,14 @@ class OpenAICompatibleTarget:
                 self.client.usage.failures[answer.error] += 1
         return answers
 
-    def _fetch(self, missing: dict[str, Query], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
+    def _fetch(self, missing: dict[str, tuple[str, dict]], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
                advance: Callable[[], None]) -> None:
-        """Send the missing queries, ``concurrency`` at a time; each response is cached on this
+        """Send the missing requests (path, body by cache key), ``concurrency`` at a time; each response is cached on this
         thread the moment it arrives. On a fatal error the queued requests are cancelled, those in
         flight are waited for, and every answer received is cached before the error is raised; on
         an interrupt (Ctrl-C) the queued ones are cancelled and what arrived is cached."""
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency)
-        futures: dict[Future, str] = {pool.submit(self.client.post, *self.request(q)): k for k, q in missing.items()}
+        futures: dict[Future, str] = {pool.submit(self.client.post, *request): k for k, request in missing.items()}
 
         def keep(future: Future) -> None:
             key = futures[future]
