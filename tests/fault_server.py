@@ -30,12 +30,14 @@ class FaultServer:
     every client to wait 1 s, then answers), no_path (404 on completions), nested (a body nested
     past any parser's depth, then an answer), echo_key_model (the model field quotes the
     Authorization header), redirect (307 elsewhere), huge (a 9 MiB answer), drip (headers, then a
-    byte every 50 ms), models_null (a model list that is not a list)."""
+    byte every 50 ms), models_null (a model list that is not a list), refuse_some (a refusal for
+    prompts holding one of ``refused_fragments``, a bland answer otherwise)."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.seen: Counter = Counter()
         self.lock = threading.Lock()
+        self.refused_fragments: list[str] = []  # refuse_some: prompts holding one of these are refused
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +85,10 @@ class FaultServer:
                 elif fault == "drop_once" and count == 1:
                     self._send(200, answer[:20], length=len(answer))  # promises more than it sends, then closes
                     self.close_connection = True
+                elif fault == "refuse_some":
+                    refused = any(fragment in content for fragment in server.refused_fragments)
+                    reply = "I\u2019m unable to continue this text." if refused else "the city and the year."
+                    self._send(200, json.dumps(_completion(reply)).encode())
                 elif fault == "refuse":
                     self._send(200, json.dumps(_completion("I'm sorry, but I can't help with that.")).encode())
                 elif fault == "empty":

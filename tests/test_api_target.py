@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from conftest import ROOT, read_jsonl
 from fault_server import FaultServer
 from verifier.claims import ModelUnderTest
 from verifier.errors import VerifierError
@@ -222,6 +223,9 @@ def test_a_fatal_error_mid_batch_keeps_every_answer_already_paid_for(faults, cac
 @pytest.mark.parametrize("text, refused", [
     ("I’m sorry, but I can’t help with that.", True), ("I can’t provide that text.", True),
     ("I apologize, but I cannot reproduce copyrighted text.", True), ("As an AI language model, I cannot", True),
+    # two a README-only attacker got past the detector, turning "route failed" into SUPPORTED when a
+    # server refused the held-out set with them (now counted as failed, so the uneven-failure rule stops the test)
+    ("I’m unable to continue this text.", True), ("Unfortunately that's not something I can share.", True),
     ("Sorry, we're closed, said the baker.", False), ("I cannot believe it, she said.", False), ("Paris", False),
 ])
 def test_refusals_are_told_from_prose(text, refused):
@@ -278,3 +282,28 @@ def test_score_cli_with_an_api_target(faults, tmp_path, monkeypatch):
     assert (table.signal("prefix_lcs_token") < 0.9).all() and (table.signal("name_cloze") == 0).all()
     bad = runner.invoke(app, [*base, "--signal", "prefix_lcs_token", "--api-key-env", "not a name"])
     assert bad.exit_code == 2 and "--api-key-env" in bad.output
+
+
+def test_a_server_refusing_the_heldout_set_gets_no_verdict(faults, tmp_path, monkeypatch):
+    """A README-only attacker's route to a wrong SUPPORTED: a server that refuses every held-out
+    document in words the refusal detector did not know, and answers the suspect ones blandly.
+    Refusals are failed items, so the route stops instead of reading refusals as low scores."""
+    import yaml
+
+    from verifier.audit import run_audit
+
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    rows = [r for r in read_jsonl(ROOT / "verifier/examples/data/wikimia/length64.jsonl") if r["label"] == 1]
+    suspect, heldout = rows[:40], rows[40:80]
+    for name, part in (("suspect", suspect), ("heldout", heldout)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in part))
+    faults.refused_fragments = [" ".join(r["text"].split()[:8]) for r in heldout]
+    claim = {"claim": {"id": "refuse-heldout", "statement": "The served model was trained on these texts.", "kind": "trained_on",
+                       "made_by": "attack"},
+             "model": {"target": faults.spec("refuse_some"), "api": {"retries": 0}},
+             "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}}}
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
+    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache")).findings
+    assert findings["verdict"] != "SUPPORTED"
+    record = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert record["status"] == "failed" and "heldout documents have no score" in record["reason"]

@@ -66,9 +66,9 @@ class Answer:
 # refusal would drop a member's best evidence; so each pattern names the declining itself.
 REFUSAL = re.compile(
     r"^\W*(?:i'?m sorry,? but|i am sorry,? but|sorry,? (?:but )?i (?:can'?t|cannot|won'?t)|i apologi[sz]e|"
-    r"i (?:can'?t|cannot|won'?t|will not|am unable to|'?m unable to|am not able to|'?m not able to) "
+    r"i(?: can'?t| cannot| won'?t| will not|'?m unable to| am unable to|'?m not able to| am not able to) "
     r"(?:help|assist|provide|reproduce|share|complete|continue|comply|do that|fulfil|answer)|"
-    r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? i (?:can'?t|cannot))",
+    r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? (?:i (?:can'?t|cannot)|that'?s not something i))",
     re.IGNORECASE,
 )
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
