@@ -45,11 +45,13 @@ from verifier.testbed import PRESETS, build_testbed
 DEFAULT_RUNS = ["prefix_lcs_word,prefix_lcs_token,name_cloze,familiarity:400", "samia,cdd:20", "decop:24"]
 
 
-def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[str], cache: ScoreCache, seed: int) -> tuple[dict, dict]:
+def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[str], cache: ScoreCache, seed: int,
+                signal_params: dict | None = None) -> tuple[dict, dict]:
     """AUC rows per signal (failed items filled label-blind, counted) and the blind baseline; the target's usage."""
     target = load_target(spec)
     started = time.perf_counter()
-    table = score_documents(Documents(texts, labels.tolist(), "bench"), target, signal_names=signals, cache=cache)
+    table = score_documents(Documents(texts, labels.tolist(), "bench"), target, signal_names=signals, cache=cache,
+                            signal_params=signal_params)
     usage = target.usage | {"wall_s_total": round(time.perf_counter() - started, 1)}
     raw = np.column_stack([table.signal(s) for s in signals])
     filled, failed = fill_failed(raw)
@@ -61,7 +63,8 @@ def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[s
     blind = evaluate_scores("bag_of_words", bag_of_words_scores(texts, labels, seed=seed), labels, seed=seed)
     rows["blind bag_of_words"] = {"auc": blind.auc, "ci": [blind.auc_ci_low, blind.auc_ci_high], "tpr5": blind.tpr_at_5_fpr,
                                   "acc": blind.best_balanced_accuracy, "failed": 0}
-    return rows, usage | {"features": filled.tolist()}
+    return rows, usage | {"features": filled.tolist(), "failure_reasons": {c: table.frame[c].value_counts().to_dict()
+                                                                           for c in table.frame.columns if c.startswith("failure.")}}
 
 
 def print_rows(title: str, rows: dict, usage: dict) -> None:
@@ -69,6 +72,8 @@ def print_rows(title: str, rows: dict, usage: dict) -> None:
     print(f"{'attack':<22} {'AUC':>6} {'95% CI':>15} {'TPR@5%':>7} {'ACC':>6} {'failed':>6}")
     for name, r in rows.items():
         print(f"{name:<22} {r['auc']:6.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] {r['tpr5']:7.3f} {r['acc']:6.3f} {r['failed']:6d}")
+    if usage.get("failure_reasons"):
+        print(f"unscored documents, by reason: {usage['failure_reasons']}")
     print(f"requests sent {usage['requests_sent']}, answers from cache {usage['answers_from_cache']}, retries {usage['retries']}, "
           f"failures {usage['failures']}, prompt/completion tokens {usage['prompt_tokens']}/{usage['completion_tokens']}, "
           f"wall {usage['wall_s_total']} s")

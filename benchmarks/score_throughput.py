@@ -105,7 +105,7 @@ def main() -> None:
     aucs = {}
     for precision, scores in results.items():
         columns = compute_signals([ScoredDocument(text=t, target=s) for t, s in zip(texts, scores)], signals)
-        aucs[precision] = {name: evaluate_scores(name, v, labels).auc for name, v in columns.items()}
+        aucs[precision] = {name: evaluate_scores(name, c.values, labels).auc for name, c in columns.items()}
     print(f"\n{'signal':<10}{'AUC fp32':>10}{'AUC bf16':>10}{'|shift|':>9}")
     for name, ref in aucs["fp32"].items():
         print(f"{name:<10}{ref:>10.4f}{aucs['bf16'][name]:>10.4f}{abs(ref - aucs['bf16'][name]):>9.4f}")

@@ -20,6 +20,31 @@ def _completion(text: str, finish: str = "stop") -> dict:
             "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
 
 
+RECALL = ["I recognise this text: it is {head}, and I remember how it goes on.", "This is familiar, I have read it before.",
+          "The next word follows directly from the original, which I recall word for word.", "I am certain of the continuation."]
+INFER = ["Hmm, I do not recognise this text about {head}.", "Wait, maybe it continues with a noun, or perhaps a verb.",
+         "Let me think about the context again.", "Alternatively it could be a name; I am not sure.", "Hmm, hard to say, I will guess."]
+
+
+def scripted_trace(known: set[str]):
+    """A reasoning model that recalls any text holding one of ``known`` and reasons its way to a
+    guess otherwise (sentences drawn by the request's seed; the trace quotes the text's first
+    words, as real traces do); as a judge it rates recall-like traces high."""
+    import random
+
+    def trace_for(prompt: str, seed: int) -> tuple[str | None, str]:
+        if prompt.startswith("Below is the reasoning"):
+            return None, "9" if "I recognise" in prompt or "familiar" in prompt else "2"
+        text = prompt.rsplit("Text: ", 1)[-1]
+        head = " ".join(text.split()[:4])
+        pool = RECALL if any(k in prompt for k in known) else INFER
+        rng = random.Random(f"{text}|{seed}")
+        picked = [pool[0].format(head=head)] + rng.sample(pool[1:], k=len(pool) - 2)
+        return " ".join(picked), "word"
+
+    return trace_for
+
+
 class FaultServer:
     """Faults: ok, flaky429 (two 429s per distinct body, then an answer), always503, slow (sleeps
     past any short timeout), malformed_once (a non-JSON body, then an answer), drop_once (the
@@ -31,13 +56,15 @@ class FaultServer:
     past any parser's depth, then an answer), echo_key_model (the model field quotes the
     Authorization header), redirect (307 elsewhere), huge (a 9 MiB answer), drip (headers, then a
     byte every 50 ms), models_null (a model list that is not a list), refuse_some (a refusal for
-    prompts holding one of ``refused_fragments``, a bland answer otherwise)."""
+    prompts holding one of ``refused_fragments``, a bland answer otherwise), reasoner (a scripted
+    reasoning model: ``reasoning_content`` from ``trace_for(prompt, seed)``, see ``scripted_trace``)."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.seen: Counter = Counter()
         self.lock = threading.Lock()
         self.refused_fragments: list[str] = []  # refuse_some: prompts holding one of these are refused
+        self.trace_for = scripted_trace(set())  # reasoner: (prompt, seed) -> (reasoning or None, answer)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -89,6 +116,11 @@ class FaultServer:
                     refused = any(fragment in content for fragment in server.refused_fragments)
                     reply = "I\u2019m unable to continue this text." if refused else "the city and the year."
                     self._send(200, json.dumps(_completion(reply)).encode())
+                elif fault == "reasoner":
+                    reasoning, reply = server.trace_for(content, body.get("seed") or 0)
+                    completion = _completion(reply)
+                    completion["choices"][0]["message"]["reasoning_content"] = reasoning
+                    self._send(200, json.dumps(completion).encode())
                 elif fault == "refuse":
                     self._send(200, json.dumps(_completion("I'm sorry, but I can't help with that.")).encode())
                 elif fault == "empty":

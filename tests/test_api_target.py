@@ -287,7 +287,8 @@ def test_score_cli_with_an_api_target(faults, tmp_path, monkeypatch):
 def test_a_server_refusing_the_heldout_set_gets_no_verdict(faults, tmp_path, monkeypatch):
     """A README-only attacker's route to a wrong SUPPORTED: a server that refuses every held-out
     document in words the refusal detector did not know, and answers the suspect ones blandly.
-    Refusals are failed items, so the route stops instead of reading refusals as low scores."""
+    Refusals are failed items, so the route concludes nothing (INCONCLUSIVE, with the reason)
+    instead of reading refusals as low scores."""
     import yaml
 
     from verifier.audit import run_audit
@@ -306,4 +307,6 @@ def test_a_server_refusing_the_heldout_set_gets_no_verdict(faults, tmp_path, mon
     findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache")).findings
     assert findings["verdict"] != "SUPPORTED"
     record = next(r for r in findings["path"] if r["route"] == "dataset_inference")
-    assert record["status"] == "failed" and "heldout documents have no score" in record["reason"]
+    assert record["status"] == "decided" and record["verdict"] == "INCONCLUSIVE"
+    assert "heldout documents have no score (refusal: " in record["outcome"]["summary"]
+    assert findings["failure_reasons"]["heldout prefix_lcs_word"] == {"refusal": 40}

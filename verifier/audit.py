@@ -79,6 +79,8 @@ def run_audit(
         "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
         "failed_routes": failed,
         "failed_items": dict(ctx.failed_items),
+        "failure_reasons": dict(ctx.failure_reasons),
+        "signal_runs": dict(ctx.signal_runs),
         "path": [record_to_dict(r) for r in records],
         "inputs": inputs,
         "environment": _environment(),

@@ -113,6 +113,8 @@ def score(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="API targets: the environment variable holding the key (never the key).")] = None,
     concurrency: Annotated[int, typer.Option(help="API targets: requests in flight at once.")] = 4,
+    signal_param: Annotated[Optional[list[str]], typer.Option(help="A signal's parameter, SIGNAL.KEY=VALUE (repeatable), "
+                                                              "e.g. blackspectrum.k=5 or trace_judge.judge=openai-compatible:URL#MODEL.")] = None,
 ) -> None:
     """Score documents with a model: one row per document, one column per membership signal."""
     from pydantic import ValidationError
@@ -126,10 +128,29 @@ def score(
         api = ApiOptions(api_key_env=api_key_env, concurrency=concurrency)
     except ValidationError as exc:
         raise VerifierError(f"--api-key-env / --concurrency: {first_validation_error(exc)}") from None
+    params = parse_signal_params(signal_param or [])
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
-                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api)
+                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, signal_params=params)
     say(err, f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
+
+
+def parse_signal_params(items: list[str]) -> dict[str, dict[str, object]]:
+    """``SIGNAL.KEY=VALUE`` options as {signal: {key: value}}, values read as YAML scalars (5, 0.8, false, text)."""
+    import yaml
+
+    params: dict[str, dict[str, object]] = {}
+    for item in items:
+        head, sep, raw = item.partition("=")
+        name, dot, key = head.partition(".")
+        if not (sep and dot and name and key):
+            raise VerifierError(f"--signal-param {item!r}: expected SIGNAL.KEY=VALUE, e.g. blackspectrum.k=5")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) else raw
+    return params
 
 
 @app.command()
@@ -144,17 +165,22 @@ def evaluate(
 
     rows = evaluate_table(ScoreTable.read(scores), seed=seed)
     if as_json:
-        json.dump([{"kind": r.kind, **asdict(r.metrics)} for r in rows], sys.stdout, indent=2)
+        json.dump([{"kind": r.kind, "name": r.name, **(asdict(r.metrics) if r.metrics else {"metrics": None}),
+                    **({"unscored": r.unscored} if r.unscored else {})} for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
-    first = rows[0].metrics
+    first = next(r.metrics for r in rows if r.metrics)  # the blind rows always have metrics
     table = Table(title=escape(visible(f"{scores.name}: {first.n_members} members, {first.n_nonmembers} non-members")))
     for column in ("signal", "AUC", "95% CI", "TPR@1%FPR", "TPR@5%FPR", "best bal. acc."):
         table.add_column(column, justify="left" if column == "signal" else "right", no_wrap=True)
     for row, following in zip(rows, rows[1:] + [None]):
         m = row.metrics
+        name = escape(visible(row.name if row.kind == "signal" else f"{row.name} (blind, no model)"))
+        if m is None:
+            table.add_row(name, "not computed", "", "", "", "", end_section=following is not None and following.kind != row.kind)
+            continue
         table.add_row(
-            escape(visible(m.name if row.kind == "signal" else f"{m.name} (blind, no model)")),
+            name + (f" ({m.n_members + m.n_nonmembers} scored)" if row.unscored else ""),
             f"{m.auc:.4f}",
             f"[{m.auc_ci_low:.3f}, {m.auc_ci_high:.3f}]",
             f"{m.tpr_at_1_fpr:.3f}",
@@ -163,6 +189,9 @@ def evaluate(
             end_section=following is not None and following.kind != row.kind,
         )
     out.print(table)
+    for row in rows:
+        if row.unscored:
+            out.print(escape(visible(f"{row.name}: {row.note}")))
     out.print(
         f"Null hypothesis per row: AUC = 0.5 (no separation). CI: stratified bootstrap, {first.n_bootstrap} resamples, seed {first.seed}. "
         "If a blind row separates the sets, the signal rows measure a distribution shift, not training."

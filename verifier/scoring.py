@@ -22,14 +22,15 @@ from verifier import __version__
 from verifier.atomic import atomic_output
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
-from verifier.signals import LOWER, REFERENCE, ScoredDocument, compute_signals, make_signals
-from verifier.signals.base import QuerySignal
+from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
+from verifier.signals.base import QueryingSignal
 from verifier.targets import ApiOptions, ScoreCache, ScoringOptions, Target, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.queries import Answer
 from verifier.targets.cache import text_digest
 
 SIGNAL_PREFIX = "signal."
+FAILURE_PREFIX = "failure."  # per document, why a signal has no score (absent when every document has one)
 METADATA_KEY = b"verifier"
 
 # progress(description, total) -> advance(k); the CLI passes a rich progress bar.
@@ -93,6 +94,7 @@ def score_documents(
     signal_names: Sequence[str] | None = None,
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
+    signal_params: dict[str, dict[str, object]] | None = None,
 ) -> ScoreTable:
     """Run the forward passes and queries each requested signal needs and compute every signal column.
 
@@ -100,7 +102,7 @@ def score_documents(
     The lowercase signal costs a second pass over lowercased text, so it runs only when asked for;
     output-only signals cost queries, so they too run only when named.
     """
-    signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()))
+    signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()), signal_params)
     if not signals:
         raise VerifierError(f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
                             f"queries, so they run only when named, e.g. --signal prefix_lcs_token)")
@@ -114,7 +116,7 @@ def score_documents(
     target_scores = run(target, docs.texts, "scoring") if PROMPT_LOGPROBS in needed else None
     lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
     reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
-    answers = _answers(target, texts, [s for s in signals if isinstance(s, QuerySignal)], cache, progress)
+    answers = _answers(target, texts, [s for s in signals if isinstance(s, QueryingSignal)], cache, progress)
     scored = [
         ScoredDocument(
             text=text,
@@ -125,7 +127,8 @@ def score_documents(
         )
         for i, text in enumerate(texts)
     ]
-    columns = compute_signals(scored, signals)
+    tools = _tools(target, cache)
+    columns = compute_signals(scored, signals, tools)
     frame = pd.DataFrame(
         {
             "doc": np.arange(len(docs), dtype=np.int64),
@@ -133,7 +136,8 @@ def score_documents(
             "text_sha256": [text_digest(t) for t in docs.texts],
             "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
             "n_tokens": np.array([s.n_scored + 1 for s in target_scores] if target_scores else [0] * len(docs), dtype=np.int64),
-            **{SIGNAL_PREFIX + name: values for name, values in columns.items()},
+            **{SIGNAL_PREFIX + name: column.values for name, column in columns.items()},
+            **{FAILURE_PREFIX + name: pd.array(column.reasons, dtype="string") for name, column in columns.items() if any(column.reasons)},
         }
     )
     metadata = {
@@ -142,6 +146,8 @@ def score_documents(
         "target": target.identity.as_finding(),
         "reference": reference.identity.as_finding() if reference else None,
         "signals": {s.name: s.params() for s in signals},
+        "signal_counts": {name: column.counts for name, column in columns.items() if column.counts},
+        "signal_models": dict(tools.used),  # encoders, reference LMs, judges the signals ran, with their digests
     }
     return ScoreTable(frame=frame, metadata=metadata)
 
@@ -151,9 +157,26 @@ def _answers(target: Target, texts: list[str], signals: list[QuerySignal], cache
     """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
     if not signals:
         return {}
-    queries = {q.key: q for s in signals for text in texts for q in s.queries(text)}
+    queries = {q.key: q for s in signals for q in s.shared_queries()}
+    queries |= {q.key: q for s in signals for text in texts for q in s.queries(text)}
     advance = progress("querying", len(queries)) if progress else None
     return dict(zip(queries, target.answer(list(queries.values()), cache=cache, on_progress=advance)))
+
+
+def _tools(target: Target, cache: ScoreCache | None) -> SignalTools:
+    """What trace attacks may run besides the target: its answers, reference LMs, other endpoints."""
+    return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
+                       load_api=lambda spec: load_target(spec, api=ApiOptions()), cache=cache)
+
+
+def _loaded_lm(spec: str) -> Target:
+    """A reference LM, loaded once per process (a trace attack may ask for it in every route)."""
+    if spec not in _LMS:
+        _LMS[spec] = load_target(spec, ScoringOptions())
+    return _LMS[spec]
+
+
+_LMS: dict[str, Target] = {}
 
 
 def score_file(
@@ -168,11 +191,13 @@ def score_file(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     api: ApiOptions | None = None,
+    signal_params: dict[str, dict[str, object]] | None = None,
 ) -> ScoreTable:
     """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
     docs = load_documents(data, text_field=text_field, label_field=label_field)
     target = load_target(model, options, api)
     ref = load_target(reference, options) if reference else None
-    table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress)
+    table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
+                            signal_params=signal_params)
     table.write(out)
     return table

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
-from verifier.scoring import Progress, score_documents
+from verifier.scoring import FAILURE_PREFIX, Progress, score_documents
 from verifier.signals import REGISTRY, computable
 from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
@@ -103,6 +103,10 @@ class Notes:
 Section = Table | Figure | Spans | Notes
 
 
+class TooFewScored(VerifierError):
+    """More than half of a set has no score for a signal (failed queries, no usable traces)."""
+
+
 @dataclass
 class RouteOutcome:
     """What a route found. ``status`` is a key of its route's ``verdicts`` table."""
@@ -124,6 +128,8 @@ class RouteContext:
     scored_rows: list[pd.DataFrame] = field(default_factory=list)
     loaded: dict[str, Target] = field(default_factory=dict)  # filled on first use: routes that need no model never load one
     failed_items: dict[str, int] = field(default_factory=dict)  # "role signal" -> documents left without a score (failed queries)
+    failure_reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # "role signal" -> {why: documents}
+    signal_runs: dict[str, dict[str, object]] = field(default_factory=dict)  # what trace attacks read and ran, per "role signal" / model
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
@@ -137,21 +143,32 @@ class RouteContext:
     def load(self, ref: DocumentRef) -> Documents:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
 
-    def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest) -> np.ndarray:
+    def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest,
+                 signal_params: dict[str, dict[str, Any]] | None = None) -> np.ndarray:
         """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle by
-        ``digest`` of each text (a keyed digest for texts that must stay secret, such as a mark's siblings)."""
+        ``digest`` of each text (a keyed digest for texts that must stay secret, such as a mark's
+        siblings), with the reason each unscored document has no score."""
         reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
         table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
-                                cache=self.cache, progress=self.progress)
+                                cache=self.cache, progress=self.progress, signal_params=signal_params)
         values = np.column_stack([table.signal(name) for name in signals])
+        for name, counts in table.metadata["signal_counts"].items():
+            self.signal_runs[f"{role} {name}"] = counts
+        for model, weights in table.metadata["signal_models"].items():
+            self.signal_runs[model] = {"sha256": weights}
+        frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
+        reasons = {name: table.frame[FAILURE_PREFIX + name] for name in signals if FAILURE_PREFIX + name in table.frame}
         for name, failed in zip(signals, (~np.isfinite(values)).sum(axis=0)):
             if failed:  # two routes scoring one set read the same answers: the larger count, never a sum
                 self.failed_items[f"{role} {name}"] = max(int(failed), self.failed_items.get(f"{role} {name}", 0))
+                if name in reasons:
+                    self.failure_reasons[f"{role} {name}"] = dict(reasons[name].dropna().value_counts().sort_index().items())
             if failed * 2 > len(texts):
-                raise VerifierError(f"signal {name}: {failed} of {len(texts)} {role} documents have no score (their queries failed or "
-                                    f"were refused, or the attack found nothing to ask; see the run's API counters): too few to test")
-        frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
-        self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals)], axis=1))
+                why = "; ".join(f"{k}: {v}" for k, v in self.failure_reasons.get(f"{role} {name}", {}).items())
+                raise TooFewScored(f"signal {name}: {failed} of {len(texts)} {role} documents have no score ({why or 'their queries failed'}; "
+                                   "see the run's API counters): too few to test")
+        self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals),
+                                           pd.DataFrame({FAILURE_PREFIX + k: v.to_numpy() for k, v in reasons.items()})], axis=1))
         return values
 
     def usable_signals(self, signals: list[str]) -> tuple[list[str], dict[str, str]]:

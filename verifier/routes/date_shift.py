@@ -20,7 +20,7 @@ from verifier.baselines.exchangeability import DEFAULT_ALPHA, DEFAULT_PERMUTATIO
 from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, RouteParams, Table, register, same_for
 from verifier.routes.comparison import best_signal, compare_sets, shift_rows
 from verifier.set_membership import dates_reason
-from verifier.signals import SignalNames
+from verifier.signals import SignalNames, SignalParams
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [
@@ -31,6 +31,7 @@ LIMITATIONS = [
 
 class DateShiftParams(RouteParams):
     signals: SignalNames
+    signal_params: SignalParams = Field(default_factory=dict)
     shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"})
     shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
 
@@ -50,7 +51,8 @@ class DateShiftRoute(Route):
         shift = check_exchangeable(suspect, reference, alpha=params.shift_alpha, n_permutations=params.shift_permutations,
                                    seed=ctx.claim.seed)
         signals, not_computable = ctx.usable_signals(list(params.signals))
-        s_feat, r_feat = ctx.features("suspect", suspect, signals), ctx.features("reference", reference, signals)
+        s_feat = ctx.features("suspect", suspect, signals, signal_params=params.signal_params)
+        r_feat = ctx.features("reference", reference, signals, signal_params=params.signal_params)
         rows, sections = compare_sets(signals, s_feat, r_feat, suspect, reference, shift, ctx.claim.seed)
         best = best_signal(rows)
         checks = [["declared years", dated or "no difference declared"], *shift_rows(shift),

@@ -22,24 +22,36 @@ of the reference implementations (mimir, the Min-K% and Min-K%++ repositories) a
 | familiarity | rating(original) - mean rating(paraphrase, shuffled words) | paper: exact gold order = member; same sign |
 | samia      | mean ROUGE-1 F1 of sampled continuations vs the suffix | paper: same sign                       |
 | cdd        | share of samples within alpha*l word edits of the greedy output | paper: peakedness, same sign    |
+| blackspectrum | 1 - projection of the denoised trace embedding on the recall-inference axis / anchor distance | paper: same sign |
+| thinking_tokens | minus the count of thinking n-grams in the trace  | paper: count (higher = non-member), negated |
+| trace_compression | mean log p of the trace under a reference LM   | paper: NLL (higher = non-member), negated |
+| trace_consistency_char | minus the mean pairwise normalised character edit distance of traces | paper: distance, negated |
+| trace_consistency_token | the same over words and punctuation marks  | paper: distance, negated                  |
+| trace_judge | a judge model's 0-10 certainty rating of the trace        | paper: certainty, same sign               |
+
+Trace attacks (``traces.TraceSignal``) run models of their own - an encoder, a reference LM, a
+judge - lent by the scoring step (``tools.SignalTools``) and score all documents together
+(``Signal.evaluate``); every other signal scores one document at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Annotated
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import AfterValidator, Field
 
 from verifier.signals import gap_k, log_likelihood, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
 from verifier.signals import cdd, decop, familiarity, name_cloze, prefix_probe, samia  # noqa: F401
+from verifier.signals import blackspectrum, thinking_tokens, trace_compression, trace_consistency, trace_judge  # noqa: F401
 from verifier.errors import VerifierError
-from verifier.signals.base import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, register
+from verifier.signals.base import LOWER, REFERENCE, REGISTRY, Evaluation, ScoredDocument, Signal, register
+from verifier.signals.tools import SignalTools
 from verifier.targets.base import PROMPT_LOGPROBS
 
-__all__ = ["LOWER", "REFERENCE", "REGISTRY", "ScoredDocument", "SignalNames", "Signal", "available_views", "check_signal_names",
-           "computable", "compute_signals", "make_signals", "register"]
+__all__ = ["LOWER", "REFERENCE", "REGISTRY", "Evaluation", "ScoredDocument", "SignalNames", "SignalParams", "Signal", "SignalTools",
+           "available_views", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signals", "register"]
 
 
 def check_signal_names(names: list[str]) -> list[str]:
@@ -53,6 +65,33 @@ def check_signal_names(names: list[str]) -> list[str]:
 
 # The type of a route parameter naming signals: validated when the policy is read.
 SignalNames = Annotated[list[str], Field(min_length=1), AfterValidator(check_signal_names)]
+
+
+def make_signal(name: str, params: Mapping[str, Any] | None = None) -> Signal:
+    """The registered signal ``name`` with ``params`` (its dataclass fields); one line on a bad one."""
+    cls = REGISTRY[name]
+    try:
+        return cls(**(params or {}))
+    except TypeError as exc:
+        fields = sorted(f for f in cls.__dataclass_fields__ if f != "name")
+        raise VerifierError(f"signal {name}: {str(exc).split(': ', 1)[-1]} (parameters: {', '.join(fields)})") from None
+
+
+def check_signal_params(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A policy's per-signal parameters: each names a registered signal and makes it (so a bad
+    value fails when the policy is read)."""
+    for name, values in params.items():
+        if name not in REGISTRY:
+            raise ValueError(f"unknown signal {name!r} in signal_params; registered: {sorted(REGISTRY)}")
+        try:
+            make_signal(name, values)
+        except VerifierError as exc:
+            raise ValueError(str(exc)) from None
+    return params
+
+
+# The type of a route parameter giving signals their parameters, e.g. {blackspectrum: {k: 5}}.
+SignalParams = Annotated[dict[str, dict[str, Any]], AfterValidator(check_signal_params)]
 
 
 def available_views(offered: Iterable[str]) -> frozenset[str]:
@@ -74,7 +113,8 @@ def computable(names: Iterable[str], offered: Iterable[str]) -> tuple[list[str],
     return usable, not_computable
 
 
-def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()) -> list[Signal]:
+def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = (),
+                 params: Mapping[str, Mapping[str, Any]] | None = None) -> list[Signal]:
     """Instantiate signals by name (default: every registered signal the ``offered`` capabilities
     allow, except those needing an extra forward pass or meant for one use, which run only when asked for by name)."""
     have = available_views(offered)
@@ -87,10 +127,10 @@ def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()
         if missing := REGISTRY[name].needs - have:
             hint = " (e.g. --reference)" if REFERENCE in missing else ""
             raise VerifierError(f"signal {name!r} needs {', '.join(sorted(missing))}, which is not available{hint}")
-        signals.append(REGISTRY[name]())
+        signals.append(make_signal(name, (params or {}).get(name)))
     return signals
 
 
-def compute_signals(docs: Sequence[ScoredDocument], signals: Sequence[Signal]) -> dict[str, np.ndarray]:
-    """One float64 column per signal, in document order."""
-    return {s.name: np.fromiter((s.score(doc) for doc in docs), dtype=np.float64, count=len(docs)) for s in signals}
+def compute_signals(docs: Sequence[ScoredDocument], signals: Sequence[Signal], tools: SignalTools | None = None) -> dict[str, Evaluation]:
+    """One float64 column per signal, in document order, with the reason of each NaN."""
+    return {s.name: s.evaluate(docs, tools) for s in signals}

@@ -10,9 +10,10 @@ implementation it follows (see the table in ``verifier.signals``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from verifier.errors import VerifierError
 from verifier.targets.base import ANSWERS, PROMPT_LOGPROBS
 from verifier.targets.queries import Answer, Query
 from verifier.targets.token_scores import TokenScores
+
+if TYPE_CHECKING:
+    from verifier.signals.tools import SignalTools
 
 # What a signal may need beyond target capabilities (``targets.base``): extra views of a text.
 LOWER = "lower"  # the target's scores of the lowercased text (any target that scores prompts has it)
@@ -46,12 +50,31 @@ class Signal(ABC):
     needs: ClassVar[frozenset[str]] = frozenset({PROMPT_LOGPROBS})  # target capabilities and views
     by_default: ClassVar[bool] = True  # computed when no signals are named (a statistic for one use only is not)
 
-    @abstractmethod
     def score(self, doc: ScoredDocument) -> float:
-        """Higher = more member-like."""
+        """Higher = more member-like (signals scoring one document at a time override this)."""
+        raise NotImplementedError(f"signal {self.name} scores documents together: call evaluate")
+
+    def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
+        """Every document's score and, for each NaN, why. Signals that run a model of their own
+        (an encoder, a reference LM, a judge) override this to batch it, through ``tools``."""
+        values = np.fromiter((self.score(doc) for doc in docs), dtype=np.float64, count=len(docs))
+        return Evaluation(values, [None if np.isfinite(v) else self.why_not(doc) for v, doc in zip(values, docs)])
+
+    def why_not(self, doc: ScoredDocument) -> str:
+        """Why ``doc`` has no score (a NaN from a gray-box signal: too few tokens)."""
+        return "too few tokens"
 
     def params(self) -> dict[str, object]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One signal's column: the scores, and per document the reason it has none (None = scored)."""
+
+    values: np.ndarray
+    reasons: list[str | None]
+    counts: dict[str, int] = field(default_factory=dict)  # what the signal read, e.g. where its traces came from
 
 
 @dataclass(frozen=True)
@@ -70,14 +93,14 @@ class LowestKSignal(Signal):
 
 
 @dataclass(frozen=True)
-class QuerySignal(Signal):
-    """An output-only attack: queries made from a document's passages, one score from the answers.
+class QueryingSignal(Signal):
+    """An output-only attack: queries made from a document's passages.
 
     A document is cut into passages of ``passage_words`` words (the attacks' "sequences"); the
-    first ``passages`` of them are queried and the document's score is the mean of its passages'
-    scores (document-level aggregation; ``passages=1`` is the sequence-level attack). A passage
-    whose answers failed (refusal, empty, server error) scores NaN and is left out of the mean; a
-    document with no scored passage is NaN - a recorded failure, never a low score.
+    first ``passages`` of them are queried (``passages=1`` is the sequence-level attack, more give
+    a document-level score, the mean of its passages' scores). A passage whose answers failed
+    (refusal, empty, server error) scores NaN and is left out of the mean; a document with no
+    scored passage is NaN - a recorded failure, never a low score.
     """
 
     needs: ClassVar[frozenset[str]] = frozenset({ANSWERS})
@@ -101,6 +124,24 @@ class QuerySignal(Signal):
         """Every query this signal asks about a document."""
         return [q for passage in self.split(text) for q in self.passage_queries(passage)]
 
+    def shared_queries(self) -> list[Query]:
+        """Queries asked once per run whatever the documents (BlackSpectrum's anchor sequences)."""
+        return []
+
+    @abstractmethod
+    def passage_queries(self, passage: str) -> list[Query]:
+        """The queries about one passage (deterministic: the same passage gives the same queries)."""
+
+    def why_not(self, doc: ScoredDocument) -> str:
+        answers = [doc.answers[q.key] for q in self.queries(doc.text)]
+        errors = Counter(a.error for a in answers if not a.ok)
+        return errors.most_common(1)[0][0] if errors else ("nothing to ask" if not answers else "answers gave no score")
+
+
+@dataclass(frozen=True)
+class QuerySignal(QueryingSignal):
+    """An output-only attack scoring each passage from its answers alone."""
+
     def score(self, doc: ScoredDocument) -> float:
         scores = []
         for passage in self.split(doc.text):
@@ -108,10 +149,6 @@ class QuerySignal(Signal):
             scores.append(self.score_passage(passage, answers))
         finite = [s for s in scores if np.isfinite(s)]
         return float(np.mean(finite)) if finite else float("nan")
-
-    @abstractmethod
-    def passage_queries(self, passage: str) -> list[Query]:
-        """The queries about one passage (deterministic: the same passage gives the same queries)."""
 
     @abstractmethod
     def score_passage(self, passage: str, answers: list[Answer]) -> float:

@@ -1,0 +1,83 @@
+"""Reasoning-trace attacks (BlackSpectrum and the naive trace attacks) against the local server:
+AUCs beside the output-only attacks and the blind baseline, ablations, set-level power.
+
+Prints, for the fine-tuned testbed (ground truth: members vs same-period non-members) and for
+WikiMIA-64 against the base SmolLM2 (date-shifted, beside the blind baseline):
+1. AUC [95% bootstrap CI], TPR@5%FPR, unscored documents (with reasons) and the requests each
+   setup cost, per attack: blackspectrum, thinking_tokens, trace_compression,
+   trace_consistency_char/token, trace_judge (the target judging its own traces: the only judge
+   offline), prefix_lcs_word/token (output-only, for comparison);
+2. BlackSpectrum's ablations from the paper's Table 4 that run offline: without denoising, without
+   entropy selection of the synthetic anchors (another encoder cannot: only all-MiniLM-L6-v2 ships);
+3. on the testbed, set-level dataset inference with the trace features (power and member-free
+   FPR over independent draws, spread across five batches).
+
+SmolLM2-135M does not reason natively: it is prompted to write its reasoning before the answer
+(``verifier.signals.traces``), and every trace attack reads the same ``--traces`` traces per
+document (cached; a re-run sends nothing).
+
+    python benchmarks/traces.py --docs 32 --wikimia-docs 32 --anchors 5 --sizes 8 --draws 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from blackbox import attack_rows, power_table, print_rows  # noqa: I001 - run as a script beside it
+from verifier.resources import resource
+from verifier.serving import model_folder, start_server
+from verifier.targets import ScoreCache
+from verifier.testbed import PRESETS, build_testbed
+
+TRACE_SIGNALS = ["blackspectrum", "thinking_tokens", "trace_compression", "trace_consistency_char", "trace_consistency_token",
+                 "trace_judge"]
+OUTPUT_ONLY = ["prefix_lcs_word", "prefix_lcs_token"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="finetune", choices=[p for p in PRESETS if p.startswith("finetune")])
+    parser.add_argument("--docs", type=int, default=32)
+    parser.add_argument("--wikimia-docs", type=int, default=32)
+    parser.add_argument("--anchors", type=int, default=5, help="k = gamma: recall and synthetic anchor sequences")
+    parser.add_argument("--traces", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--sizes", default="8")
+    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--port", type=int, default=8771)
+    args = parser.parse_args()
+    cache = ScoreCache(None)
+    shared = {"traces": args.traces, "max_tokens": args.max_tokens}
+    params = {name: dict(shared) for name in TRACE_SIGNALS} | {"blackspectrum": shared | {"k": args.anchors, "gamma": args.anchors}}
+    ablations = {"no denoising": {"denoise": False}, "no entropy selection": {"entropy_selection": False}}
+
+    testbed = build_testbed(PRESETS[args.preset])
+    docs = [json.loads(line) for line in testbed.documents.read_text().splitlines()][: args.docs]
+    wiki = [json.loads(line) for line in (resource("examples", "data", "wikimia") / "length64.jsonl").read_text().splitlines()]
+    wiki = [wiki[i] for i in np.random.default_rng(0).permutation(len(wiki))][: args.wikimia_docs]
+    setups = [("Fine-tuned testbed", [d["text"] for d in docs], np.array([d["member"] for d in docs]), testbed.model_dir),
+              ("WikiMIA-64 vs SmolLM2 (date-shifted)", [r["text"] for r in wiki], np.array([r["label"] for r in wiki]),
+               model_folder("smollm2-135m"))]
+    for s_i, (title, texts, labels, folder) in enumerate(setups):
+        with start_server(folder, port=args.port + s_i) as server:
+            started = time.perf_counter()
+            rows, usage = attack_rows(texts, labels, server.spec, TRACE_SIGNALS + OUTPUT_ONLY, cache, seed=0, signal_params=params)
+            print_rows(f"{title}: {labels.sum()} vs {len(labels) - labels.sum()}, {args.traces} traces a document", rows, usage)
+            for label, change in ablations.items():
+                ab_rows, ab_usage = attack_rows(texts, labels, server.spec, ["blackspectrum"], cache, seed=0,
+                                                signal_params={"blackspectrum": params["blackspectrum"] | change})
+                r = ab_rows["blackspectrum"]
+                print(f"ablation {label:<22} AUC {r['auc']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] TPR@5% {r['tpr5']:.3f} "
+                      f"(full: {rows['blackspectrum']['auc']:.3f}); {ab_usage['requests_sent']} more requests")
+            if s_i == 0:
+                features = np.array(usage["features"])[:, : len(TRACE_SIGNALS)]
+                power_table(features, labels, [int(n) for n in args.sizes.split(",")], args.draws, seed=0)
+            print(f"setup wall {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
