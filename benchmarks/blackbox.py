@@ -39,16 +39,16 @@ from verifier.serving import model_folder, start_server
 from verifier.stats import evaluate_scores
 from verifier.stats.dataset_inference import trial_p_values
 from verifier.stats.metrics import fill_failed
-from verifier.targets import ScoreCache, load_target
+from verifier.targets import ApiOptions, ScoreCache, load_target
 from verifier.testbed import PRESETS, build_testbed
 
 DEFAULT_RUNS = ["prefix_lcs_word,prefix_lcs_token,name_cloze,familiarity:400", "samia,cdd:20", "decop:24"]
 
 
 def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[str], cache: ScoreCache, seed: int,
-                signal_params: dict | None = None) -> tuple[dict, dict]:
+                signal_params: dict | None = None, api: ApiOptions | None = None) -> tuple[dict, dict]:
     """AUC rows per signal (failed items filled label-blind, counted) and the blind baseline; the target's usage."""
-    target = load_target(spec)
+    target = load_target(spec, api=api)
     started = time.perf_counter()
     table = score_documents(Documents(texts, labels.tolist(), "bench"), target, signal_names=signals, cache=cache,
                             signal_params=signal_params)

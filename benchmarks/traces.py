@@ -30,7 +30,7 @@ import numpy as np
 from blackbox import attack_rows, power_table, print_rows  # noqa: I001 - run as a script beside it
 from verifier.resources import resource
 from verifier.serving import model_folder, start_server
-from verifier.targets import ScoreCache
+from verifier.targets import ApiOptions, ScoreCache
 from verifier.testbed import PRESETS, build_testbed
 
 TRACE_SIGNALS = ["blackspectrum", "thinking_tokens", "trace_compression", "trace_consistency_char", "trace_consistency_token",
@@ -49,10 +49,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="8")
     parser.add_argument("--draws", type=int, default=100)
     parser.add_argument("--port", type=int, default=8771)
+    parser.add_argument("--judge-max-tokens", type=int, default=16, help="SmolLM2 judging itself answers without thinking first")
     args = parser.parse_args()
     cache = ScoreCache(None)
+    api = ApiOptions(concurrency=1, timeout_s=600)  # one request at a time: 2 CPU cores serve one generation at full speed
     shared = {"traces": args.traces, "max_tokens": args.max_tokens}
-    params = {name: dict(shared) for name in TRACE_SIGNALS} | {"blackspectrum": shared | {"k": args.anchors, "gamma": args.anchors}}
+    params = {name: dict(shared) for name in TRACE_SIGNALS} | {"blackspectrum": shared | {"k": args.anchors, "gamma": args.anchors},
+                                                               "trace_judge": shared | {"judge_max_tokens": args.judge_max_tokens}}
     ablations = {"no denoising": {"denoise": False}, "no entropy selection": {"entropy_selection": False}}
 
     testbed = build_testbed(PRESETS[args.preset])
@@ -65,11 +68,11 @@ def main() -> None:
     for s_i, (title, texts, labels, folder) in enumerate(setups):
         with start_server(folder, port=args.port + s_i) as server:
             started = time.perf_counter()
-            rows, usage = attack_rows(texts, labels, server.spec, TRACE_SIGNALS + OUTPUT_ONLY, cache, seed=0, signal_params=params)
+            rows, usage = attack_rows(texts, labels, server.spec, TRACE_SIGNALS + OUTPUT_ONLY, cache, seed=0, signal_params=params, api=api)
             print_rows(f"{title}: {labels.sum()} vs {len(labels) - labels.sum()}, {args.traces} traces a document", rows, usage)
             for label, change in ablations.items():
                 ab_rows, ab_usage = attack_rows(texts, labels, server.spec, ["blackspectrum"], cache, seed=0,
-                                                signal_params={"blackspectrum": params["blackspectrum"] | change})
+                                                signal_params={"blackspectrum": params["blackspectrum"] | change}, api=api)
                 r = ab_rows["blackspectrum"]
                 print(f"ablation {label:<22} AUC {r['auc']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] TPR@5% {r['tpr5']:.3f} "
                       f"(full: {rows['blackspectrum']['auc']:.3f}); {ab_usage['requests_sent']} more requests")

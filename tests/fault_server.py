@@ -65,6 +65,7 @@ class FaultServer:
         self.lock = threading.Lock()
         self.refused_fragments: list[str] = []  # refuse_some: prompts holding one of these are refused
         self.trace_for = scripted_trace(set())  # reasoner: (prompt, seed) -> (reasoning or None, answer)
+        self.model_name = "m"  # reasoner: the model name its responses give
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -120,6 +121,7 @@ class FaultServer:
                     reasoning, reply = server.trace_for(content, body.get("seed") or 0)
                     completion = _completion(reply)
                     completion["choices"][0]["message"]["reasoning_content"] = reasoning
+                    completion["model"] = server.model_name
                     self._send(200, json.dumps(completion).encode())
                 elif fault == "refuse":
                     self._send(200, json.dumps(_completion("I'm sorry, but I can't help with that.")).encode())

@@ -12,7 +12,7 @@ from verifier.claims import ClaimKind, Evidence
 from verifier.report.svg import FIGURES
 from verifier.routes import PLANNED, ROUTES
 from verifier.signals import LOWER, REFERENCE, REGISTRY, ScoredDocument, computable
-from verifier.signals.base import QuerySignal
+from verifier.signals.base import QueryingSignal
 from verifier.targets import CAPABILITIES, CausalLMTarget, OpenAICompatibleTarget
 from verifier.targets.token_scores import TokenScores
 from verifier.verdicts import Verdict
@@ -35,7 +35,7 @@ def document(seed: int, shift: float = 0.0) -> ScoredDocument:
     return ScoredDocument(text="An ordinary sentence about an event in 2016. " * 5, target=target, lower=lower, reference=reference)
 
 
-GRAY_BOX = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, QuerySignal))
+GRAY_BOX = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, QueryingSignal))
 
 
 @pytest.mark.parametrize("name", GRAY_BOX)

@@ -17,8 +17,9 @@ from verifier.errors import VerifierError
 from verifier.scoring import FAILURE_PREFIX, score_documents
 from verifier.signals import REGISTRY, make_signals
 from verifier.signals.anchor_sets import next_token_entropy, recall_set, select, synthetic_candidates, template_candidates
+from verifier.signals.base import ScoredDocument
 from verifier.signals.blackspectrum import BlackSpectrum, denoised
-from verifier.signals.traces import TraceSignal
+from verifier.signals.traces import TraceSignal, TracesUnusable
 from verifier.targets import ScoreCache, load_target
 from verifier.targets.queries import Answer
 
@@ -75,12 +76,77 @@ def test_trace_signals_are_registered_output_only_and_validate_their_parameters(
         assert issubclass(REGISTRY[name], TraceSignal) and REGISTRY[name].needs == {"answers"} and not REGISTRY[name].by_default
     with pytest.raises(VerifierError, match="k must be in"):
         make_signals(["blackspectrum"], {"answers"}, {"blackspectrum": {"k": 0}})
-    with pytest.raises(VerifierError, match="parameters: .*anchor_traces"):
+    with pytest.raises(VerifierError, match="unknown parameter.*anchors.*parameters: .*anchor_traces"):
         make_signals(["blackspectrum"], {"answers"}, {"blackspectrum": {"anchors": 5}})
     with pytest.raises(VerifierError, match="judge must be"):
         make_signals(["trace_judge"], {"answers"}, {"trace_judge": {"judge": "http://elsewhere"}})
-    with pytest.raises(VerifierError, match="traces must be an integer"):
+    with pytest.raises(VerifierError, match="traces: Input should be a valid integer"):
         make_signals(["trace_consistency_char"], {"answers"}, {"trace_consistency_char": {"traces": True}})
+    with pytest.raises(VerifierError, match="traces must be at least 2"):
+        make_signals(["trace_consistency_char"], {"answers"}, {"trace_consistency_char": {"traces": 1}})
+    with pytest.raises(VerifierError, match="need a temperature above 0"):
+        make_signals(["thinking_tokens"], {"answers"}, {"thinking_tokens": {"traces": 3, "temperature": 0}})
+    for bad in ({"k": 5.5}, {"k": "5"}, {"denoise": "no"}, {"encoder": 5}):
+        with pytest.raises(VerifierError, match=f"signal blackspectrum: {next(iter(bad))}: Input should be"):
+            make_signals(["blackspectrum"], {"answers"}, {"blackspectrum": bad})
+    with pytest.raises(VerifierError, match="threshold must be a cosine"):
+        make_signals(["thinking_tokens"], {"answers"}, {"thinking_tokens": {"threshold": 5}})
+
+
+class FixedTools:
+    """Tools whose encoder maps each text to a given vector (to check BlackSpectrum's arithmetic)."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors, self.used = vectors, {}
+
+    def embed(self, encoder: str, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def test_blackspectrum_scores_one_at_the_recall_anchor_and_zero_at_the_inference_anchor():
+    """Eq. 5-8 by hand: recall traces at (1, 0, 0), synthetic ones at (0, 1, 0), sequences along
+    (0, 0, 1) so denoising leaves the traces as they are; a trace between them scores in between."""
+    signal = BlackSpectrum(k=3, gamma=3, anchor_traces=2)
+    sets = select(3, 3)
+    answers, vectors = {}, {}
+    for side, seqs in (("recall", sets.recall), ("synthetic", sets.synthetic)):
+        for seq in seqs:
+            for i, query in enumerate(signal.trace_queries(seq, 2)):
+                trace = f"{side} trace {i} for {seq}, written out in words"
+                answers[query.key] = Answer(text="x", reasoning=trace)
+                vectors[trace] = np.array([1.0, 0, 0]) if side == "recall" else np.array([0, 1.0, 0])
+            vectors[seq] = np.array([0, 0, 1.0])
+    docs = [ScoredDocument(text="a passage", answers=answers)]
+    for trace, where in (("at recall", [1.0, 0, 0]), ("at inference", [0, 1.0, 0]), ("between", [0.75, 0.25, 0]),
+                         ("beyond recall", [2.0, -1.0, 0])):
+        vectors[trace] = np.array(where)
+    vectors["a passage"] = np.array([0, 0, 1.0])
+    items = [("a passage", ["at recall"]), ("a passage", ["at inference"]), ("a passage", ["between"]), ("a passage", ["beyond recall"])]
+    assert np.allclose(signal.score_traces(items, docs, FixedTools(vectors)), [1.0, 0.0, 0.75, 2.0])
+    # the attacker's case: both sides give the same trace; denoising against different sequences
+    # would still make an "axis" out of the sequences' wording - refused instead
+    same = {k: Answer(text="x", reasoning="the same words for everything") for k in answers}
+    vectors["the same words for everything"] = np.array([0.5, 0.5, 0.2])
+    vectors |= {seq: np.array([0, 0.1 * i, 1.0]) for i, seq in enumerate(sets.recall + sets.synthetic)}
+    with pytest.raises(TracesUnusable, match="anchor traces do not differ"):
+        signal.score_traces(items, [ScoredDocument(text="a passage", answers=same)], FixedTools(vectors))
+
+
+def test_blackspectrum_refuses_anchors_lost_in_transport_and_anchors_that_changed_between_sets(reasoner, wiki):
+    """A transport failure is not cached, so the next set's pass would ask again and could place
+    its axis elsewhere: no document is scored on such anchors (the reviewer's demo: suspect and
+    held-out scored on different axes differed at p = 1.7e-11 with no training)."""
+    texts, labels = wiki
+    signal = BlackSpectrum(k=5, gamma=5)
+    answers = {q.key: Answer(text="x", reasoning="I recall this proverb and the next word of it with certainty.")
+               for q in signal.shared_queries()}
+    first = signal.shared_queries()[0].key
+    answers[first] = Answer(error="HTTP 503 after 5 attempts", transient=True)
+    docs = [ScoredDocument(text=texts[0], answers=answers | {q.key: Answer(text="x", reasoning="Hmm, maybe a noun follows here.")
+                                                               for q in signal.queries(texts[0])})]
+    out = signal.evaluate(docs, FixedTools({}))
+    assert np.isnan(out.values).all() and out.reasons == ["1 recall anchor queries failed in transport: re-run to complete them "
+                                                          "(the anchors must be the same for every set)"]
 
 
 def test_denoising_removes_the_sequence_component():
@@ -161,40 +227,94 @@ def test_a_model_without_traces_leaves_every_document_unscored_with_the_reason(r
     assert set(table.frame[FAILURE_PREFIX + "thinking_tokens"]) == {"trace not in English"}
 
 
-def test_an_audit_whose_traces_are_missing_for_one_set_is_inconclusive_with_the_reason(reasoner, wiki, tmp_path, monkeypatch):
-    """The hostile case: a server that reasons on the suspect set but gives the held-out set no
-    trace. Scoring the missing traces as anything would decide the test; the route concludes nothing."""
+def audit(server: FaultServer, tmp_path, suspect: list[dict], heldout: list[dict], signals: list[str]) -> dict:
+    """Run a trained_on audit of the scripted server with a trace-attack-only policy; the findings."""
     import yaml
 
     from verifier.audit import run_audit
 
+    for name, part in (("suspect", suspect), ("heldout", heldout)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in part))
+    params = {"signals": signals} | ({"signal_params": SMALL} if "blackspectrum" in signals else {})
+    policy = {"name": "traces", "version": 1,
+              "routes": [{"route": "dataset_inference", "grants": ["SUPPORTED", "CONTRADICTED", "REJECTED-METHOD"], "params": params},
+                         {"route": "disclosure"}]}
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy))
+    claim = {"claim": {"id": "traces", "statement": "The served model was trained on these texts.", "kind": "trained_on",
+                       "made_by": "attack"},
+             "model": {"target": server.spec("reasoner"), "api": {"retries": 0}}, "policy": "policy.yaml",
+             "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}}}
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
+    return run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache")).findings
+
+
+def test_an_audit_whose_traces_are_missing_for_one_set_is_inconclusive_with_the_reason(reasoner, tmp_path, monkeypatch):
+    """The hostile case: a server that reasons on the suspect set but gives the held-out set no
+    trace. Scoring the missing traces as anything would decide the test; the route concludes nothing."""
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     rows = [r for r in read_jsonl(ROOT / "verifier/examples/data/wikimia/length64.jsonl") if r["label"] == 1]
     suspect, heldout = rows[:30], rows[30:60]
-    for name, part in (("suspect", suspect), ("heldout", heldout)):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in part))
     heads = [" ".join(r["text"].split()[:8]) for r in heldout]
     inner = scripted_trace({r["text"][:40] for r in suspect} | {r["text"] for r in recall_set()})
     reasoner.trace_for = lambda prompt, seed: (None, "Answer: it") if any(h in prompt for h in heads) else inner(prompt, seed)
-    policy = {"name": "traces", "version": 1,
-              "routes": [{"route": "dataset_inference", "grants": ["SUPPORTED", "CONTRADICTED", "REJECTED-METHOD"],
-                          "params": {"signals": ["blackspectrum", "trace_consistency_token"],
-                                     "signal_params": {"blackspectrum": {"k": 5, "gamma": 5}}}},
-                         {"route": "disclosure"}]}
-    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy))
-    claim = {"claim": {"id": "traces-missing", "statement": "The served model was trained on these texts.", "kind": "trained_on",
-                       "made_by": "attack"},
-             "model": {"target": reasoner.spec("reasoner"), "api": {"retries": 0}}, "policy": "policy.yaml",
-             "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}}}
-    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
-    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache")).findings
+    findings = audit(reasoner, tmp_path, suspect, heldout, ["blackspectrum", "trace_consistency_token"])
     record = next(r for r in findings["path"] if r["route"] == "dataset_inference")
     assert findings["verdict"] == "INCONCLUSIVE" and record["verdict"] == "INCONCLUSIVE"
     assert record["outcome"]["status"] == "too_few_scored"
     assert "30 of 30 heldout documents have no score (no trace (the reply holds only an answer): 30" in record["outcome"]["summary"]
     assert findings["failure_reasons"]["heldout blackspectrum"] == {"no trace (the reply holds only an answer)": 30}
-    assert findings["signal_runs"]["suspect blackspectrum"] == {"traces from the reasoning field": 30}
+    runs = findings["signal_runs"]
+    assert runs["suspect blackspectrum"]["traces from the reasoning field"] == 30
+    assert runs["suspect blackspectrum"]["anchor answers sha256"] == runs["heldout blackspectrum"]["anchor answers sha256"]
     assert len(findings["signal_runs"]["encoder all-MiniLM-L6-v2"]["sha256"]) == 64
+
+
+def test_an_endpoint_drifting_during_the_run_does_not_separate_the_sets(reasoner, tmp_path, monkeypatch):
+    """An outside attacker's wrong SUPPORTED (p = 0.001, d = 24.8): a server confident for its
+    first 150 trace requests and hesitant afterwards, the same for every text. Set after set, all
+    suspect queries came first; the sets' queries are now asked in one shuffled batch, so drift
+    falls on both sets alike and is noise to the test (within its 5% level), not an effect."""
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    rows = [r for r in read_jsonl(ROOT / "verifier/examples/data/wikimia/length64.jsonl") if r["label"] == 1]
+    suspect, heldout = rows[:30], rows[30:60]
+    served = []
+    confident, hesitant = scripted_trace({r["text"] for r in rows} | {r["text"] for r in recall_set()}), scripted_trace(set())
+
+    def drifting(prompt: str, seed: int) -> tuple[str | None, str]:
+        served.append(prompt)
+        return (confident if len(served) <= 45 else hesitant)(prompt, seed)
+
+    reasoner.trace_for = drifting
+    findings = audit(reasoner, tmp_path, suspect, heldout, ["trace_consistency_token", "thinking_tokens"])
+    first = served[:45]
+    assert sum(any(r["text"][:40] in p for r in suspect) for p in first) > 10
+    assert sum(any(r["text"][:40] in p for r in heldout) for p in first) > 10
+    record = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert abs(record["outcome"]["metrics"]["test"]["effect_size"]) < 1.0
+
+
+def test_an_endpoint_answering_as_two_models_during_the_run_decides_nothing(reasoner, tmp_path, monkeypatch):
+    """A significant difference is no evidence of training when the endpoint changed the model
+    behind its name mid-run (an alias repointed, an A/B route): INCONCLUSIVE, with both names."""
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    rows = [r for r in read_jsonl(ROOT / "verifier/examples/data/wikimia/length64.jsonl") if r["label"] == 1]
+    suspect, heldout = rows[:30], rows[30:60]
+    recalls, calls = scripted_trace({r["text"][:40] for r in suspect}), []
+
+    def switching(prompt: str, seed: int) -> tuple[str | None, str]:
+        calls.append(1)
+        reasoner.model_name = "m-2024-01" if len(calls) <= 40 else "m-2024-06"
+        return recalls(prompt, seed)
+
+    reasoner.trace_for = switching
+    try:
+        findings = audit(reasoner, tmp_path, suspect, heldout, ["trace_consistency_token", "thinking_tokens"])
+    finally:
+        reasoner.model_name = "m"
+    record = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    assert record["outcome"]["status"] == "served_model_changed" and findings["verdict"] == "INCONCLUSIVE"
+    assert record["outcome"]["metrics"]["set_test"]["status"] == "significant"  # the model did recall the suspect set
+    assert "model=m-2024-01, model=m-2024-06" in record["outcome"]["summary"]
 
 
 def test_a_bad_signal_parameter_in_a_policy_names_the_key(tmp_path):
@@ -209,6 +329,27 @@ def test_a_bad_signal_parameter_in_a_policy_names_the_key(tmp_path):
     path.write_text(yaml.safe_dump(policy))
     with pytest.raises(VerifierError, match="k must be in"):
         load_policy(path)
+    policy["routes"][0]["params"] = {"signals": ["loss"], "signal_params": {"blackspectrum": {"k": 5}}}
+    path.write_text(yaml.safe_dump(policy))
+    with pytest.raises(VerifierError, match="signal_params for blackspectrum, which the signals list does not name"):
+        load_policy(path)
+
+
+def test_trace_compression_reads_familiar_text_as_more_compressible(reasoner, wiki, tiny_model_dir, tmp_path, monkeypatch):
+    """Compression under a reference LM (the tiny test GPT-2, trained on WikiMIA text): a trace in
+    the words it was trained on costs fewer nats a token than one of words it never saw, so it
+    scores higher (more member-like); the reference LM's weights digest is recorded."""
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    texts, _ = wiki
+    plain = {t[:40] for t in texts[:4]}
+    familiar = " ".join(texts[20].split()[:30])
+    unseen = ("Perhaps the quixotic harbour bishop juggled zephyr timetables; maybe cricket, volcanic ash, or the obsidian "
+              "marmalade of the northern ridge")
+    reasoner.trace_for = lambda prompt, seed: (familiar if any(p in prompt for p in plain) else unseen, "x")
+    table = scored(reasoner, texts[:8], ["trace_compression"], params={"trace_compression": {"reference_lm": str(tiny_model_dir)}})
+    values = table.signal("trace_compression")
+    assert np.isfinite(values).all() and values[:4].min() > values[4:].max()
+    assert len(table.metadata["signal_models"][f"reference LM {tiny_model_dir.name}"]) == 64
 
 
 # --- the real model ------------------------------------------------------------------------------------
@@ -225,17 +366,18 @@ def test_smollm2_prompted_to_reason_gives_traces_every_attack_reads(smollm2_serv
     texts, _ = wiki
     small = {"traces": 2, "max_tokens": 48}
     params = {name: dict(small) for name in TRACE_SIGNALS + ["trace_compression"]}
-    params["blackspectrum"] |= {"k": 2, "gamma": 2, "anchor_traces": 2}
+    params["blackspectrum"] |= {"k": 3, "gamma": 3, "anchor_traces": 2}
+    params["trace_judge"] |= {"judge_max_tokens": 8}
     target = load_target(smollm2_server.spec)
     table = score_documents(Documents(texts[:3], None, "t"), target, signal_names=TRACE_SIGNALS + ["trace_compression"],
                             cache=ScoreCache(tmp_path / "cache"), signal_params=params)
+    known = ("empty trace", "trace not in English", "no trace", "fewer than two usable", "judge gave no rating", "refusal")
     for name in TRACE_SIGNALS + ["trace_compression"]:
-        values = table.signal(name)
         reasons = table.frame.get(FAILURE_PREFIX + name)
-        assert np.isfinite(values).sum() + (0 if reasons is None else reasons.notna().sum()) == 3, name
+        assert reasons is None or all(r.startswith(known) for r in reasons.dropna()), (name, reasons)
     assert np.isfinite(table.signal("blackspectrum")).all() and np.isfinite(table.signal("trace_compression")).all()
     assert table.metadata["signals"]["blackspectrum"]["encoder"] == "all-MiniLM-L6-v2"
-    assert target.usage["requests_sent"] <= 3 * 2 + 4 * 2 + 3 * 2  # traces, anchors, judgements: each distinct query once
+    assert target.usage["requests_sent"] <= 3 * 2 + 6 * 2 + 3 * 2  # traces, anchors, judgements: each distinct query once
     assert len(BlackSpectrum().shared_queries()) == (20 + 20) * 3  # the defaults: k = gamma = 20, three traces each
 
 
@@ -273,3 +415,5 @@ def test_score_and_evaluate_count_unscored_documents_and_measure_nothing_over_to
     assert "not computed" in shown and "30 documents unscored" in shown and "too few scored to measure" in shown
     bad = runner.invoke(app, args[:-1] + ["blackspectrum.gamma"])
     assert bad.exit_code != 0 and "expected SIGNAL.KEY=VALUE" in bad.output and "Traceback" not in bad.output
+    bad = runner.invoke(app, args + ["--signal-param", "samia.samples=3"])
+    assert bad.exit_code != 0 and "name the signal with --signal too" in bad.output

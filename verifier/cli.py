@@ -129,6 +129,9 @@ def score(
     except ValidationError as exc:
         raise VerifierError(f"--api-key-env / --concurrency: {first_validation_error(exc)}") from None
     params = parse_signal_params(signal_param or [])
+    if unnamed := sorted(set(params) - set(signal or [])):
+        raise VerifierError(f"--signal-param for {', '.join(unnamed)}: name the signal with --signal too (a parameter of a signal "
+                            "not computed would be ignored)")
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
                            signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, signal_params=params)

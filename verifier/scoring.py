@@ -127,7 +127,7 @@ def score_documents(
         )
         for i, text in enumerate(texts)
     ]
-    tools = _tools(target, cache)
+    tools = signal_tools(target, cache)
     columns = compute_signals(scored, signals, tools)
     frame = pd.DataFrame(
         {
@@ -152,7 +152,7 @@ def score_documents(
     return ScoreTable(frame=frame, metadata=metadata)
 
 
-def _answers(target: Target, texts: list[str], signals: list[QuerySignal], cache: ScoreCache | None,
+def _answers(target: Target, texts: list[str], signals: list[QueryingSignal], cache: ScoreCache | None,
              progress: Progress | None) -> dict[str, Answer]:
     """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
     if not signals:
@@ -163,10 +163,10 @@ def _answers(target: Target, texts: list[str], signals: list[QuerySignal], cache
     return dict(zip(queries, target.answer(list(queries.values()), cache=cache, on_progress=advance)))
 
 
-def _tools(target: Target, cache: ScoreCache | None) -> SignalTools:
+def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:
     """What trace attacks may run besides the target: its answers, reference LMs, other endpoints."""
     return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
-                       load_api=lambda spec: load_target(spec, api=ApiOptions()), cache=cache)
+                       load_api=lambda spec, key_env: load_target(spec, api=ApiOptions(api_key_env=key_env or None)), cache=cache)
 
 
 def _loaded_lm(spec: str) -> Target:

@@ -28,13 +28,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.scoring import FAILURE_PREFIX, Progress, score_documents
-from verifier.signals import REGISTRY, computable
+from verifier.signals import REGISTRY, SignalNames, SignalParams, check_params_used, computable
 from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
 from verifier.verdicts import Verdict
@@ -52,6 +52,18 @@ class RouteParams(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SignalChoice(RouteParams):
+    """Parameters of a route that computes membership signals: which, and with what settings."""
+
+    signals: SignalNames
+    signal_params: SignalParams = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _params_name_listed_signals(self) -> SignalChoice:
+        check_params_used(self.signals, self.signal_params)
+        return self
 
 
 class NoParams(RouteParams):
@@ -154,6 +166,10 @@ class RouteContext:
         values = np.column_stack([table.signal(name) for name in signals])
         for name, counts in table.metadata["signal_counts"].items():
             self.signal_runs[f"{role} {name}"] = counts
+            anchors = {c.get("anchor answers sha256") for k, c in self.signal_runs.items() if k.endswith(f" {name}")} - {None}
+            if len(anchors) > 1:
+                raise VerifierError(f"signal {name}: its anchors were read differently for the {role} set than for another set "
+                                    "(answers changed between passes): the sets would be scored on different axes")
         for model, weights in table.metadata["signal_models"].items():
             self.signal_runs[model] = {"sha256": weights}
         frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
@@ -170,6 +186,37 @@ class RouteContext:
         self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals),
                                            pd.DataFrame({FAILURE_PREFIX + k: v.to_numpy() for k, v in reasons.items()})], axis=1))
         return values
+
+    def prefetch(self, sets: Mapping[str, list[str]], signals: list[str], signal_params: Mapping[str, Mapping[str, Any]]) -> None:
+        """Ask every query of every set in one shuffled batch before any set is scored (answers
+        are cached, so the scoring passes read them back). Scored set after set, the suspect set's
+        queries would all go before the held-out set's, and an endpoint whose answers drift during
+        the run - an update, load, a routing change - would separate the sets with no training
+        (an outside attack got SUPPORTED that way). Queries made from the traces (the judge's)
+        are asked the same way, for every set together."""
+        from verifier.scoring import signal_tools
+        from verifier.signals import ScoredDocument, make_signals
+        from verifier.signals.base import QueryingSignal
+        from verifier.signals.traces import TraceSignal
+
+        target = self.model()
+        querying = [s for s in make_signals(signals, target.capabilities, signal_params) if isinstance(s, QueryingSignal)]
+        if not querying:
+            return
+        texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
+        queries = {q.key: q for s in querying for q in s.shared_queries()} | {q.key: q for s in querying for t in texts for q in s.queries(t)}
+        rng = np.random.default_rng(self.claim.seed)
+        asked = [list(queries.values())[i] for i in rng.permutation(len(queries))]
+        answers = dict(zip((q.key for q in asked), target.answer(asked, cache=self.cache, on_progress=self._progress("querying, sets interleaved", len(asked)))))
+        docs = [ScoredDocument(text=t, answers=answers) for t in texts]
+        tools = signal_tools(target, self.cache)
+        for signal in querying:
+            if isinstance(signal, TraceSignal) and (followup := signal.followup(docs)) is not None:
+                who, key_env, followups = followup
+                tools.ask(who, [followups[i] for i in rng.permutation(len(followups))], key_env)
+
+    def _progress(self, what: str, total: int) -> Callable[[int], None] | None:
+        return self.progress(what, total) if self.progress else None
 
     def usable_signals(self, signals: list[str]) -> tuple[list[str], dict[str, str]]:
         """The signals this audit's target can compute, and why each other one cannot be."""

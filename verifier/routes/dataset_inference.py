@@ -19,14 +19,15 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 from pydantic import Field
 
 from verifier.claims import ClaimKind, DocumentRef
 from verifier.data import normalised_value
-from verifier.routes.base import Cell, Figure, Notes, Route, RouteContext, RouteOutcome, Section, Table, TooFewScored, register, same_for
+from verifier.routes.base import Cell, Figure, Notes, Route, RouteContext, RouteOutcome, Section, SignalChoice, Table, TooFewScored, register, same_for
 from verifier.routes.comparison import best_signal, compare_sets, num, pval, shift_rows
 from verifier.set_membership import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
-from verifier.signals import SignalNames, SignalParams
 from verifier.stats.set_power import power_curve, size_needed
 from verifier.verdicts import Verdict
 
@@ -49,6 +50,7 @@ KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DEC
 REFUSED = same_for(KINDS, Verdict.REJECTED_METHOD)
 NO_RESULT = same_for(KINDS, Verdict.INCONCLUSIVE)
 TOO_FEW_SCORED = "too_few_scored"  # more than half of a set unscored (failed queries, no usable traces): nothing to test
+MODEL_CHANGED = "served_model_changed"  # an API answered as more than one model during the run: the sets may differ in weights
 # The route's whole verdict table: where the rules stopped -> verdict, per claim kind.
 VERDICTS = {
     SetStatus.TOO_SMALL.value: REFUSED,
@@ -60,16 +62,15 @@ VERDICTS = {
     SetStatus.CONTROL_REQUIRED.value: NO_RESULT,
     SetStatus.NOT_SIGNIFICANT.value: NO_RESULT,
     TOO_FEW_SCORED: NO_RESULT,
+    MODEL_CHANGED: NO_RESULT,
     SetStatus.SIGNIFICANT.value: {ClaimKind.TRAINED_ON: Verdict.SUPPORTED, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
                                   ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED},
 }
 
 
-class DatasetInferenceParams(SetTestParams):
+class DatasetInferenceParams(SignalChoice, SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
-    signals: SignalNames
-    signal_params: SignalParams = Field(default_factory=dict)
     target_power: float = Field(0.8, gt=0, lt=1)
 
 
@@ -99,12 +100,26 @@ class DatasetInferenceRoute(Route):
             ref = getattr(evidence, role)
             if ref is not None:
                 sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.file_sha256(ref)))
+        prefetched: list[bool] = []
+
+        def scorer(role: str, texts: list[str]) -> np.ndarray:
+            if not prefetched:  # every set's queries in one shuffled batch, asked only once the sets pass the checks
+                ctx.prefetch({r: list(ds.texts) for r, ds in sets.items()}, signals, params.signal_params)
+                prefetched.append(True)
+            return ctx.features(role, texts, signals, signal_params=params.signal_params)
+
         try:
             finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
-                                         scorer=lambda role, texts: ctx.features(role, texts, signals, signal_params=params.signal_params))
+                                         scorer=scorer)
         except TooFewScored as exc:
             return RouteOutcome(TOO_FEW_SCORED, f"Nothing is concluded: {exc}.", {"signals": signals, "not_computable": not_computable,
                                 "failed_items": dict(ctx.failed_items), "failure_reasons": dict(ctx.failure_reasons)}, [], list(LIMITATIONS))
+        served = [name for name in ctx.model().identity.details.get("served_as", []) if name.startswith("model=")]
+        if finding.status == SetStatus.SIGNIFICANT and len(served) > 1:
+            return RouteOutcome(MODEL_CHANGED, f"Nothing is concluded: the endpoint answered as more than one model during the run "
+                                f"({', '.join(served)}), so the sets may have been answered by different weights (the test alone "
+                                f"gave p = {finding.result.p_value:.3g}).", {"served_as": served, "set_test": finding.as_finding()}, [],
+                                list(LIMITATIONS))
         metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
                                    "n_control": len(sets["control"].texts) if "control" in sets else 0,
                                    "signals": signals, "not_computable": not_computable, "set_test": finding.as_finding()}

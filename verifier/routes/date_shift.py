@@ -17,10 +17,9 @@ from typing import Any
 from pydantic import Field
 
 from verifier.baselines.exchangeability import DEFAULT_ALPHA, DEFAULT_PERMUTATIONS, check_exchangeable
-from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, RouteParams, Table, register, same_for
+from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, SignalChoice, Table, register, same_for
 from verifier.routes.comparison import best_signal, compare_sets, shift_rows
 from verifier.set_membership import dates_reason
-from verifier.signals import SignalNames, SignalParams
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [
@@ -29,9 +28,7 @@ LIMITATIONS = [
 ]
 
 
-class DateShiftParams(RouteParams):
-    signals: SignalNames
-    signal_params: SignalParams = Field(default_factory=dict)
+class DateShiftParams(SignalChoice):
     shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"})
     shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
 
@@ -51,6 +48,7 @@ class DateShiftRoute(Route):
         shift = check_exchangeable(suspect, reference, alpha=params.shift_alpha, n_permutations=params.shift_permutations,
                                    seed=ctx.claim.seed)
         signals, not_computable = ctx.usable_signals(list(params.signals))
+        ctx.prefetch({"suspect": suspect, "reference": reference}, signals, params.signal_params)
         s_feat = ctx.features("suspect", suspect, signals, signal_params=params.signal_params)
         r_feat = ctx.features("reference", reference, signals, signal_params=params.signal_params)
         rows, sections = compare_sets(signals, s_feat, r_feat, suspect, reference, shift, ctx.claim.seed)

@@ -37,10 +37,11 @@ judge - lent by the scoring step (``tools.SignalTools``) and score all documents
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any
+from dataclasses import fields
+from typing import Annotated, Any, get_type_hints
 
 import numpy as np
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from verifier.signals import gap_k, log_likelihood, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401
 from verifier.signals import cdd, decop, familiarity, name_cloze, prefix_probe, samia  # noqa: F401
@@ -51,7 +52,7 @@ from verifier.signals.tools import SignalTools
 from verifier.targets.base import PROMPT_LOGPROBS
 
 __all__ = ["LOWER", "REFERENCE", "REGISTRY", "Evaluation", "ScoredDocument", "SignalNames", "SignalParams", "Signal", "SignalTools",
-           "available_views", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signals", "register"]
+           "available_views", "check_params_used", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signals", "register"]
 
 
 def check_signal_names(names: list[str]) -> list[str]:
@@ -68,13 +69,19 @@ SignalNames = Annotated[list[str], Field(min_length=1), AfterValidator(check_sig
 
 
 def make_signal(name: str, params: Mapping[str, Any] | None = None) -> Signal:
-    """The registered signal ``name`` with ``params`` (its dataclass fields); one line on a bad one."""
+    """The registered signal ``name`` with ``params`` (its dataclass fields, type-checked strictly:
+    5.5 is not an int, "no" is not a bool); one line on a bad one."""
     cls = REGISTRY[name]
-    try:
-        return cls(**(params or {}))
-    except TypeError as exc:
-        fields = sorted(f for f in cls.__dataclass_fields__ if f != "name")
-        raise VerifierError(f"signal {name}: {str(exc).split(': ', 1)[-1]} (parameters: {', '.join(fields)})") from None
+    known = [f.name for f in fields(cls)]
+    if unknown := sorted(set(params or {}) - set(known)):
+        raise VerifierError(f"signal {name}: unknown parameter(s) {', '.join(unknown)} (parameters: {', '.join(known) or 'none'})")
+    hints = get_type_hints(cls)
+    for key, value in (params or {}).items():
+        try:
+            TypeAdapter(hints[key], config=ConfigDict(strict=True)).validate_python(value)
+        except ValidationError as exc:
+            raise VerifierError(f"signal {name}: {key}: {exc.errors()[0]['msg']} (got {value!r})") from None
+    return cls(**(params or {}))
 
 
 def check_signal_params(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -88,6 +95,12 @@ def check_signal_params(params: dict[str, dict[str, Any]]) -> dict[str, dict[str
         except VerifierError as exc:
             raise ValueError(str(exc)) from None
     return params
+
+
+def check_params_used(signals: Iterable[str], params: Mapping[str, object]) -> None:
+    """Parameters for a signal that is not computed would be silently ignored: refuse them."""
+    if unused := sorted(set(params) - set(signals)):
+        raise ValueError(f"signal_params for {', '.join(unused)}, which the signals list does not name")
 
 
 # The type of a route parameter giving signals their parameters, e.g. {blackspectrum: {k: 5}}.

@@ -38,7 +38,7 @@ def template_candidates(n: int = 100, seed: int = GENERATOR_SEED) -> list[str]:
     out: list[str] = []
     while len(out) < n:
         words = [SUBJECTS[rng.integers(len(SUBJECTS))], LINKS[rng.integers(len(LINKS))]]
-        if rng.random() < 0.5:
+        if words[1].endswith(" the") and rng.random() < 0.5:  # "the next", "the same": grammatical only after "the"
             words.append(FILLERS[rng.integers(len(FILLERS))])
         text = " ".join(words)
         if text not in out:

@@ -74,7 +74,7 @@ class Evaluation:
 
     values: np.ndarray
     reasons: list[str | None]
-    counts: dict[str, int] = field(default_factory=dict)  # what the signal read, e.g. where its traces came from
+    counts: dict[str, object] = field(default_factory=dict)  # what the signal read: where its traces came from, its anchors' digest
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,6 @@ class QueryingSignal(Signal):
     def passage_queries(self, passage: str) -> list[Query]:
         """The queries about one passage (deterministic: the same passage gives the same queries)."""
 
-    def why_not(self, doc: ScoredDocument) -> str:
-        answers = [doc.answers[q.key] for q in self.queries(doc.text)]
-        errors = Counter(a.error for a in answers if not a.ok)
-        return errors.most_common(1)[0][0] if errors else ("nothing to ask" if not answers else "answers gave no score")
-
 
 @dataclass(frozen=True)
 class QuerySignal(QueryingSignal):
@@ -153,6 +148,12 @@ class QuerySignal(QueryingSignal):
     @abstractmethod
     def score_passage(self, passage: str, answers: list[Answer]) -> float:
         """Higher = more member-like; NaN when the answers do not allow a score (failed items)."""
+
+    def why_not(self, doc: ScoredDocument) -> str:
+        """The commonest failure among the document's answers (server text left out)."""
+        answers = [doc.answers[q.key] for q in self.queries(doc.text)]
+        errors = Counter(a.public_error for a in answers if not a.ok)
+        return errors.most_common(1)[0][0] if errors else ("nothing to ask" if not answers else "answers gave no score")
 
 
 REGISTRY: dict[str, type[Signal]] = {}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from verifier.errors import VerifierError
 from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import DEFAULT_ENCODER, SignalTools
 from verifier.signals.traces import TraceSignal
@@ -44,7 +45,12 @@ class ThinkingTokens(TraceSignal):
     encoder: str = DEFAULT_ENCODER
     threshold: float = 0.8
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float]:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.threshold <= 1:
+            raise VerifierError(f"signal {self.name}: threshold must be a cosine similarity in (0, 1], got {self.threshold}")
+
+    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
         grams = [candidates(t) for _, traces in items for t in traces]
         vocabulary = sorted({g for gs in grams for g in gs})
         seeds = tools.embed(self.encoder, list(SEEDS))

@@ -27,11 +27,11 @@ class TraceCompression(TraceSignal):
     name = "trace_compression"
     reference_lm: str = "smollm2-135m"
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float]:
+    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
         flat = [t for _, traces in items for t in traces]
         values = iter(tools.mean_logprob(self.reference_lm, flat))
         out = []
         for _, traces in items:
             finite = [v for v in (next(values) for _ in traces) if np.isfinite(v)]
-            out.append(float(np.mean(finite)) if finite else float("nan"))
+            out.append(float(np.mean(finite)) if finite else "trace too short for the reference LM")
         return out

@@ -21,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from verifier.errors import VerifierError
 from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import SignalTools
 from verifier.signals.traces import TraceSignal
@@ -31,15 +32,19 @@ TOKEN = re.compile(r"\w+|[^\w\s]")
 @dataclass(frozen=True)
 class TraceConsistency(TraceSignal):
     unit: ClassVar[str]  # "char" or "token"
-    unscored_reason: ClassVar[str] = "fewer than two usable traces to compare"
     traces: int = 3
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float]:
-        out = []
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.traces < 2:
+            raise VerifierError(f"signal {self.name}: consistency compares traces: traces must be at least 2, got {self.traces}")
+
+    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+        out: list[float | str] = []
         for _, traces in items:
             units = [t if self.unit == "char" else TOKEN.findall(t) for t in traces]
             pairs = [Levenshtein.normalized_distance(a, b) for a, b in combinations(units, 2)]
-            out.append(-float(np.mean(pairs)) if pairs else float("nan"))
+            out.append(-float(np.mean(pairs)) if pairs else "fewer than two usable traces to compare")
         return out
 
 

@@ -30,7 +30,7 @@ from verifier.targets.queries import CHAT, Query
 JUDGE_PROMPT = ("Below is the reasoning a language model wrote while trying to predict the next word of a text. Rate how certain "
                 "the reasoning is that the model recognised and recalled the text, from 0 (it is clearly guessing or inferring) "
                 "to 10 (it recalls the exact text with confidence). Reply with the number only.\n\nReasoning:\n{trace}")
-RATING = re.compile(r"\b(10|[0-9])\b")
+RATING = re.compile(r"(?<![-\d.])\b(10|[0-9])\b(?![.,]?\d)")  # "-7", "3.5" and "100" are no rating
 MAX_TRACE_CHARS = 4000
 
 
@@ -39,17 +39,30 @@ MAX_TRACE_CHARS = 4000
 class TraceJudge(TraceSignal):
     name = "trace_judge"
     judge: str = TARGET
+    judge_api_key_env: str = ""  # the variable holding a separate judge's key (never the key)
+    judge_max_tokens: int = 1024  # room for a reasoning judge's own thinking before the number
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.judge != TARGET and not self.judge.startswith("openai-compatible:"):
             raise VerifierError(f"signal {self.name}: judge must be 'target' or an openai-compatible:URL#model spec, got {self.judge!r}")
+        if not 1 <= self.judge_max_tokens <= 8192:
+            raise VerifierError(f"signal {self.name}: judge_max_tokens must be in [1, 8192], got {self.judge_max_tokens}")
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float]:
-        queries = [Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=8) for _, traces in items for t in traces]
-        ratings = iter([float(m.group(1)) if a.ok and (m := RATING.search(a.text)) else float("nan") for a in tools.ask(self.judge, queries)])
-        out = []
+    def judge_queries(self, items: list[tuple[str, list[str]]]) -> list[Query]:
+        return [Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=self.judge_max_tokens)
+                for _, traces in items for t in traces]
+
+    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, str, list[Query]]:
+        return self.judge, self.judge_api_key_env, self.judge_queries(self.usable(docs)[0])
+
+    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+        answers = tools.ask(self.judge, self.judge_queries(items), self.judge_api_key_env)
+        ratings = iter([float(m.group(1)) if a.ok and (m := RATING.search(a.text)) else
+                        f"judge gave no rating ({a.public_error or 'no number 0-10 in its reply'})" for a in answers])
+        out: list[float | str] = []
         for _, traces in items:
-            finite = [r for r in (next(ratings) for _ in traces) if np.isfinite(r)]
-            out.append(float(np.mean(finite)) if finite else float("nan"))
+            got = [next(ratings) for _ in traces]
+            finite = [r for r in got if isinstance(r, float)]
+            out.append(float(np.mean(finite)) if finite else got[0])
         return out

@@ -26,9 +26,8 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -74,7 +73,6 @@ def english(text: str) -> bool:
 class TraceSignal(QueryingSignal):
     """An attack reading the target's reasoning traces of each passage."""
 
-    unscored_reason: ClassVar[str] = "traces gave no score"
     traces: int = 1
     temperature: float = 1.0
     max_tokens: int = 192
@@ -86,6 +84,8 @@ class TraceSignal(QueryingSignal):
             raise VerifierError(f"signal {self.name}: traces must be an integer in [1, 20], got {self.traces!r}")
         if not 0 <= self.temperature <= 2 or not 16 <= self.max_tokens <= 8192 or not 1 <= self.min_words <= 1000:
             raise VerifierError(f"signal {self.name}: temperature must be in [0, 2], max_tokens in [16, 8192], min_words in [1, 1000]")
+        if self.temperature == 0 and self.traces > 1:  # greedy draws are one trace paid for n times
+            raise VerifierError(f"signal {self.name}: {self.traces} traces need a temperature above 0 (greedy traces are identical)")
 
     def trace_queries(self, sequence: str, count: int | None = None) -> list[Query]:
         """``count`` (default ``traces``) trace queries of one sequence, told apart by their seed."""
@@ -101,7 +101,7 @@ class TraceSignal(QueryingSignal):
         if answer.reasoning and answer.reasoning.strip() and answer.error != "refusal":
             return self._checked(answer.reasoning.strip(), "reasoning field")
         if not answer.ok:
-            return Trace(None, "none", answer.error)
+            return Trace(None, "none", answer.public_error)
         before = ANSWER_MARK.split(answer.text, maxsplit=1)[0]
         text = REASONING_MARK.sub("", before).strip()
         if not text:
@@ -115,39 +115,58 @@ class TraceSignal(QueryingSignal):
             return Trace(None, source, "trace not in English")
         return Trace(text, source)
 
-    def sequence_traces(self, sequence: str, answers: dict) -> tuple[list[str], Counter, Counter]:
+    def sequence_traces(self, sequence: str, answers: Mapping[str, Answer]) -> tuple[list[str], Counter, Counter]:
         """The usable traces of one sequence, a count of the problems of the others, and where the usable ones came from."""
         read = [self.read(answers[q.key]) for q in self.trace_queries(sequence)]
         return ([t.text for t in read if t.text is not None], Counter(t.problem for t in read if t.problem),
                 Counter(f"traces from the {t.source}" for t in read if t.text is not None))
 
-    def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
-        if tools is None:
-            raise VerifierError(f"signal {self.name}: reads traces through models lent by the scoring step (no tools given)")
-        items, problems, sources = [], [], Counter()  # items: (doc index, passage, usable traces)
+    def usable(self, docs: Sequence[ScoredDocument]) -> tuple[list[tuple[str, list[str]]], list[int], list[Counter], Counter]:
+        """Every passage with usable traces (and its document's index), each document's trace
+        problems, and where the usable traces came from."""
+        items, owners, problems, sources = [], [], [], Counter()
         for i, doc in enumerate(docs):
             found = Counter()
             for passage in self.split(doc.text):
-                usable, passage_problems, passage_sources = self.sequence_traces(passage, dict(doc.answers))
+                usable, passage_problems, passage_sources = self.sequence_traces(passage, doc.answers)
                 found += passage_problems
                 sources += passage_sources
                 if usable:
-                    items.append((i, passage, usable))
+                    items.append((passage, usable))
+                    owners.append(i)
             problems.append(found)
+        return items, owners, problems, sources
+
+    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, str, list[Query]] | None:
+        """Queries made from the traces (the judge's), as (who answers, key variable, queries), so
+        an audit can ask them for every set together; None for attacks that ask nothing more."""
+        return None
+
+    def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
+        if tools is None:
+            raise VerifierError(f"signal {self.name}: reads traces through models lent by the scoring step (no tools given)")
+        items, owners, problems, sources = self.usable(docs)
         try:
-            scores = self.score_traces([(passage, traces) for _, passage, traces in items], docs, tools) if items else []
+            scores = self.score_traces(items, docs, tools) if items else []
         except TracesUnusable as exc:
             return Evaluation(np.full(len(docs), np.nan), [str(exc)] * len(docs), dict(sources))
         per_doc: list[list[float]] = [[] for _ in docs]
-        for (i, _, _), value in zip(items, scores):
-            if np.isfinite(value):
+        for i, value in zip(owners, scores, strict=True):
+            if isinstance(value, str):
+                problems[i][value] += 1
+            elif np.isfinite(value):
                 per_doc[i].append(value)
         values = np.array([float(np.mean(v)) if v else float("nan") for v in per_doc])
-        reasons = [None if v else (problems[i].most_common(1)[0][0] if problems[i] else self.unscored_reason)
+        reasons = [None if v else (problems[i].most_common(1)[0][0] if problems[i] else "traces gave no score")
                    for i, v in enumerate(per_doc)]
-        return Evaluation(values, reasons, dict(sources))
+        return Evaluation(values, reasons, self.run_counts(docs) | dict(sources))
+
+    def run_counts(self, docs: Sequence[ScoredDocument]) -> dict[str, object]:
+        """What else the signal read, for the findings (BlackSpectrum: its anchors' digest)."""
+        return {}
 
     @abstractmethod
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float]:
-        """One score per (passage, usable traces) item, higher = more member-like; NaN where the
-        traces allow none. ``docs`` gives access to the run's answers (e.g. anchor sequences')."""
+    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+        """One score per (passage, usable traces) item, higher = more member-like; where the
+        traces allow none, the reason (a short fixed text). ``docs`` gives access to the run's
+        answers (e.g. anchor sequences')."""

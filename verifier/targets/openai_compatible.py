@@ -168,7 +168,7 @@ class OpenAICompatibleTarget:
         answers = []
         for key, query in zip(keys, queries):
             if key in failed:
-                answers.append(Answer(error=failed[key]))
+                answers.append(Answer(error=failed[key], transient=True))
                 continue
             self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
             self._served_as.update(served_as(bodies[key]))

@@ -55,10 +55,17 @@ class Answer:
     reasoning: str | None = None
     finish_reason: str | None = None
     error: str | None = None
+    transient: bool = False  # a transport failure: not cached, so a later run (or pass) asks again
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def public_error(self) -> str | None:
+        """``error`` without any text the server sent (an HTTP error's detail may quote the
+        prompt): what may be written into findings and bundles."""
+        return None if self.error is None else HTTP_DETAIL.sub(r"\1", self.error)
 
 
 # Openings by which chat models decline a task. Narrow on purpose: a bare "Sorry," or "I cannot"
@@ -71,6 +78,7 @@ REFUSAL = re.compile(
     r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? (?:i (?:can'?t|cannot)|that'?s not something i))",
     re.IGNORECASE,
 )
+HTTP_DETAIL = re.compile(r"^(HTTP \d{3}): .*", re.DOTALL)
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 
 
