@@ -59,10 +59,10 @@ def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[s
     for i, name in enumerate(signals):
         m = evaluate_scores(name, filled[:, i], labels, seed=seed)
         rows[name] = {"auc": m.auc, "ci": [m.auc_ci_low, m.auc_ci_high], "tpr5": m.tpr_at_5_fpr,
-                      "acc": m.best_balanced_accuracy, "failed": int(failed[i])}
+                      "acc": m.best_balanced_accuracy, "failed": int(failed[i]), "unscored_all": bool(failed[i] == len(texts))}
     blind = evaluate_scores("bag_of_words", bag_of_words_scores(texts, labels, seed=seed), labels, seed=seed)
     rows["blind bag_of_words"] = {"auc": blind.auc, "ci": [blind.auc_ci_low, blind.auc_ci_high], "tpr5": blind.tpr_at_5_fpr,
-                                  "acc": blind.best_balanced_accuracy, "failed": 0}
+                                  "acc": blind.best_balanced_accuracy, "failed": 0, "unscored_all": False}
     return rows, usage | {"features": filled.tolist(), "failure_reasons": {c: table.frame[c].value_counts().to_dict()
                                                                            for c in table.frame.columns if c.startswith("failure.")}}
 
@@ -71,6 +71,9 @@ def print_rows(title: str, rows: dict, usage: dict) -> None:
     print(f"\n## {title}")
     print(f"{'attack':<22} {'AUC':>6} {'95% CI':>15} {'TPR@5%':>7} {'ACC':>6} {'failed':>6}")
     for name, r in rows.items():
+        if r["unscored_all"]:
+            print(f"{name:<22} {'no score for any document (reason below)':>36} {r['failed']:6d}")
+            continue
         print(f"{name:<22} {r['auc']:6.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] {r['tpr5']:7.3f} {r['acc']:6.3f} {r['failed']:6d}")
     if usage.get("failure_reasons"):
         print(f"unscored documents, by reason: {usage['failure_reasons']}")
