@@ -364,20 +364,22 @@ def test_smollm2_prompted_to_reason_gives_traces_every_attack_reads(smollm2_serv
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     monkeypatch.setitem(verifier.scoring._LMS, "smollm2-135m", smollm2)  # the session's loaded model, not a second copy
     texts, _ = wiki
-    small = {"traces": 2, "max_tokens": 48}
+    small = {"traces": 2, "max_tokens": 32}
     params = {name: dict(small) for name in TRACE_SIGNALS + ["trace_compression"]}
-    params["blackspectrum"] |= {"k": 3, "gamma": 3, "anchor_traces": 2}
+    params["blackspectrum"] |= {"k": 5, "gamma": 5, "anchor_traces": 1}
     params["trace_judge"] |= {"judge_max_tokens": 8}
     target = load_target(smollm2_server.spec)
-    table = score_documents(Documents(texts[:3], None, "t"), target, signal_names=TRACE_SIGNALS + ["trace_compression"],
+    table = score_documents(Documents(texts[:2], None, "t"), target, signal_names=TRACE_SIGNALS + ["trace_compression"],
                             cache=ScoreCache(tmp_path / "cache"), signal_params=params)
-    known = ("empty trace", "trace not in English", "no trace", "fewer than two usable", "judge gave no rating", "refusal")
+    known = ("empty trace", "trace not in English", "no trace", "fewer than two usable", "judge gave no rating", "refusal",
+             "the recall and synthetic anchor traces do not differ")
     for name in TRACE_SIGNALS + ["trace_compression"]:
         reasons = table.frame.get(FAILURE_PREFIX + name)
         assert reasons is None or all(r.startswith(known) for r in reasons.dropna()), (name, reasons)
-    assert np.isfinite(table.signal("blackspectrum")).all() and np.isfinite(table.signal("trace_compression")).all()
+    assert np.isfinite(table.signal("trace_compression")).all() and np.isfinite(table.signal("thinking_tokens")).all()
+    assert table.metadata["signal_counts"]["thinking_tokens"] == {"traces from the prompted reply": 4}
     assert table.metadata["signals"]["blackspectrum"]["encoder"] == "all-MiniLM-L6-v2"
-    assert target.usage["requests_sent"] <= 3 * 2 + 6 * 2 + 3 * 2  # traces, anchors, judgements: each distinct query once
+    assert target.usage["requests_sent"] <= 2 * 2 + 10 + 2 * 2  # traces, anchors, judgements: each distinct query once
     assert len(BlackSpectrum().shared_queries()) == (20 + 20) * 3  # the defaults: k = gamma = 20, three traces each
 
 

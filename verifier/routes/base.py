@@ -199,10 +199,11 @@ class RouteContext:
         from verifier.signals.base import QueryingSignal
         from verifier.signals.traces import TraceSignal
 
-        target = self.model()
-        querying = [s for s in make_signals(signals, target.capabilities, signal_params) if isinstance(s, QueryingSignal)]
-        if not querying:
+        names = [n for n in signals if issubclass(REGISTRY[n], QueryingSignal)]
+        if not names:
             return
+        target = self.model()
+        querying = make_signals(names, target.capabilities, signal_params)
         texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
         queries = {q.key: q for s in querying for q in s.shared_queries()} | {q.key: q for s in querying for t in texts for q in s.queries(t)}
         rng = np.random.default_rng(self.claim.seed)

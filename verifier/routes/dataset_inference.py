@@ -114,7 +114,8 @@ class DatasetInferenceRoute(Route):
         except TooFewScored as exc:
             return RouteOutcome(TOO_FEW_SCORED, f"Nothing is concluded: {exc}.", {"signals": signals, "not_computable": not_computable,
                                 "failed_items": dict(ctx.failed_items), "failure_reasons": dict(ctx.failure_reasons)}, [], list(LIMITATIONS))
-        served = [name for name in ctx.model().identity.details.get("served_as", []) if name.startswith("model=")]
+        queried = ctx.loaded.get("target")  # None when the sets were refused before any scoring
+        served = [name for name in (queried.identity.details.get("served_as", []) if queried else []) if name.startswith("model=")]
         if finding.status == SetStatus.SIGNIFICANT and len(served) > 1:
             return RouteOutcome(MODEL_CHANGED, f"Nothing is concluded: the endpoint answered as more than one model during the run "
                                 f"({', '.join(served)}), so the sets may have been answered by different weights (the test alone "

@@ -102,6 +102,7 @@ class OpenAICompatibleTarget:
                                 self.options.rate_limit)
         self._checked = False
         self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
+        self._bodies: dict[str, dict] = {}  # every response read in this run, by cache key (an audit reads each set's answers again)
         self._served_as: set[str] = set()  # the model names (and system fingerprints) the responses gave
 
     @property
@@ -152,11 +153,13 @@ class OpenAICompatibleTarget:
         started = time.monotonic()
         calls = [self.request(q) for q in queries]
         keys = [self.cache_key(q, r) for q, r in zip(queries, calls)]
-        bodies: dict[str, dict] = {}
+        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}  # read earlier in this run
+        from_cache = 0
         for key in dict.fromkeys(keys):
-            if cache is not None and (body := cache.get_response(key)) is not None:
+            if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
                 bodies[key] = body
-        self.client.usage.cached += len(bodies)
+                from_cache += 1
+        self.client.usage.cached += from_cache
         if on_progress:
             on_progress(sum(1 for k in keys if k in bodies))
         failed: dict[str, str] = {}
@@ -165,6 +168,7 @@ class OpenAICompatibleTarget:
             self._preflight()
             self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
         self.client.usage.wall_s += time.monotonic() - started
+        self._bodies.update(bodies)
         answers = []
         for key, query in zip(keys, queries):
             if key in failed:
