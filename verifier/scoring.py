@@ -26,7 +26,7 @@ from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, comp
 from verifier.signals.base import QueryingSignal
 from verifier.targets import ApiOptions, ScoreCache, ScoringOptions, Target, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
-from verifier.targets.queries import Answer
+from verifier.targets.queries import Answer, Query
 from verifier.targets.cache import text_digest
 
 SIGNAL_PREFIX = "signal."
@@ -157,10 +157,16 @@ def _answers(target: Target, texts: list[str], signals: list[QueryingSignal], ca
     """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
     if not signals:
         return {}
-    queries = {q.key: q for s in signals for q in s.shared_queries()}
-    queries |= {q.key: q for s in signals for text in texts for q in s.queries(text)}
+    queries = signal_queries(signals, texts)
     advance = progress("querying", len(queries)) if progress else None
     return dict(zip(queries, target.answer(list(queries.values()), cache=cache, on_progress=advance)))
+
+
+def signal_queries(signals: Sequence[QueryingSignal], texts: Sequence[str]) -> dict[str, Query]:
+    """Every distinct query of the output-only ``signals`` about ``texts`` (cut as the target is
+    given them) and the ones they ask once per run, by key."""
+    queries = {q.key: q for s in signals for q in s.shared_queries()}
+    return queries | {q.key: q for s in signals for text in texts for q in s.queries(text)}
 
 
 def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:

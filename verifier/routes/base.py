@@ -194,7 +194,7 @@ class RouteContext:
         the run - an update, load, a routing change - would separate the sets with no training
         (an outside attack got SUPPORTED that way). Queries made from the traces (the judge's)
         are asked the same way, for every set together."""
-        from verifier.scoring import signal_tools
+        from verifier.scoring import signal_queries, signal_tools
         from verifier.signals import ScoredDocument, make_signals
         from verifier.signals.base import QueryingSignal
         from verifier.signals.traces import TraceSignal
@@ -205,9 +205,9 @@ class RouteContext:
         target = self.model()
         querying = make_signals(names, target.capabilities, signal_params)
         texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
-        queries = {q.key: q for s in querying for q in s.shared_queries()} | {q.key: q for s in querying for t in texts for q in s.queries(t)}
+        queries = list(signal_queries(querying, texts).values())
         rng = np.random.default_rng(self.claim.seed)
-        asked = [list(queries.values())[i] for i in rng.permutation(len(queries))]
+        asked = [queries[i] for i in rng.permutation(len(queries))]
         answers = dict(zip((q.key for q in asked), target.answer(asked, cache=self.cache, on_progress=self._progress("querying, sets interleaved", len(asked)))))
         docs = [ScoredDocument(text=t, answers=answers) for t in texts]
         tools = signal_tools(target, self.cache)

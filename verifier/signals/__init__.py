@@ -40,7 +40,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import Annotated, Any, get_type_hints
 
-import numpy as np
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from verifier.signals import gap_k, log_likelihood, loss, lowercase, min_k, min_k_plus_plus, reference, zlib_ratio  # noqa: F401

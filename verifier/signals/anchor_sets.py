@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 
 import numpy as np
@@ -66,17 +67,19 @@ class AnchorSets:
     synthetic: list[str]
 
 
-def _read(name: str) -> list[dict]:
-    rows = [json.loads(line) for line in resources.files("verifier.signals").joinpath("anchors", name).read_text().splitlines() if line]
-    return rows
+@lru_cache(maxsize=None)
+def _read(name: str) -> tuple[dict, ...]:
+    """A shipped anchor file, read once per process (every BlackSpectrum made or asked reads it)."""
+    text = resources.files("verifier.signals").joinpath("anchors", name).read_text()
+    return tuple(json.loads(line) for line in text.splitlines() if line)
 
 
 def recall_set() -> list[dict]:
-    return _read("verbatim_recall.jsonl")
+    return list(_read("verbatim_recall.jsonl"))
 
 
 def synthetic_candidates() -> list[dict]:
-    return _read("synthetic.jsonl")
+    return list(_read("synthetic.jsonl"))
 
 
 def select(k: int, gamma: int, entropy_selection: bool = True) -> AnchorSets:

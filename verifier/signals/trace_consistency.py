@@ -12,7 +12,6 @@ with fewer than two usable traces is NaN.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -23,10 +22,9 @@ from rapidfuzz.distance import Levenshtein
 
 from verifier.errors import VerifierError
 from verifier.signals.base import ScoredDocument, register
+from verifier.signals.prefix_probe import TOKEN
 from verifier.signals.tools import SignalTools
 from verifier.signals.traces import TraceSignal
-
-TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
