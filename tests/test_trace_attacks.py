@@ -149,6 +149,16 @@ def test_blackspectrum_refuses_anchors_lost_in_transport_and_anchors_that_change
                                                           "(the anchors must be the same for every set)"]
 
 
+@pytest.mark.parametrize("reply, rating", [("9", 9.0), ("Rating: 10", 10.0), ("0", 0.0), ("-7", None), ("3.5", None), ("100", None),
+                                           ("nan", None), ("1e999", None), ("I would say 4 out of 10", 4.0)])
+def test_the_judge_reads_only_a_rating_from_0_to_10(reply, rating):
+    """A README-only attacker's find: a judge replying "-7" was read as 7 (near the top of the scale)."""
+    from verifier.signals.trace_judge import RATING
+
+    match = RATING.search(reply)
+    assert (float(match.group(1)) if match else None) == rating
+
+
 def test_denoising_removes_the_sequence_component():
     rng = np.random.default_rng(0)
     traces, sequences = rng.normal(size=(6, 8)), rng.normal(size=(6, 8))
