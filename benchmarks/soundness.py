@@ -78,7 +78,7 @@ def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool)
     testbed = build_testbed(config)
     docs = load_documents(testbed.documents, label_field="member")
     period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
-    target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_size=32))
+    target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_tokens=32 * config.seq_len))
     texts = np.array(docs.texts, dtype=object)
     variants = {}
     for name, transform in TRANSFORMS.items() if with_variants else ():

@@ -22,7 +22,7 @@ def texts(wikimia64: list[dict]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir) -> CausalLMTarget:
-    return CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48))
+    return CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=192, max_tokens=48))
 
 
 def expected(target: CausalLMTarget, texts: list[str], reference: CausalLMTarget | None = None) -> list[dict]:
@@ -48,7 +48,7 @@ def assert_table_matches(table, want: list[dict]) -> None:
 
 def test_batched_cached_signals_match_plain_float64(tiny, tiny_reference_dir, texts, tmp_path):
     # The reference has other weights and another tokenizer (400 vs 600 tokens).
-    reference = CausalLMTarget(str(tiny_reference_dir), ScoringOptions(batch_size=3, max_tokens=48))
+    reference = CausalLMTarget(str(tiny_reference_dir), ScoringOptions(batch_tokens=144, max_tokens=48))
     docs = Documents(texts=texts, labels=None, source="t.jsonl")
     names = ["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase", "reference"]
     cache = ScoreCache(tmp_path)
@@ -62,24 +62,24 @@ def test_batched_cached_signals_match_plain_float64(tiny, tiny_reference_dir, te
     assert sorted(first.signal_names) == sorted(names)
     assert_table_matches(first, want)
     # Served from the cache: bit-identical, and the model is never called.
-    tiny.forward = reference.forward = None  # type: ignore[assignment]
+    tiny._launch = reference._launch = None  # type: ignore[assignment]
     second = score_documents(docs, tiny, reference=reference, signal_names=names, cache=cache)
     for name in names:
         np.testing.assert_array_equal(first.signal(name), second.signal(name))
 
 
 def test_batch_size_does_not_change_scores(tiny_model_dir, texts):
-    one = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=1, max_tokens=48)).score(texts)
-    many = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=12, max_tokens=48)).score(texts)
+    one = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=48, max_tokens=48)).score(texts)
+    many = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=576, max_tokens=48)).score(texts)
     for a, b in zip(one, many):
         np.testing.assert_allclose(a.logprob, b.logprob, atol=TOL)
         np.testing.assert_allclose(a.sigma, b.sigma, atol=TOL)
 
 
 def test_interrupted_run_resumes_without_rescoring(tiny_model_dir, texts, tmp_path):
-    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48))
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=192, max_tokens=48))
     calls: list[int] = []
-    original = target.forward
+    original = target._launch
 
     def counting_forward(batch, width):
         calls.append(len(batch))
@@ -87,15 +87,15 @@ def test_interrupted_run_resumes_without_rescoring(tiny_model_dir, texts, tmp_pa
             raise KeyboardInterrupt  # the user stops the run during the second batch
         return original(batch, width)
 
-    target.forward = counting_forward  # type: ignore[method-assign]
+    target._launch = counting_forward  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
         target.score(texts, cache=ScoreCache(tmp_path))
     calls.clear()
-    target.forward = lambda batch, width: (calls.append(len(batch)), original(batch, width))[1]  # type: ignore[method-assign]
+    target._launch = lambda batch, width: (calls.append(len(batch)), original(batch, width))[1]  # type: ignore[method-assign]
     resumed = target.score(texts, cache=ScoreCache(tmp_path))
     unique = len(set(texts))
     assert sum(calls) == unique - 4  # only the documents of the lost batches were scored again
-    fresh = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4, max_tokens=48)).score(texts)
+    fresh = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=192, max_tokens=48)).score(texts)
     for a, b in zip(resumed, fresh):  # batch-invariant: bit for bit, whatever the cache held
         np.testing.assert_array_equal(a.logprob, b.logprob)
         np.testing.assert_array_equal(a.sigma, b.sigma)
@@ -104,7 +104,7 @@ def test_interrupted_run_resumes_without_rescoring(tiny_model_dir, texts, tmp_pa
 def test_scores_do_not_depend_on_the_other_documents_of_a_batch(tiny_model_dir, texts):
     """A document's arrays are a function of the document (and the options), bit for bit: scored
     among all texts, among every third text, or in reverse order, it gets the same numbers."""
-    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=5))
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=5 * 256))
     unique = list(dict.fromkeys(texts))
     together = dict(zip(unique, target.score(unique)))
     for subset in (unique[::3], unique[::-1], unique[1::2]):

@@ -25,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture(scope="session")
 def scored(small_testbed, tmp_path_factory):
     docs = load_documents(small_testbed.documents, label_field="member")
-    target = CausalLMTarget(str(small_testbed.model_dir), ScoringOptions(batch_size=32))
+    target = CausalLMTarget(str(small_testbed.model_dir), ScoringOptions(batch_tokens=32 * 128))
     table = score_documents(docs, target, cache=ScoreCache(tmp_path_factory.mktemp("cache")))
     rows = [json.loads(line) for line in small_testbed.documents.read_text().splitlines()]
     return table, np.array([r["period"] for r in rows]), target

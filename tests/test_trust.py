@@ -234,7 +234,7 @@ def test_outputs_that_cannot_be_written_end_in_one_line(refused_claim, tmp_path,
 def test_poisoned_cache_rows_are_refused_and_rescored(tiny_model_dir, tmp_path):
     """Adding 1.0 to cached log-probs under the genuine key would fake membership; the HMAC catches it."""
     texts = [json.loads(line)["text"] for line in (WIKIMIA / "length64.jsonl").read_text().splitlines()[:12]]
-    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_size=4))
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions())
     cache = ScoreCache(tmp_path / "c", secret_path=tmp_path / "secret")
     honest = target.score(texts, cache=cache)
     assert cache.counts.stored == 12

@@ -107,14 +107,27 @@ def score(
     signal: Annotated[Optional[list[str]], typer.Option(help="Signals to compute (repeatable); default: all available.")] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
-    batch_size: Annotated[int, typer.Option(help="Rows of every forward pass (fixed, for batch-invariant numbers; part of the cache key).")] = 4,
-    max_tokens: Annotated[int, typer.Option(help="Tokens scored per document.")] = 256,
+    batch_tokens: Annotated[Optional[int], typer.Option(help="Tokens of every forward pass (rows x width; fixed per width, for "
+                                                        "batch-invariant numbers; part of the cache key). Default: 2048 on cpu, "
+                                                        "32768 on cuda.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Tokens scored per document, or per window with --stride.")] = 256,
+    max_chars: Annotated[int, typer.Option(help="Characters of each document given to the model.")] = 2500,
+    stride: Annotated[Optional[int], typer.Option(help="Score whole documents (up to --max-chars) in windows of --max-tokens "
+                                                  "advancing by STRIDE tokens, stitched; default: cut at --max-tokens.")] = None,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="API targets: the environment variable holding the key (never the key).")] = None,
     concurrency: Annotated[int, typer.Option(help="API targets: requests in flight at once.")] = 4,
     signal_param: Annotated[Optional[list[str]], typer.Option(help="A signal's parameter, SIGNAL.KEY=VALUE (repeatable), "
                                                               "e.g. blackspectrum.k=5 or trace_judge.judge=openai-compatible:URL#MODEL.")] = None,
+    engine: Annotated[str, typer.Option(help="inprocess, or ray: the same scorer on a Ray Data actor pool (pip install "
+                                        "'verifier[ray]'), resumable, for large sets.")] = "inprocess",
+    address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address ('auto' for the one this machine "
+                                                   "belongs to); default: a local Ray.")] = None,
+    actors: Annotated[int, typer.Option(help="--engine ray: scoring actors (each loads the model once).")] = 1,
+    actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor (0.5 leaves room to read and write on 2 cores).")] = 0.5,
+    actor_gpus: Annotated[Optional[float], typer.Option(help="--engine ray: GPUs per actor (default 1 with --device cuda, else 0).")] = None,
+    ray_batch_docs: Annotated[int, typer.Option(help="--engine ray: documents per Ray batch (one output part each).")] = 512,
 ) -> None:
     """Score documents with a model: one row per document, one column per membership signal."""
     from pydantic import ValidationError
@@ -123,7 +136,8 @@ def score(
     from verifier.scoring import score_file
     from verifier.targets import ApiOptions, ScoringOptions
 
-    options = ScoringOptions(device=device, dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, threads=threads)  # type: ignore[arg-type]
+    options = ScoringOptions(device=device, dtype=dtype, batch_tokens=batch_tokens, max_tokens=max_tokens, max_chars=max_chars,  # type: ignore[arg-type]
+                             stride=stride, threads=threads)
     try:
         api = ApiOptions(api_key_env=api_key_env, concurrency=concurrency)
     except ValidationError as exc:
@@ -132,6 +146,17 @@ def score(
     if unnamed := sorted(set(params) - set(signal or [])):
         raise VerifierError(f"--signal-param for {', '.join(unnamed)}: name the signal with --signal too (a parameter of a signal "
                             "not computed would be ignored)")
+    if engine == "ray":
+        from verifier.ray_scoring import RayOptions, score_file_ray
+
+        gpus = actor_gpus if actor_gpus is not None else (1.0 if device.startswith("cuda") else 0.0)
+        ray_options = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus, actor_gpus=gpus, batch_docs=ray_batch_docs)
+        count = score_file_ray(model, data, out_path, options, ray_options, text_field=text_field, label_field=label_field or None,
+                               reference=reference, signal_names=signal, cache_dir=cache_dir, signal_params=params)
+        say(err, f"wrote {out_path} ({count} documents, on Ray)")
+        return
+    if engine != "inprocess":
+        raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
                            signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, signal_params=params)

@@ -15,6 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -145,23 +146,33 @@ def _decode(path: Path) -> str:
 
 
 def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    rows = []
-    # Lines end at "\n" only: U+2028 and U+0085 may stand unescaped inside a JSON string.
-    for number, line in enumerate(_decode(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise VerifierError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
-        except ValueError as exc:  # e.g. an integer past Python's digit limit
-            raise VerifierError(f"{path} line {number}: not valid JSON ({str(exc)[:200]})") from None
-        if not isinstance(row, dict):
-            raise VerifierError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
-        rows.append((f"line {number}", row))
-    return rows
+    return list(_iter_jsonl(path))
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows one line at a time, so a file of millions of documents streams."""
+    offset = 0
+    with path.open("rb") as handle:
+        # Lines end at "\n" only: U+2028 and U+0085 may stand unescaped inside a JSON string.
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise VerifierError(f"{path} line {number}: bytes that are not UTF-8 (at byte {offset + exc.start})") from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise VerifierError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
+            except ValueError as exc:  # e.g. an integer past Python's digit limit
+                raise VerifierError(f"{path} line {number}: not valid JSON ({str(exc)[:200]})") from None
+            if not isinstance(row, dict):
+                raise VerifierError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
+            yield f"line {number}", row
 
 
 def _read_csv(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -179,11 +190,50 @@ def _read_csv(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _read_parquet(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    return list(_iter_parquet(path))
+
+
+def _iter_parquet(path: Path, columns: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows a record batch at a time (``columns``: only those, where the file has them)."""
     try:
-        table = pq.read_table(path)
+        handle = pq.ParquetFile(path)
+        wanted = [c for c in columns if c in handle.schema_arrow.names] if columns is not None else None
+        number = 0
+        for batch in handle.iter_batches(batch_size=4096, columns=wanted):
+            for row in batch.to_pylist():
+                number += 1
+                yield f"row {number}", row
     except (pa.ArrowInvalid, OSError) as exc:
         raise VerifierError(f"{path}: not a readable Parquet file ({exc})") from None
-    return [(f"row {number}", row) for number, row in enumerate(table.to_pylist(), start=1)]
+
+
+def iter_documents(path: str | Path, text_field: str = "text", label_field: str | None = None,
+                   rows: int = 8192) -> Iterator[Documents]:
+    """Read a JSONL or Parquet document set ``rows`` documents at a time, validated as ``load_documents``
+    does, for sets too large to hold in memory (CSV is read whole)."""
+    path = Path(path)
+    if not path.is_file():
+        raise VerifierError(f"{path}: file not found")
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
+    fields = [text_field] + ([label_field] if label_field is not None else [])
+    stream = {"jsonl": _iter_jsonl, "csv": _read_csv, "parquet": lambda p: _iter_parquet(p, fields)}[fmt](path)
+    texts: list[str] = []
+    labels: list[int] = []
+    seen = False
+    for where, row in stream:
+        seen = True
+        texts.append(_text(path, where, row, text_field))
+        if label_field is not None:
+            labels.append(_label(path, where, row, label_field))
+        if len(texts) == rows:
+            yield Documents(texts, np.asarray(labels, dtype=np.int8) if label_field is not None else None, str(path))
+            texts, labels = [], []
+    if texts:
+        yield Documents(texts, np.asarray(labels, dtype=np.int8) if label_field is not None else None, str(path))
+    elif not seen:
+        raise VerifierError(f"{path}: no rows")
 
 
 def _text(path: Path, where: str, row: dict[str, Any], field: str) -> str:

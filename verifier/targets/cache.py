@@ -107,7 +107,8 @@ class ScoreCache:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self.path = folder / "token_scores.sqlite"
-            self._db = sqlite3.connect(self.path, timeout=30)
+            # One user at a time, but not always one thread: a Ray actor runs its batches in a thread of its own.
+            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS {RESPONSES} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")

@@ -1,0 +1,228 @@
+"""Scoring on Ray Data: the same scorer as a pool of actors, for document sets that outgrow one process.
+
+Why it is shaped this way:
+- Ray Data reads the file (JSONL or Parquet), hands batches of texts to ``DocumentScorer`` - a
+  callable class, so each actor loads the model once - through ``map_batches`` with an actor
+  pool, and writes each scored batch as a Parquet part. The actor runs ``score_documents``: the
+  same batching, cache and signals as ``verifier score`` in one process.
+- Parts hold digests and numbers, never texts. The driver then streams the input once more and
+  writes the ordinary score table (one row per document in file order, with texts and labels),
+  so ``evaluate`` and audits read it as any other.
+- Resumable: parts are kept under ``.<out>.parts/<run key>`` until the table is written, and a
+  rerun with the same options skips the documents they hold; documents in the forward-pass cache
+  are served from it. Parts of another model (weights changed under the same name) are refused.
+- The input is validated by the driver before any actor starts, with the row named, as every
+  other command does; a bad row never surfaces as a worker traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from verifier import __version__
+from verifier.atomic import atomic_output
+from verifier.data import FORMATS, Documents, iter_documents
+from verifier.errors import VerifierError
+from verifier.scoring import FAILURE_PREFIX, METADATA_KEY, SIGNAL_PREFIX, score_documents
+from verifier.signals import REFERENCE, make_signals
+from verifier.signals.base import QueryingSignal
+from verifier.targets import API_PREFIX, CausalLMTarget, ScoreCache, ScoringOptions, load_target
+from verifier.targets.model_source import resolve_model
+from verifier.targets.cache import default_cache_dir, default_secret_path, text_digest
+
+SCORER = "scorer"  # a part's column naming the model, reference and signals that scored it (JSON)
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how wide to run. On 2 cores, actors at 0.5 CPU leave room for reading and writing
+    (actors at a whole CPU each starved the read tasks into a deadlock)."""
+
+    address: str | None = None  # None: a local Ray; "auto" or ray://host:port: an existing cluster
+    actors: int = 1
+    actor_cpus: float = 0.5
+    actor_gpus: float = 0.0
+    batch_docs: int = 512  # documents per Ray batch: the unit of a part, and of what a crash loses
+
+    def __post_init__(self) -> None:
+        if self.actors < 1 or self.batch_docs < 1:
+            raise VerifierError("--actors and --ray-batch-docs must be >= 1")
+        if self.actor_cpus <= 0 or self.actor_gpus < 0:
+            raise VerifierError("--actor-cpus must be > 0 and --actor-gpus >= 0")
+
+
+class DocumentScorer:
+    """The callable class each actor runs: loads the target (and reference) once, scores batches."""
+
+    def __init__(self, model: str, options: ScoringOptions, reference: str | None, signal_names: list[str] | None,
+                 signal_params: dict[str, dict[str, object]], cache_dir: str, secret: str, text_field: str,
+                 done: frozenset[str]) -> None:
+        self.target = load_target(model, options)
+        self.reference = load_target(reference, options) if reference else None
+        self.signal_names, self.signal_params, self.text_field, self.done = signal_names, signal_params, text_field, done
+        self.cache = ScoreCache(cache_dir, secret_path=Path(secret))
+        offered = self.target.capabilities | ({REFERENCE} if self.reference is not None else set())
+        self.columns = [s.name for s in make_signals(signal_names, offered, signal_params)]
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        texts = [text for text in batch[self.text_field].tolist() if text_digest(text) not in self.done]
+        if not texts:
+            return self._frame(pd.DataFrame({"text_sha256": pd.Series([], dtype="string"), "n_tokens": np.zeros(0, np.int64)}), "")
+        docs = Documents(texts=texts, labels=None, source="ray batch")
+        table = score_documents(docs, self.target, reference=self.reference, signal_names=self.signal_names, cache=self.cache,
+                                signal_params=self.signal_params)
+        scorer = json.dumps({key: table.metadata[key] for key in ("target", "reference", "signals")}, sort_keys=True)
+        return self._frame(table.frame.drop(columns=["doc", "text", "label"]).drop_duplicates("text_sha256"), scorer)
+
+    def _frame(self, frame: pd.DataFrame, scorer: str) -> pd.DataFrame:
+        """Every part has the same columns: each signal's value and failure reason, and the scorer."""
+        for name in self.columns:
+            if SIGNAL_PREFIX + name not in frame:
+                frame[SIGNAL_PREFIX + name] = np.zeros(len(frame))
+            if FAILURE_PREFIX + name not in frame:
+                frame[FAILURE_PREFIX + name] = pd.array([None] * len(frame), dtype="string")
+        frame[SCORER] = pd.array([scorer] * len(frame), dtype="string")
+        return frame[["text_sha256", "n_tokens", *(p + n for n in self.columns for p in (SIGNAL_PREFIX, FAILURE_PREFIX)), SCORER]]
+
+
+def score_file_ray(model: str, data: str | Path, out: str | Path, options: ScoringOptions, ray_options: RayOptions,
+                   text_field: str = "text", label_field: str | None = "label", reference: str | None = None,
+                   signal_names: list[str] | None = None, cache_dir: Path | None = None,
+                   signal_params: dict[str, dict[str, object]] | None = None) -> int:
+    """Score ``data`` with ``model`` on Ray and write the score table to ``out``; returns the document count."""
+    ray = _import_ray()
+    data, out = Path(data), Path(out)
+    if FORMATS.get(data.suffix.lower()) not in ("jsonl", "parquet"):
+        raise VerifierError(f"{data}: --engine ray reads .jsonl or .parquet files")
+    for spec in (model, reference):
+        if spec and spec.startswith(API_PREFIX):
+            raise VerifierError(f"{spec}: --engine ray scores open-weight models; an API target is queried from one process "
+                                "with --concurrency")
+    offered = CausalLMTarget.capabilities | ({REFERENCE} if reference else set())
+    signals = make_signals(signal_names, offered, signal_params)
+    if querying := [s.name for s in signals if isinstance(s, QueryingSignal)]:
+        raise VerifierError(f"--engine ray computes gray-box signals only; {', '.join(querying)} queries the model")
+    count = sum(len(docs) for docs in iter_documents(data, text_field, label_field))  # every row checked before Ray starts
+    # Parts of an interrupted run are reused only for the same weights: local ones are digested here.
+    weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
+    run = {"model": model, "reference": reference, "weights": weights, "options": asdict(options), "signals": signal_names, "params": signal_params or {},
+           "text_field": text_field, "verifier": __version__}
+    parts = out.parent / f".{out.name}.parts" / hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    done = _scored_digests(parts)
+    scorer = {"model": model, "options": options, "reference": reference, "signal_names": signal_names, "signal_params": signal_params or {},
+              "cache_dir": str((cache_dir or default_cache_dir()).resolve()), "secret": str(default_secret_path().resolve()),
+              "text_field": text_field, "done": frozenset(done)}
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    # Ray Data's progress bars on a terminal; its progress log lines nowhere else (a CI log, a pipe).
+    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    try:
+        if len(done) < count:
+            # About one block per batch, so each batch is written as a part the moment it is scored.
+            blocks = {"override_num_blocks": max(1, -(-count // ray_options.batch_docs))}
+            read = (ray.data.read_parquet(str(data), **blocks) if data.suffix.lower() == ".parquet"
+                    else ray.data.read_json(str(data), lines=True, **blocks))
+            scored = read.select_columns([text_field]).map_batches(
+                DocumentScorer, fn_constructor_kwargs=scorer, batch_size=ray_options.batch_docs, batch_format="pandas",
+                compute=ray.data.ActorPoolStrategy(size=ray_options.actors), num_cpus=ray_options.actor_cpus, num_gpus=ray_options.actor_gpus or None)
+            scored.write_parquet(str(parts), max_rows_per_file=ray_options.batch_docs)
+    except Exception as exc:  # noqa: BLE001 - a worker's error arrives wrapped; say it in one line
+        raise VerifierError(f"ray: scoring failed ({_first_line(exc)}); the batches already written are kept and a rerun "
+                            "resumes from them") from None
+    finally:
+        if started_here:
+            ray.shutdown()
+    _write_table(data, text_field, label_field, parts, out, ray_options, ray.__version__)
+    shutil.rmtree(parts, ignore_errors=True)
+    if parts.parent.is_dir() and not any(parts.parent.iterdir()):
+        parts.parent.rmdir()
+    return count
+
+
+def _scored_digests(parts: Path) -> set[str]:
+    """Digests of the documents a previous, interrupted run already wrote; unreadable parts are dropped."""
+    done: set[str] = set()
+    for part in sorted(parts.glob("*.parquet")) if parts.is_dir() else []:
+        try:
+            done.update(pq.read_table(part, columns=["text_sha256"]).column(0).to_pylist())
+        except (pa.ArrowException, OSError):
+            part.unlink()  # cut short by the crash: its documents are scored again (or served by the cache)
+    return done
+
+
+def _write_table(data: Path, text_field: str, label_field: str | None, parts: Path, out: Path, ray_options: RayOptions,
+                 ray_version: str) -> None:
+    """Stream the input once more and write the score table: texts and labels in file order beside the parts' numbers."""
+    try:
+        scored = pq.ParquetDataset(str(parts)).read().to_pandas() if parts.is_dir() else pd.DataFrame()
+    except (pa.ArrowException, OSError) as exc:
+        raise VerifierError(f"{parts}: scored parts unreadable ({_first_line(exc)}); remove the folder and run again") from None
+    scorers = set(scored[SCORER].dropna()) - {""} if SCORER in scored else set()
+    if len(scorers) != 1:
+        raise VerifierError(f"{parts}: parts scored by {len(scorers)} different models or settings (the weights changed since "
+                            "an interrupted run?); remove the folder and run again")
+    scored = scored[scored[SCORER] != ""].drop_duplicates("text_sha256").set_index("text_sha256")
+    failures = [c for c in scored.columns if c.startswith(FAILURE_PREFIX) and scored[c].notna().any()]
+    values = [c for c in scored.columns if c.startswith(SIGNAL_PREFIX)]
+    identity = json.loads(scorers.pop())
+    metadata = {"verifier_version": __version__, "data": data.name, **identity, "signal_counts": {}, "signal_models": {},
+                "engine": {"name": "ray", "ray": ray_version, "actors": ray_options.actors, "actor_cpus": ray_options.actor_cpus,
+                           "actor_gpus": ray_options.actor_gpus, "batch_docs": ray_options.batch_docs}}
+    start = 0
+    with atomic_output(out) as tmp:
+        writer = None
+        try:
+            for docs in iter_documents(data, text_field, label_field):
+                digests = [text_digest(text) for text in docs.texts]
+                missing = sum(d not in scored.index for d in digests)
+                if missing:
+                    raise VerifierError(f"{data}: {missing} documents were not scored by the Ray run; run again to resume")
+                rows = scored.loc[digests]
+                frame = pd.DataFrame({
+                    "doc": np.arange(start, start + len(docs), dtype=np.int64), "text": docs.texts, "text_sha256": digests,
+                    "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
+                    "n_tokens": rows["n_tokens"].to_numpy(dtype=np.int64),
+                    **{c: rows[c].to_numpy(dtype=np.float64) for c in values},
+                    **{c: pd.array(rows[c].to_numpy(), dtype="string") for c in failures}})
+                start += len(docs)
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    meta = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
+                    writer = pq.ParquetWriter(tmp, table.schema.with_metadata(meta))
+                writer.write_table(table.replace_schema_metadata(writer.schema.metadata))
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+def _import_ray():  # noqa: ANN202 - the optional module itself
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise VerifierError("--engine ray needs Ray: pip install 'verifier[ray]'") from None
+    return ray
+
+
+def _first_line(exc: BaseException) -> str:
+    """The root cause of a (possibly Ray-wrapped) error, on one line: Ray carries a worker's error
+    as the text of its traceback, whose first ``Name: message`` line is the original error."""
+    for line in str(exc).splitlines():
+        if match := re.match(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*(?:Error|Exception|Interrupt)): (.*)$", line):
+            return match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}"[:300]
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
