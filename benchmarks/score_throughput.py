@@ -52,7 +52,7 @@ def batch1_loop(target: CausalLMTarget, texts: list[str]) -> int:
     """Score one unpadded text per forward pass, as the reference code does; returns tokens seen."""
     tokens = 0
     for text in texts:
-        ids = target.encode(text).ids
+        ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=target.options.max_tokens)["input_ids"]
         logits = target.model(torch.tensor([ids])).logits[0, :-1].float()
         probs = torch.softmax(logits, dim=-1).numpy()
         logp = torch.log_softmax(logits, dim=-1).numpy()
@@ -73,13 +73,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward pass (default: the scorer's)")
     args = parser.parse_args()
 
     docs = load_documents(DATA, label_field="label")
     texts, labels = docs.texts[: args.texts], docs.labels[: args.texts]
-    fp32 = CausalLMTarget("smollm2-135m", ScoringOptions(dtype="fp32", batch_size=args.batch_size))
-    bf16 = CausalLMTarget("smollm2-135m", ScoringOptions(dtype="bf16", batch_size=args.batch_size))
+    fp32 = CausalLMTarget("smollm2-135m", ScoringOptions(dtype="fp32", batch_tokens=args.batch_tokens))
+    bf16 = CausalLMTarget("smollm2-135m", ScoringOptions(dtype="bf16", batch_tokens=args.batch_tokens))
     n_tokens = sum(len(fp32.encode(t).ids) for t in texts)
     params = sum(p.numel() for p in fp32.model.parameters())
 

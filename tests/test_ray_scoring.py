@@ -69,7 +69,7 @@ def test_ray_writes_the_table_one_process_writes(local_ray, tiny_model_dir, docs
     assert runner.invoke(app, ["evaluate", str(tmp_path / "ray.parquet"), "--json"]).exit_code == 0
 
 
-def test_an_interrupted_ray_run_resumes_from_its_parts(local_ray, tiny_model_dir, docs, tmp_path, monkeypatch):
+def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(local_ray, tiny_model_dir, docs, tmp_path, monkeypatch):
     import verifier.ray_scoring as ray_scoring
 
     parquet = tmp_path / "docs.parquet"
@@ -86,12 +86,15 @@ def test_an_interrupted_ray_run_resumes_from_its_parts(local_ray, tiny_model_dir
     for part in parts[:2]:
         part.unlink()  # as if the crash had come before these batches were written
     parts[2].write_bytes(b"PAR1 cut short")  # and this one was written halfway (its documents are scored again)
-    lost = set().union(*digests[:3]) - set().union(*digests[3:])
+    forged = pd.read_parquet(parts[3])
+    forged.loc[0, "signal.loss"] += 5.0  # a raised log-likelihood written into a part, its tag kept
+    forged.to_parquet(parts[3])
+    lost = set().union(*digests[:3]) - set().union(*digests[3:]) | {forged.loc[0, "text_sha256"]}
     fresh = tmp_path / "second"
     result = score(tiny_model_dir, parquet, out, fresh, "--engine", "ray", "--ray-batch-docs", "5")
     assert result.exit_code == 0, result.output
     rescored = cached_rows(fresh)
-    assert rescored == len(lost) < 19  # only the lost documents were scored again, not all 19 distinct ones
+    assert rescored == len(lost) < 19  # only the lost and forged documents were scored again, not all 19 distinct ones
     whole = score(tiny_model_dir, parquet, tmp_path / "whole.parquet", tmp_path / "third")
     assert whole.exit_code == 0, whole.output
     a, b = ScoreTable.read(out), ScoreTable.read(tmp_path / "whole.parquet")
@@ -129,4 +132,26 @@ def test_bad_input_and_unsupported_runs_are_refused_before_ray_starts(tiny_model
     result = runner.invoke(app, ["score", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--data", str(bad), "--engine", "ray",
                                  "--signal", "prefix_lcs_token"])
     assert result.exit_code == 2 and "open-weight" in result.output
-    assert not ray.is_initialized()
+    assert not (tmp_path / ".o.parquet.parts").exists()  # nothing was scored
+
+
+def test_an_audit_reads_the_arrays_a_ray_run_scored(local_ray, small_testbed, tmp_path):
+    """`audit --engine ray` scores the claim's sets on Ray into the cache under the audit's own keys:
+    the audit then computes no forward pass of its own for them, and its findings are the same."""
+    from verifier.audit import run_audit
+    from verifier.digests import findings_digest
+    from verifier.ray_scoring import RayOptions, prescore_claim
+    from verifier.targets import ScoreCache
+
+    folder = tmp_path / "claim"
+    (folder / "testbed").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "verifier" / "examples" / "testbed.yaml", folder / "claim.yaml")
+    shutil.copytree(small_testbed.folder, folder / "testbed" / "build")
+    prescored = prescore_claim(folder / "claim.yaml", tmp_path / "ray-cache", RayOptions())
+    cache = ScoreCache(tmp_path / "ray-cache")
+    on_ray = run_audit(folder / "claim.yaml", cache=cache)
+    assert prescored["documents"] > 20 and cache.counts.served > 20 and cache.counts.stored == 0  # not one forward pass in the audit
+    plain_cache = ScoreCache(tmp_path / "plain-cache")
+    plain = run_audit(folder / "claim.yaml", cache=plain_cache)
+    assert plain_cache.counts.stored == cache.counts.served
+    assert findings_digest(on_ray.findings) == findings_digest(plain.findings)

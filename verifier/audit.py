@@ -111,16 +111,27 @@ def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:
     """Load the claim's target or reference model by role; a relative path is relative to the claim."""
 
     def load(role: str) -> Target:
-        spec = claim.model.target if role == "target" else claim.model.reference
-        if spec is None:
-            raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
+        spec = claim_model_spec(claim, base, role)
         if spec.startswith(API_PREFIX):
             return load_target(spec, api=claim.model.api)
-        local = base / spec
-        options = ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens)
-        return load_target(str(local) if local.exists() else spec, options)
+        return load_target(spec, claim_scoring_options(claim))
 
     return load
+
+
+def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> str:
+    """The SPEC of the claim's target or reference; a relative path is relative to the claim."""
+    spec = claim.model.target if role == "target" else claim.model.reference
+    if spec is None:
+        raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
+    local = base / spec
+    return str(local) if not spec.startswith(API_PREFIX) and local.exists() else spec
+
+
+def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
+    """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
+    return ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens, max_chars=claim.model.max_chars,
+                          stride=claim.model.stride)
 
 
 def _sentence(claim: ClaimManifest, verdict: str, summary: str, failed: list[str]) -> str:
@@ -133,7 +144,7 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
     where it is a local file), so no private path enters a bundle."""
     identity: dict[str, Any] = {"training_cutoff": claim.model.training_cutoff,
                                 "released": claim.model.released.isoformat() if claim.model.released else None, "dtype": claim.model.dtype,
-                                "max_tokens": claim.model.max_tokens}
+                                "max_tokens": claim.model.max_tokens, "max_chars": claim.model.max_chars, "stride": claim.model.stride}
     for role in ("target", "reference"):
         spec = getattr(claim.model, role)
         if spec is None:

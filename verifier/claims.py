@@ -89,6 +89,9 @@ class ModelUnderTest(Strict):
     released: date | None = Field(None, description="declared date the model was released (its weights fixed), YYYY-MM-DD")
     declared_summary: DeclaredSummary | None = None
     max_tokens: int = Field(256, ge=2, le=32_768)
+    max_chars: int = Field(2500, ge=1, le=10_000_000, description="characters of each document given to the model")
+    stride: int | None = Field(None, ge=1, description="score whole documents (up to max_chars) in windows of max_tokens advancing "
+                               "by stride tokens, stitched; default: cut at max_tokens")
     dtype: Literal["fp32", "bf16"] = "fp32"
     api: ApiOptions | None = Field(None, description="how an API target is called: key variable, timeout, retries, concurrency, rate limit")
 
@@ -103,6 +106,8 @@ class ModelUnderTest(Strict):
             raise ValueError("model.api applies only to an openai-compatible: target")
         if self.reference and self.reference.startswith(API_PREFIX):
             raise ValueError("model.reference must be a local or hub model (its prompt log-probs are read)")
+        if self.stride is not None and self.stride >= self.max_tokens:
+            raise ValueError(f"stride {self.stride} must be below max_tokens ({self.max_tokens}): each window needs context from the one before")
         return self
 
 

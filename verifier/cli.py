@@ -108,7 +108,7 @@ def score(
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
     batch_tokens: Annotated[Optional[int], typer.Option(help="Tokens of every forward pass (rows x width; fixed per width, for "
-                                                        "batch-invariant numbers; part of the cache key). Default: 2048 on cpu, "
+                                                        "batch-invariant numbers; part of the cache key). Default: 1024 on cpu, "
                                                         "32768 on cuda.")] = None,
     max_tokens: Annotated[int, typer.Option(help="Tokens scored per document, or per window with --stride.")] = 256,
     max_chars: Annotated[int, typer.Option(help="Characters of each document given to the model.")] = 2500,
@@ -585,14 +585,24 @@ def audit(
     no_sign: Annotated[bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")] = False,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")] = False,
+    engine: Annotated[str, typer.Option(help="inprocess, or ray: score the claim's document sets with its target on a Ray Data "
+                                        "actor pool into the cache first (pip install 'verifier[ray]').")] = "inprocess",
+    address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address; default: a local Ray.")] = None,
+    actors: Annotated[int, typer.Option(help="--engine ray: scoring actors.")] = 1,
+    actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor.")] = 0.5,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
     CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2)."""
     from verifier.job import audit_to_bundle
+    from verifier.ray_scoring import RayOptions
 
+    if engine not in ("inprocess", "ray"):
+        raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
+    ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
-        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force)
+        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
+                                 ray=ray)
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")

@@ -14,6 +14,7 @@ from typing import Any
 from verifier.audit import run_audit
 from verifier.digests import findings_digest
 from verifier.scoring import Progress
+from verifier.ray_scoring import RayOptions, prescore_claim
 from verifier.targets import ScoreCache
 
 
@@ -52,6 +53,7 @@ def audit_to_bundle(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    ray: RayOptions | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
@@ -64,11 +66,13 @@ def audit_to_bundle(
     from verifier.report import render_html, render_pdf
 
     key, created = signing_key(sign_key) if sign else (None, None)
+    prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
     result = run_audit(claim, cache=cache, progress=progress)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
-    run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage}
+    run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,
+           **({"prescored": prescored} if prescored else {})}
     digest = findings_digest(result.findings)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None

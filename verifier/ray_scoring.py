@@ -10,7 +10,9 @@ Why it is shaped this way:
   so ``evaluate`` and audits read it as any other.
 - Resumable: parts are kept under ``.<out>.parts/<run key>`` until the table is written, and a
   rerun with the same options skips the documents they hold; documents in the forward-pass cache
-  are served from it. Parts of another model (weights changed under the same name) are refused.
+  are served from it. Parts of other weights under the same name are never reused, and every
+  part row carries an HMAC under the cache secret, as cache rows do: a row altered on disk is
+  dropped and its document scored again.
 - The input is validated by the driver before any actor starts, with the row named, as every
   other command does; a bad row never surfaces as a worker traceback.
 """
@@ -18,12 +20,13 @@ Why it is shaped this way:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import re
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,16 +36,17 @@ import pyarrow.parquet as pq
 
 from verifier import __version__
 from verifier.atomic import atomic_output
-from verifier.data import FORMATS, Documents, iter_documents
+from verifier.data import FORMATS, Documents, iter_documents, load_documents
 from verifier.errors import VerifierError
 from verifier.scoring import FAILURE_PREFIX, METADATA_KEY, SIGNAL_PREFIX, score_documents
 from verifier.signals import REFERENCE, make_signals
 from verifier.signals.base import QueryingSignal
 from verifier.targets import API_PREFIX, CausalLMTarget, ScoreCache, ScoringOptions, load_target
 from verifier.targets.model_source import resolve_model
-from verifier.targets.cache import default_cache_dir, default_secret_path, text_digest
+from verifier.targets.cache import cache_secret, default_cache_dir, default_secret_path, text_digest
 
 SCORER = "scorer"  # a part's column naming the model, reference and signals that scored it (JSON)
+TAG = "tag"  # a part's column authenticating each row (see row_tags)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class DocumentScorer:
         self.reference = load_target(reference, options) if reference else None
         self.signal_names, self.signal_params, self.text_field, self.done = signal_names, signal_params, text_field, done
         self.cache = ScoreCache(cache_dir, secret_path=Path(secret))
+        self.secret = cache_secret(Path(secret))
         offered = self.target.capabilities | ({REFERENCE} if self.reference is not None else set())
         self.columns = [s.name for s in make_signals(signal_names, offered, signal_params)]
 
@@ -90,11 +95,30 @@ class DocumentScorer:
         """Every part has the same columns: each signal's value and failure reason, and the scorer."""
         for name in self.columns:
             if SIGNAL_PREFIX + name not in frame:
-                frame[SIGNAL_PREFIX + name] = np.zeros(len(frame))
+                frame[SIGNAL_PREFIX + name] = np.full(len(frame), np.nan)
             if FAILURE_PREFIX + name not in frame:
                 frame[FAILURE_PREFIX + name] = pd.array([None] * len(frame), dtype="string")
         frame[SCORER] = pd.array([scorer] * len(frame), dtype="string")
-        return frame[["text_sha256", "n_tokens", *(p + n for n in self.columns for p in (SIGNAL_PREFIX, FAILURE_PREFIX)), SCORER]]
+        frame = frame[["text_sha256", "n_tokens", *(p + n for n in self.columns for p in (SIGNAL_PREFIX, FAILURE_PREFIX)), SCORER]]
+        frame = frame.reset_index(drop=True)
+        frame[TAG] = pd.array(row_tags(frame, self.secret), dtype="string")
+        return frame
+
+
+def row_tags(frame: pd.DataFrame, secret: bytes) -> list[str]:
+    """HMAC-SHA256 of each part row under the cache secret: parts are a cache too, and a row forged
+    on disk (a raised log-prob) must not reach a table and a signed verdict."""
+    columns = [c for c in frame.columns if c in ("text_sha256", "n_tokens", SCORER) or c.startswith((SIGNAL_PREFIX, FAILURE_PREFIX))]
+    rows = frame[columns].astype(object).where(frame[columns].notna(), None).itertuples(index=False, name=None)
+    return [hmac.new(secret, json.dumps([columns, [float(v) if isinstance(v, (float, np.floating)) else v for v in row]],
+                                        default=int).encode(), hashlib.sha256).hexdigest() for row in rows]
+
+
+def authentic(frame: pd.DataFrame, secret: bytes) -> pd.Series:
+    """Which rows of a part carry a valid tag."""
+    if TAG not in frame or frame.empty:
+        return pd.Series(False, index=frame.index)
+    return pd.Series([hmac.compare_digest(str(a), b) for a, b in zip(frame[TAG], row_tags(frame, secret))], index=frame.index)
 
 
 def score_file_ray(model: str, data: str | Path, out: str | Path, options: ScoringOptions, ray_options: RayOptions,
@@ -114,16 +138,20 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     signals = make_signals(signal_names, offered, signal_params)
     if querying := [s.name for s in signals if isinstance(s, QueryingSignal)]:
         raise VerifierError(f"--engine ray computes gray-box signals only; {', '.join(querying)} queries the model")
-    count = sum(len(docs) for docs in iter_documents(data, text_field, label_field))  # every row checked before Ray starts
     # Parts of an interrupted run are reused only for the same weights: local ones are digested here.
     weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
     run = {"model": model, "reference": reference, "weights": weights, "options": asdict(options), "signals": signal_names, "params": signal_params or {},
            "text_field": text_field, "verifier": __version__}
     parts = out.parent / f".{out.name}.parts" / hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    done = _scored_digests(parts)
+    secret = cache_secret(default_secret_path())
+    done = set(_read_parts(parts, secret)["text_sha256"])
     scorer = {"model": model, "options": options, "reference": reference, "signal_names": signal_names, "signal_params": signal_params or {},
               "cache_dir": str((cache_dir or default_cache_dir()).resolve()), "secret": str(default_secret_path().resolve()),
               "text_field": text_field, "done": frozenset(done)}
+    count, todo = 0, 0
+    for docs in iter_documents(data, text_field, label_field):  # every row checked before Ray starts
+        count += len(docs)
+        todo += sum(text_digest(text) not in done for text in docs.texts)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
@@ -131,7 +159,7 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     try:
-        if len(done) < count:
+        if todo:
             # About one block per batch, so each batch is written as a part the moment it is scored.
             blocks = {"override_num_blocks": max(1, -(-count // ray_options.batch_docs))}
             read = (ray.data.read_parquet(str(data), **blocks) if data.suffix.lower() == ".parquet"
@@ -146,36 +174,35 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     finally:
         if started_here:
             ray.shutdown()
-    _write_table(data, text_field, label_field, parts, out, ray_options, ray.__version__)
+    _write_table(data, text_field, label_field, _read_parts(parts, secret), out, ray_options, ray.__version__)
     shutil.rmtree(parts, ignore_errors=True)
     if parts.parent.is_dir() and not any(parts.parent.iterdir()):
         parts.parent.rmdir()
     return count
 
 
-def _scored_digests(parts: Path) -> set[str]:
-    """Digests of the documents a previous, interrupted run already wrote; unreadable parts are dropped."""
-    done: set[str] = set()
+def _read_parts(parts: Path, secret: bytes) -> pd.DataFrame:
+    """The authentic rows of the parts written so far, one per document. A part cut short by a crash
+    is removed and a row whose tag does not verify is dropped: their documents are scored again."""
+    frames = []
     for part in sorted(parts.glob("*.parquet")) if parts.is_dir() else []:
         try:
-            done.update(pq.read_table(part, columns=["text_sha256"]).column(0).to_pylist())
+            frame = pq.read_table(part).to_pandas()
         except (pa.ArrowException, OSError):
-            part.unlink()  # cut short by the crash: its documents are scored again (or served by the cache)
-    return done
+            part.unlink()
+            continue
+        frames.append(frame[authentic(frame, secret) & frame[SCORER].ne("")] if SCORER in frame else frame.iloc[:0])
+    return pd.concat(frames).drop_duplicates("text_sha256") if frames else pd.DataFrame({"text_sha256": []})
 
 
-def _write_table(data: Path, text_field: str, label_field: str | None, parts: Path, out: Path, ray_options: RayOptions,
+def _write_table(data: Path, text_field: str, label_field: str | None, scored: pd.DataFrame, out: Path, ray_options: RayOptions,
                  ray_version: str) -> None:
     """Stream the input once more and write the score table: texts and labels in file order beside the parts' numbers."""
-    try:
-        scored = pq.ParquetDataset(str(parts)).read().to_pandas() if parts.is_dir() else pd.DataFrame()
-    except (pa.ArrowException, OSError) as exc:
-        raise VerifierError(f"{parts}: scored parts unreadable ({_first_line(exc)}); remove the folder and run again") from None
-    scorers = set(scored[SCORER].dropna()) - {""} if SCORER in scored else set()
+    scorers = set(scored[SCORER]) if SCORER in scored else set()
     if len(scorers) != 1:
-        raise VerifierError(f"{parts}: parts scored by {len(scorers)} different models or settings (the weights changed since "
-                            "an interrupted run?); remove the folder and run again")
-    scored = scored[scored[SCORER] != ""].drop_duplicates("text_sha256").set_index("text_sha256")
+        raise VerifierError(f"{data}: the Ray run's parts were scored by {len(scorers)} different models or settings; remove "
+                            f".{out.name}.parts and run again")
+    scored = scored.set_index("text_sha256")
     failures = [c for c in scored.columns if c.startswith(FAILURE_PREFIX) and scored[c].notna().any()]
     values = [c for c in scored.columns if c.startswith(SIGNAL_PREFIX)]
     identity = json.loads(scorers.pop())
@@ -226,3 +253,35 @@ def _first_line(exc: BaseException) -> str:
             return match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}"[:300]
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+def prescore_claim(claim_path: str | Path, cache_dir: Path | None, ray_options: RayOptions) -> dict[str, object]:
+    """Score every document set of a claim with its target on Ray into the forward-pass cache, so the
+    audit that follows reads the arrays from the cache instead of computing them in one process.
+
+    The actors run with the audit's own options and thread count, so their cache keys are the
+    audit's; the audit still checks every row's tag, and anything it does not find (a lowercased
+    pass, a reference model, a route's derived texts) it scores itself.
+    """
+    import tempfile
+
+    import torch
+
+    from verifier.audit import claim_model_spec, claim_scoring_options
+    from verifier.claims import load_claim
+
+    claim, base = load_claim(claim_path)
+    spec = claim_model_spec(claim, base)
+    if spec.startswith(API_PREFIX):
+        return {"engine": "ray", "documents": 0, "note": "an API target is queried by the audit itself"}
+    texts: dict[str, str] = {}
+    for ref in claim.evidence.documents().values():
+        docs = load_documents(base / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
+        texts.update((text_digest(t), t) for t in docs.texts)
+    options = replace(claim_scoring_options(claim), threads=torch.get_num_threads())
+    with tempfile.TemporaryDirectory() as work:
+        listing = Path(work) / "documents.jsonl"
+        listing.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts.values()), encoding="utf-8")
+        score_file_ray(spec, listing, Path(work) / "scores.parquet", options, ray_options, label_field=None, signal_names=["loss"],
+                       cache_dir=cache_dir)
+    return {"engine": "ray", "documents": len(texts), "actors": ray_options.actors}

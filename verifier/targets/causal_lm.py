@@ -50,7 +50,7 @@ GPU_CHUNK_BYTES = 1 << 30
 WIDTH_STEP = 32
 # Tokens per forward pass by device when not given: measured best on the 2-core CPU (see
 # benchmarks/score_throughput.py) and on an H200-class GPU (128 rows of 256 tokens).
-DEFAULT_BATCH_TOKENS = {"cpu": 2048, "cuda": 32768}
+DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 32768}
 # Documents tokenized in one batched call; the next wave is tokenized while the model runs this one.
 WAVE = 4096
 
