@@ -163,7 +163,7 @@ def main() -> None:
     score_over_body = 0.8  # issue 14's target; measured values replace it with --gpu-json
     if args.gpu_json:
         measured = json.loads(args.gpu_json.read_text())["shapes"]
-        gpu = {k: {"params": v["params"], "tokens_per_s": v["tokens_per_s"]["model body, batch 128"]} for k, v in measured.items()}
+        gpu = {k: {"params": v["params"], "tokens_per_s": v["tokens_per_s"]["model body, large batch"]} for k, v in measured.items()}
         score_over_body = min(v["score_over_body"] for v in measured.values())
     print("\nProjection (" + ("measured GPU rates" if args.gpu_json else "issue 14's H200 body rates, scorer at the 80% target") + "):")
     print(projection(gpu, score_over_body))

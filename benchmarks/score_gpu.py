@@ -143,23 +143,23 @@ def measure_shape(shape: str, args: argparse.Namespace, tokenizer, peak: float, 
     folder = random_model_folder(shape, tokenizer, work / shape, dtype)
     count = args.docs if shape == "135m" else args.docs // 2
     texts = distinct_documents(count)
+    small, large = args.rows
     targets = {rows: CausalLMTarget(str(folder), ScoringOptions(device=args.device, dtype=args.dtype, batch_tokens=rows * TOKENS,
-                                                                 max_tokens=TOKENS)) for rows in (32, 128)}
-    big = targets[128]
+                                                                 max_tokens=TOKENS)) for rows in (small, large)}
+    big = targets[large]
     n_tokens = sum(len(enc.ids) for enc in big.encode_many(texts))
     batch1_texts = texts[: args.batch1_docs]
     batch1_tokens = sum(len(enc.ids) for enc in big.encode_many(batch1_texts))
     batches = prepared_batches(big, texts)
     params = sum(p.numel() for p in big.model.parameters())
-    runs: dict[str, list[float]] = {"batch-1 loop": [], "score, batch 32": [], "score, batch 128": [],
-                                    "forward + statistics, batch 128": [], "model body, batch 128": []}
     work_of = {
         "batch-1 loop": (lambda: batch1_loop(big, batch1_texts), batch1_tokens),
-        "score, batch 32": (lambda: targets[32].score(texts), n_tokens),
-        "score, batch 128": (lambda: big.score(texts), n_tokens),
-        "forward + statistics, batch 128": (lambda: forward_and_stats(big, batches), n_tokens),
-        "model body, batch 128": (lambda: body_alone(big, batches), n_tokens),
+        "score, small batch": (lambda: targets[small].score(texts), n_tokens),
+        "score, large batch": (lambda: big.score(texts), n_tokens),
+        "forward + statistics, large batch": (lambda: forward_and_stats(big, batches), n_tokens),
+        "model body, large batch": (lambda: body_alone(big, batches), n_tokens),
     }
+    runs: dict[str, list[float]] = {name: [] for name in work_of}
     for name, (fn, _) in work_of.items():  # warm-up: kernels chosen, allocator primed
         batch1_loop(big, batch1_texts[:8]) if name == "batch-1 loop" else fn()
     for round_ in range(args.rounds):
@@ -169,8 +169,8 @@ def measure_shape(shape: str, args: argparse.Namespace, tokenizer, peak: float, 
     rate = {name: work_of[name][1] / statistics.median(times) for name, times in runs.items()}
     share = {name: 100 * value * 2 * params / (peak * 1e12) for name, value in rate.items()}
     return {"params": params, "documents": count, "tokens": n_tokens, "tokens_per_s": rate, "percent_of_peak": share,
-            "score_over_body": rate["score, batch 128"] / rate["model body, batch 128"],
-            "score_over_batch1": rate["score, batch 128"] / rate["batch-1 loop"]}
+            "score_over_body": rate["score, large batch"] / rate["model body, large batch"],
+            "score_over_batch1": rate["score, large batch"] / rate["batch-1 loop"]}
 
 
 def auc_shift(args: argparse.Namespace) -> dict:
@@ -198,6 +198,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4000, help="documents at 135M (half as many at 1.7B)")
     parser.add_argument("--batch1-docs", type=int, default=300, help="documents the batch-1 loop is timed on")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rows", type=int, nargs=2, default=[32, 128], metavar=("SMALL", "LARGE"), help="rows of 256 tokens per pass")
     parser.add_argument("--auc", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -211,8 +212,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for shape in args.shapes:
             results["shapes"][shape] = measure_shape(shape, args, tokenizer, peak, Path(work))  # type: ignore[index]
-    print(f"\ntokens/s (% of {args.dtype} peak), medians of {args.rounds} alternating rounds, {TOKENS}-token documents")
-    columns = ["batch-1 loop", "score, batch 32", "score, batch 128", "forward + statistics, batch 128", "model body, batch 128"]
+    print(f"\ntokens/s (% of {args.dtype} peak), medians of {args.rounds} alternating rounds, {TOKENS}-token documents, "
+          f"small / large batch = {args.rows[0]} / {args.rows[1]} rows")
+    columns = ["batch-1 loop", "score, small batch", "score, large batch", "forward + statistics, large batch", "model body, large batch"]
     print("| model | " + " | ".join(columns) + " | score / body | score / batch-1 |")
     print("|---" * (len(columns) + 3) + "|")
     for shape, r in results["shapes"].items():  # type: ignore[union-attr]

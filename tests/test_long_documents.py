@@ -29,13 +29,17 @@ def windowed(tiny_model_dir) -> CausalLMTarget:
 
 
 def test_windows_cover_every_token_once_with_context(windowed, long_texts):
-    enc = windowed.encode(long_texts[0])
-    windows = windowed.windows("doc", enc)
-    assert len(enc.ids) > 3 * WINDOW and len(windows) > 3
-    kept = [t for w in windows for t in range(w.keep_from, len(w.ids) - 1)]
-    assert sum(len(w.ids) - 1 - w.keep_from for w in windows) == len(enc.ids) - 1
-    assert all(w.keep_from == WINDOW - STRIDE - 1 for w in windows[1:]) and len(kept) == len(enc.ids) - 1
-    assert windows[-1].ids[-1] == enc.ids[-1] and all(len(w.ids) <= WINDOW for w in windows)
+    for text in long_texts:
+        enc = windowed.encode(text)
+        windows = windowed.windows("doc", enc)
+        # Global index of the token each kept position predicts, in stitching order.
+        predicted = [w.start + t + 1 for w in windows for t in range(w.keep_from, len(w.ids) - 1)]
+        assert predicted == list(range(1, len(enc.ids)))  # every token after the first, once, in order
+        assert all(w.ids == enc.ids[w.start : w.start + len(w.ids)] for w in windows)
+        assert all(w.keep_from + 1 >= WINDOW - STRIDE for w in windows[1:])  # at least max_tokens - stride tokens of context
+        if len(enc.ids) > WINDOW:  # every window full: one width, so a document's windows finish together
+            assert len(windows) > 1 and {len(w.ids) for w in windows} == {WINDOW} and windows[-1].ids[-1] == enc.ids[-1]
+    assert len(windowed.encode(long_texts[0]).ids) > 3 * WINDOW
 
 
 def test_stitched_arrays_equal_each_window_scored_alone_in_float64(windowed, long_texts):
@@ -85,3 +89,21 @@ def test_the_whole_document_reaches_the_signals_and_the_cut_is_in_key_and_metada
 def test_a_stride_without_context_is_refused(stride):
     with pytest.raises(VerifierError, match="stride"):
         ScoringOptions(max_tokens=WINDOW, stride=stride)
+
+
+def test_claims_check_the_cut_when_read():
+    from pydantic import ValidationError
+
+    from verifier.claims import ModelUnderTest
+
+    assert ModelUnderTest(target="m", max_tokens=64, stride=32, max_chars=50_000).stride == 32
+    for bad, why in (({"target": "m", "max_tokens": 64, "stride": 64}, "stride 64 must be below max_tokens"),
+                     ({"target": "m", "stride": 0}, "greater than or equal to 1"),
+                     ({"target": "openai-compatible:http://127.0.0.1:9/v1#m", "stride": 16}, "apply to open-weight targets")):
+        with pytest.raises(ValidationError, match=why):
+            ModelUnderTest(**bad)
+
+
+def test_a_stride_beyond_the_models_context_names_the_context(tiny_model_dir):
+    with pytest.raises(VerifierError, match="reads at most 256 tokens at once"):
+        CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=1024, stride=512))

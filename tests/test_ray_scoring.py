@@ -30,8 +30,10 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def docs(wikimia64: list[dict], tmp_path_factory) -> Path:
-    """20 labelled documents with a repeated text, as JSONL."""
+    """21 labelled documents with a repeated text, as JSONL; one text reads as a number and sits
+    beside an integer too large for 64 bits (a reader that guesses types would change both)."""
     rows = [{"text": r["text"], "label": r["label"], "year": 2016} for r in wikimia64[:19]] + [dict(wikimia64[0])]
+    rows.append({"text": "0012.50", "label": 0, "year": 10**30})
     path = tmp_path_factory.mktemp("ray-docs") / "docs.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
@@ -73,7 +75,8 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     import verifier.ray_scoring as ray_scoring
 
     parquet = tmp_path / "docs.parquet"
-    pd.read_json(docs, lines=True).to_parquet(parquet)
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    pd.DataFrame({"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]}).to_parquet(parquet)
     out = tmp_path / "scores.parquet"
 
     with monkeypatch.context() as patch:
@@ -94,7 +97,7 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     result = score(tiny_model_dir, parquet, out, fresh, "--engine", "ray", "--ray-batch-docs", "5")
     assert result.exit_code == 0, result.output
     rescored = cached_rows(fresh)
-    assert rescored == len(lost) < 19  # only the lost and forged documents were scored again, not all 19 distinct ones
+    assert rescored == len(lost) < 20  # only the lost and forged documents were scored again, not all 20 distinct ones
     whole = score(tiny_model_dir, parquet, tmp_path / "whole.parquet", tmp_path / "third")
     assert whole.exit_code == 0, whole.output
     a, b = ScoreTable.read(out), ScoreTable.read(tmp_path / "whole.parquet")

@@ -131,3 +131,22 @@ def test_smollm2_on_wikimia_matches_plain_float64(smollm2, wikimia64, tmp_path):
     assert_table_matches(table, expected(smollm2, texts))
     # Real text under a real model: tokens are far more likely than uniform (log 49152 = 10.8).
     assert (table.signal("loss") > -6).all()
+
+
+def test_small_statistics_chunks_and_full_width_passes_stay_batch_invariant(tiny_model_dir, texts, wikimia64):
+    """With the statistics in chunks smaller than a pass (as for a 49k vocabulary: 85 positions on
+    the CPU), and with passes of full-width documents (no padding at all) beside passes holding
+    dummy rows, a document's numbers still do not depend on its batch-mates, bit for bit."""
+    target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=4 * 48, max_tokens=48))
+    target.row_chunk = 7  # not a divisor of any pass: chunks straddle documents and the last one overlaps
+    full_width = [" ".join(row["text"] for row in wikimia64[i : i + 3]) for i in range(0, 24, 3)]
+    unique = list(dict.fromkeys(texts)) + full_width
+    assert sum(len(target.encode(t).ids) == 48 for t in full_width) == len(full_width)
+    together = dict(zip(unique, target.score(unique)))
+    reference = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=4 * 48, max_tokens=48))
+    for text, scores in zip(unique, reference.score(unique)):  # one chunk per pass: the same numbers to rounding
+        np.testing.assert_allclose(together[text].logprob, scores.logprob, atol=1e-5)
+    for subset in (full_width[:1], full_width[::3] + unique[:2], unique[::-1]):
+        for text, scores in zip(subset, target.score(subset)):
+            for name in ("logprob", "mu", "sigma", "top1"):
+                np.testing.assert_array_equal(getattr(scores, name), getattr(together[text], name), err_msg=name)

@@ -102,6 +102,8 @@ class ModelUnderTest(Strict):
                 parse_spec(self.target)
             except VerifierError as exc:
                 raise ValueError(str(exc)) from None
+            if {"max_chars", "stride"} & self.model_fields_set:
+                raise ValueError("model.max_chars and model.stride apply to open-weight targets; an API target's cut is model.api.max_chars")
         elif self.api is not None:
             raise ValueError("model.api applies only to an openai-compatible: target")
         if self.reference and self.reference.startswith(API_PREFIX):

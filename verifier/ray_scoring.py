@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from verifier import __version__
@@ -73,6 +74,9 @@ class DocumentScorer:
     def __init__(self, model: str, options: ScoringOptions, reference: str | None, signal_names: list[str] | None,
                  signal_params: dict[str, dict[str, object]], cache_dir: str, secret: str, text_field: str,
                  done: frozenset[str]) -> None:
+        if not Path(secret).is_file():  # never create one here: the driver could not verify this node's parts
+            raise VerifierError(f"no cache secret at {secret} on this node: give every node the driver's secret "
+                                "($VERIFIER_CACHE_SECRET) and cache folder")
         self.target = load_target(model, options)
         self.reference = load_target(reference, options) if reference else None
         self.signal_names, self.signal_params, self.text_field, self.done = signal_names, signal_params, text_field, done
@@ -82,7 +86,8 @@ class DocumentScorer:
         self.columns = [s.name for s in make_signals(signal_names, offered, signal_params)]
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
-        texts = [text for text in batch[self.text_field].tolist() if text_digest(text) not in self.done]
+        texts = [text.decode("utf-8") if isinstance(text, bytes) else text for text in batch[self.text_field].tolist()]
+        texts = [text for text in texts if text_digest(text) not in self.done]
         if not texts:
             return self._frame(pd.DataFrame({"text_sha256": pd.Series([], dtype="string"), "n_tokens": np.zeros(0, np.int64)}), "")
         docs = Documents(texts=texts, labels=None, source="ray batch")
@@ -127,6 +132,9 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
                    signal_params: dict[str, dict[str, object]] | None = None) -> int:
     """Score ``data`` with ``model`` on Ray and write the score table to ``out``; returns the document count."""
     ray = _import_ray()
+    import torch
+    from transformers import __version__ as transformers_version
+
     data, out = Path(data), Path(out)
     if FORMATS.get(data.suffix.lower()) not in ("jsonl", "parquet"):
         raise VerifierError(f"{data}: --engine ray reads .jsonl or .parquet files")
@@ -140,7 +148,7 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         raise VerifierError(f"--engine ray computes gray-box signals only; {', '.join(querying)} queries the model")
     # Parts of an interrupted run are reused only for the same weights: local ones are digested here.
     weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
-    run = {"model": model, "reference": reference, "weights": weights, "options": asdict(options), "signals": signal_names, "params": signal_params or {},
+    run = {"model": model, "reference": reference, "weights": weights, "torch": torch.__version__, "transformers": transformers_version, "options": asdict(options), "signals": signal_names, "params": signal_params or {},
            "text_field": text_field, "verifier": __version__}
     parts = out.parent / f".{out.name}.parts" / hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
     secret = cache_secret(default_secret_path())
@@ -153,17 +161,22 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         count += len(docs)
         todo += sum(text_digest(text) not in done for text in docs.texts)
     started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    # Ray Data's progress bars on a terminal; its progress log lines nowhere else (a CI log, a pipe).
-    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
     try:
+        if started_here:
+            ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        # Ray Data's progress bars on a terminal; its log lines nowhere (an error is said once, below,
+        # and Ray's own error records name its session folder).
+        ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
+        logging.getLogger("ray.data").setLevel(logging.CRITICAL + 1)
         if todo:
             # About one block per batch, so each batch is written as a part the moment it is scored.
             blocks = {"override_num_blocks": max(1, -(-count // ray_options.batch_docs))}
-            read = (ray.data.read_parquet(str(data), **blocks) if data.suffix.lower() == ".parquet"
-                    else ray.data.read_json(str(data), lines=True, **blocks))
+            # The text column only, read as text: the driver checked every row, so other fields
+            # (a number too large, a mixed type) are not Ray's to parse.
+            schema = pa.schema([(text_field, pa.string())])
+            read = (ray.data.read_parquet(str(data), columns=[text_field], **blocks) if data.suffix.lower() == ".parquet"
+                    else ray.data.read_json(str(data), parse_options=pajson.ParseOptions(explicit_schema=schema,
+                                                                                          unexpected_field_behavior="ignore"), **blocks))
             scored = read.select_columns([text_field]).map_batches(
                 DocumentScorer, fn_constructor_kwargs=scorer, batch_size=ray_options.batch_docs, batch_format="pandas",
                 compute=ray.data.ActorPoolStrategy(size=ray_options.actors), num_cpus=ray_options.actor_cpus, num_gpus=ray_options.actor_gpus or None)
@@ -250,7 +263,7 @@ def _first_line(exc: BaseException) -> str:
     as the text of its traceback, whose first ``Name: message`` line is the original error."""
     for line in str(exc).splitlines():
         if match := re.match(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*(?:Error|Exception|Interrupt)): (.*)$", line):
-            return match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}"[:300]
+            return (match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}")[:300]
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return (lines[0] if lines else type(exc).__name__)[:300]
 

@@ -3,8 +3,8 @@
 Why it is shaped this way:
 - One forward pass per document gives every gray-box signal. Documents are cut to
   ``max_chars`` characters and then ``max_tokens`` tokens (2,500 and 256, as the seed study did),
-  or, with ``stride``, scored whole in overlapping windows of ``max_tokens`` whose per-token arrays
-  are stitched, so every signal sees the whole document.
+  or, with ``stride``, scored whole (up to ``max_chars``) in overlapping windows of ``max_tokens``
+  whose per-token arrays are stitched, so every signal sees the whole document.
 - Tokenization runs in large batched calls of the fast tokenizer, a wave of documents ahead of
   the model (in a worker thread; the tokenizer releases the GIL), never one document per call.
 - Rows are sorted by length and padded to a width step; a pass holds ``batch_tokens`` tokens
@@ -104,6 +104,7 @@ class Window:
 
     doc: str  # the document's cache key
     index: int
+    start: int  # position of its first token in the document
     ids: list[int]
     keep_from: int
 
@@ -113,7 +114,7 @@ class _Pending:
     """A forward pass queued on the device whose reduced statistics are on their way to the host."""
 
     rows: Sequence[Window]
-    stats: torch.Tensor  # [rows, width - 1, 4] float32, pinned host memory on a GPU
+    stats: torch.Tensor  # [rows, width, 4] float32 (a row's last position is not a prediction), pinned host memory on a GPU
     ready: torch.cuda.Event | None = None
 
 
@@ -155,6 +156,9 @@ class CausalLMTarget:
         # A model cannot score past its context window (e.g. a testbed trained on 128 tokens).
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if limit and self.options.max_tokens > limit:
+            if self.options.stride is not None and self.options.stride >= limit:
+                raise VerifierError(f"stride {self.options.stride}: model {self.source.public_name} reads at most {limit} tokens at "
+                                    f"once, so its windows are {limit} tokens long; use a stride below {limit}")
             self.options = replace(self.options, max_tokens=limit)
         self.model_digest = self.source.digest() if self.source.is_local else self._hub_digest()
         self.tokenizer_digest = hashlib.sha256(self.tokenizer.backend_tokenizer.to_str().encode()).hexdigest()
@@ -234,17 +238,20 @@ class CausalLMTarget:
     def windows(self, key: str, enc: Encoded) -> list[Window]:
         """The rows a document is scored in: itself, or windows of ``max_tokens`` advancing by ``stride``.
 
-        Window j > 0 starts ``stride`` tokens after window j-1 and keeps only the predictions of
-        tokens the window before did not reach, so the stitched arrays have one entry per token
-        after the first, each predicted with at least ``max_tokens - stride`` tokens of context.
+        Window j > 0 starts ``stride`` tokens after window j-1 (the last one ends at the document's
+        end, so every window is full and a document's windows share one width and finish together)
+        and keeps only the predictions of tokens the window before did not reach: the stitched
+        arrays have one entry per token after the first, each predicted with at least
+        ``max_tokens - stride`` tokens of context.
         """
-        size, stride = self.options.max_tokens, self.options.stride
-        if stride is None or len(enc.ids) <= size:
-            return [Window(key, 0, enc.ids, 0)]
+        size, stride, n = self.options.max_tokens, self.options.stride, len(enc.ids)
+        if stride is None or n <= size:
+            return [Window(key, 0, 0, enc.ids, 0)]
         starts = [0]
-        while starts[-1] + size < len(enc.ids):
-            starts.append(starts[-1] + stride)
-        return [Window(key, j, enc.ids[start : start + size], 0 if j == 0 else size - stride - 1) for j, start in enumerate(starts)]
+        while starts[-1] + size < n:
+            starts.append(min(starts[-1] + stride, n - size))
+        return [Window(key, j, start, enc.ids[start : start + size], 0 if j == 0 else starts[j - 1] + size - start - 1)
+                for j, start in enumerate(starts)]
 
     def score(
         self,
@@ -327,7 +334,7 @@ class CausalLMTarget:
         finished = {}
         for row, stats in zip(pending.rows, self._collect(pending)):
             doc = stitching[row.doc]
-            doc.parts[row.index] = stats[row.keep_from :]
+            doc.parts[row.index] = stats[row.keep_from :].copy()  # a copy: a view would hold the whole pass's buffer
             if len(doc.parts) == doc.windows:
                 part = np.concatenate([doc.parts[j] for j in range(doc.windows)]).astype(np.float64)
                 enc = stitching.pop(row.doc).encoded
@@ -357,19 +364,17 @@ class CausalLMTarget:
         """Rows of every pass at ``width``: the token budget filled, a function of the width only."""
         return max(1, self.options.tokens_per_pass // width)
 
-    def forward(self, batch: Sequence[Window], width: int) -> list[np.ndarray]:
-        """One forward pass: per row, [len(ids) - 1, 4] float32 statistics (log p, mu, sigma, top-1)."""
-        return self._collect(self._launch(batch, width))
-
     @torch.inference_mode()
     def _launch(self, batch: Sequence[Window], width: int) -> _Pending:
         """Queue one forward pass of shape [rows_at(width), width] and its reduction on the device.
 
         Batch-invariant: every pass has the same shape for a given width (missing rows are filled
         with a one-token dummy that is never read), and the output layer and statistics run over
-        all rows x (width - 1) positions in fixed chunks. So no arithmetic depends on which other
-        documents share the batch, and a document's numbers are the same whatever the cache held
-        before (checked bitwise in the tests).
+        all rows x width positions in chunks of one shape. So every kernel has the same shape
+        whichever documents share the pass, and a document's numbers are the same whatever the
+        cache held before (checked bit for bit on the CPU in the tests, with padded and full-width
+        passes). This rests, as any batched scorer does, on a kernel computing a row the same way
+        at any row of its input; on a GPU, check it with the same test before relying on bits.
         """
         device, rows = self.options.device, self.rows_at(width)
         cuda = device.startswith("cuda")
@@ -386,18 +391,24 @@ class CausalLMTarget:
         else:
             states = self.model(input_ids=ids, attention_mask=mask).logits
             head = torch.nn.Identity()
-        # Position t predicts token t+1: all rows x (width - 1) positions, padding dropped when read.
-        positions = states[:, :-1].reshape(rows * (width - 1), -1)
-        targets = ids[:, 1:].reshape(-1)
-        chunk = self.row_chunk
-        stats = torch.cat([_position_stats(head(positions[i : i + chunk]), targets[i : i + chunk])
-                           for i in range(0, len(targets), chunk)]).view(rows, width - 1, 4)
+        # Position t predicts token t+1. Statistics run over all rows x width positions of the
+        # contiguous states (no copy of them), each row's last position against a dummy target and
+        # dropped with the padding when read, in chunks of exactly ``row_chunk`` positions: the last
+        # chunk is shifted back to end at the last position (overlapping the one before), so every
+        # chunk of every pass at a width has one shape, wherever a document sits in its pass.
+        positions = states.reshape(rows * width, -1)
+        targets = torch.roll(ids, -1, dims=1).reshape(-1)
+        total, chunk = rows * width, min(self.row_chunk, rows * width)
+        starts = list(range(0, total - chunk, chunk)) + [total - chunk]
+        parts = [_position_stats(head(positions[i : i + chunk]), targets[i : i + chunk]) for i in starts]
+        kept = [part[max(0, end - start) :] for part, start, end in zip(parts, starts, [0, *(i + chunk for i in starts[:-1])])]
+        stats = torch.cat(kept).view(rows, width, 4)
         if not cuda:
             return _Pending(batch, stats)
         host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
         host.copy_(stats, non_blocking=True)
         ready = torch.cuda.Event()
-        ready.record()
+        ready.record(torch.cuda.current_stream(stats.device))  # the stream of the model's device, not the current device's
         return _Pending(batch, host, ready)
 
     @staticmethod
