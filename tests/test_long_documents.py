@@ -107,3 +107,9 @@ def test_claims_check_the_cut_when_read():
 def test_a_stride_beyond_the_models_context_names_the_context(tiny_model_dir):
     with pytest.raises(VerifierError, match="reads at most 256 tokens at once"):
         CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=1024, stride=512))
+
+
+@pytest.mark.parametrize("bad", [{"threads": 0}, {"threads": -1}, {"batch_tokens": 0}, {"max_tokens": 1}, {"device": "tpu"}])
+def test_bad_scoring_options_are_refused_in_one_line(bad):
+    with pytest.raises(VerifierError):
+        ScoringOptions(**bad)

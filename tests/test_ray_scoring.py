@@ -84,7 +84,7 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
         result = score(tiny_model_dir, parquet, out, tmp_path / "first", "--engine", "ray", "--ray-batch-docs", "5")
         assert result.exit_code == 2 and "No space left" in result.output
     parts = sorted((tmp_path / ".scores.parquet.parts").glob("*/*.parquet"))
-    assert len(parts) >= 3 and not out.exists()
+    assert len(parts) >= 5 and not out.exists()
     digests = [set(pd.read_parquet(part)["text_sha256"]) for part in parts]
     for part in parts[:2]:
         part.unlink()  # as if the crash had come before these batches were written
@@ -92,7 +92,11 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     forged = pd.read_parquet(parts[3])
     forged.loc[0, "signal.loss"] += 5.0  # a raised log-likelihood written into a part, its tag kept
     forged.to_parquet(parts[3])
-    lost = set().union(*digests[:3]) - set().union(*digests[3:]) | {forged.loc[0, "text_sha256"]}
+    extra = pd.read_parquet(parts[4])
+    extra["signal.evil"] = 9.9  # a column no signal wrote: its rows fail their tags, and the column must not reach the table
+    extra.to_parquet(parts[4])
+    (parts[0].parent / "dir.parquet").mkdir()  # not a part at all
+    lost = set().union(*digests[:3], digests[4]) - set().union(*digests[3:4], *digests[5:]) | {forged.loc[0, "text_sha256"]}
     fresh = tmp_path / "second"
     result = score(tiny_model_dir, parquet, out, fresh, "--engine", "ray", "--ray-batch-docs", "5")
     assert result.exit_code == 0, result.output
@@ -101,7 +105,7 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     whole = score(tiny_model_dir, parquet, tmp_path / "whole.parquet", tmp_path / "third")
     assert whole.exit_code == 0, whole.output
     a, b = ScoreTable.read(out), ScoreTable.read(tmp_path / "whole.parquet")
-    assert a.frame["text_sha256"].tolist() == b.frame["text_sha256"].tolist()
+    assert a.frame["text_sha256"].tolist() == b.frame["text_sha256"].tolist() and list(a.frame.columns) == list(b.frame.columns)
     for name in b.signal_names:
         np.testing.assert_allclose(a.signal(name), b.signal(name), atol=1e-6, rtol=0, err_msg=name)
 
@@ -158,3 +162,19 @@ def test_an_audit_reads_the_arrays_a_ray_run_scored(local_ray, small_testbed, tm
     plain = run_audit(folder / "claim.yaml", cache=plain_cache)
     assert plain_cache.counts.stored == cache.counts.served
     assert findings_digest(on_ray.findings) == findings_digest(plain.findings)
+
+
+def test_a_pool_the_cluster_cannot_hold_is_refused_instead_of_waiting_forever():
+    from verifier.errors import VerifierError
+    from verifier.ray_scoring import RayOptions
+
+    two_cores = {"CPU": 2.0}
+    RayOptions(actors=2, actor_cpus=0.5).check_fits(two_cores, "cpu")
+    for options, device, why in ((RayOptions(actors=3), "cpu", "needs 1.5 CPUs"), (RayOptions(actor_cpus=8), "cpu", "needs 8 CPUs"),
+                                 (RayOptions(actor_gpus=1), "cpu", "pass --device cuda"),
+                                 (RayOptions(actor_gpus=1), "cuda", "has 0")):
+        with pytest.raises(VerifierError, match=why):
+            options.check_fits(two_cores, device)
+    for bad in ({"actor_cpus": float("nan")}, {"actor_cpus": float("inf")}, {"actors": 0}, {"actor_gpus": -1}):
+        with pytest.raises(VerifierError):
+            RayOptions(**bad)

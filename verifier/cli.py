@@ -121,7 +121,7 @@ def score(
     signal_param: Annotated[Optional[list[str]], typer.Option(help="A signal's parameter, SIGNAL.KEY=VALUE (repeatable), "
                                                               "e.g. blackspectrum.k=5 or trace_judge.judge=openai-compatible:URL#MODEL.")] = None,
     engine: Annotated[str, typer.Option(help="inprocess, or ray: the same scorer on a Ray Data actor pool (pip install "
-                                        "'verifier[ray]'), resumable, for large sets.")] = "inprocess",
+                                        "'verifier\\[ray]'), resumable, for large sets.")] = "inprocess",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address ('auto' for the one this machine "
                                                    "belongs to); default: a local Ray.")] = None,
     actors: Annotated[int, typer.Option(help="--engine ray: scoring actors (each loads the model once).")] = 1,
@@ -586,7 +586,7 @@ def audit(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass cache folder.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")] = False,
     engine: Annotated[str, typer.Option(help="inprocess, or ray: score the claim's document sets with its target on a Ray Data "
-                                        "actor pool into the cache first (pip install 'verifier[ray]').")] = "inprocess",
+                                        "actor pool into the cache first (pip install 'verifier\\[ray]').")] = "inprocess",
     address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address; default: a local Ray.")] = None,
     actors: Annotated[int, typer.Option(help="--engine ray: scoring actors.")] = 1,
     actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor.")] = 0.5,

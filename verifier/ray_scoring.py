@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import re
 import shutil
 import sys
@@ -64,8 +65,21 @@ class RayOptions:
     def __post_init__(self) -> None:
         if self.actors < 1 or self.batch_docs < 1:
             raise VerifierError("--actors and --ray-batch-docs must be >= 1")
-        if self.actor_cpus <= 0 or self.actor_gpus < 0:
-            raise VerifierError("--actor-cpus must be > 0 and --actor-gpus >= 0")
+        if not (0 < self.actor_cpus < math.inf and 0 <= self.actor_gpus < math.inf):
+            raise VerifierError("--actor-cpus must be a number > 0 and --actor-gpus a number >= 0")
+
+    def check_fits(self, resources: dict[str, float], device: str) -> None:
+        """Refuse a pool the cluster cannot hold: Ray would wait for it forever. Read and write tasks
+        need a whole CPU beside the actors (actors at a whole CPU each on 2 cores deadlocked)."""
+        if self.actor_gpus and not device.startswith("cuda"):
+            raise VerifierError("--actor-gpus: the model runs on the CPU; pass --device cuda to give actors GPUs")
+        cpus, gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
+        if self.actors * self.actor_cpus > cpus - 1:
+            raise VerifierError(f"--actors {self.actors} x --actor-cpus {self.actor_cpus} needs {self.actors * self.actor_cpus:g} CPUs "
+                                f"besides one for reading and writing; the Ray cluster has {cpus:g}")
+        if self.actors * self.actor_gpus > gpus:
+            raise VerifierError(f"--actors {self.actors} x --actor-gpus {self.actor_gpus} needs {self.actors * self.actor_gpus:g} GPUs; "
+                                f"the Ray cluster has {gpus:g}")
 
 
 class DocumentScorer:
@@ -168,6 +182,7 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         # and Ray's own error records name its session folder).
         ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
         logging.getLogger("ray.data").setLevel(logging.CRITICAL + 1)
+        ray_options.check_fits(ray.cluster_resources(), options.device)
         if todo:
             # About one block per batch, so each batch is written as a part the moment it is scored.
             blocks = {"override_num_blocks": max(1, -(-count // ray_options.batch_docs))}
@@ -201,8 +216,10 @@ def _read_parts(parts: Path, secret: bytes) -> pd.DataFrame:
     for part in sorted(parts.glob("*.parquet")) if parts.is_dir() else []:
         try:
             frame = pq.read_table(part).to_pandas()
-        except (pa.ArrowException, OSError):
-            part.unlink()
+            if "text_sha256" not in frame:
+                raise ValueError("not a part")
+        except (pa.ArrowException, OSError, ValueError):
+            shutil.rmtree(part) if part.is_dir() and not part.is_symlink() else part.unlink()
             continue
         frames.append(frame[authentic(frame, secret) & frame[SCORER].ne("")] if SCORER in frame else frame.iloc[:0])
     return pd.concat(frames).drop_duplicates("text_sha256") if frames else pd.DataFrame({"text_sha256": []})
@@ -216,9 +233,10 @@ def _write_table(data: Path, text_field: str, label_field: str | None, scored: p
         raise VerifierError(f"{data}: the Ray run's parts were scored by {len(scorers)} different models or settings; remove "
                             f".{out.name}.parts and run again")
     scored = scored.set_index("text_sha256")
-    failures = [c for c in scored.columns if c.startswith(FAILURE_PREFIX) and scored[c].notna().any()]
-    values = [c for c in scored.columns if c.startswith(SIGNAL_PREFIX)]
     identity = json.loads(scorers.pop())
+    # The columns of the signals the scorer ran, and only those (a part may carry others).
+    values = [SIGNAL_PREFIX + name for name in identity["signals"]]
+    failures = [FAILURE_PREFIX + name for name in identity["signals"] if scored[FAILURE_PREFIX + name].notna().any()]
     metadata = {"verifier_version": __version__, "data": data.name, **identity, "signal_counts": {}, "signal_models": {},
                 "engine": {"name": "ray", "ray": ray_version, "actors": ray_options.actors, "actor_cpus": ray_options.actor_cpus,
                            "actor_gpus": ray_options.actor_gpus, "batch_docs": ray_options.batch_docs}}

@@ -75,6 +75,8 @@ class ScoringOptions:
             raise VerifierError("max tokens must be >= 2 and max chars >= 1")
         if self.batch_tokens is not None and self.batch_tokens < 1:
             raise VerifierError(f"batch tokens {self.batch_tokens}: must be >= 1")
+        if self.threads is not None and self.threads < 1:
+            raise VerifierError(f"threads {self.threads}: must be >= 1 (leave it out for torch's default)")
         if self.stride is not None and not 1 <= self.stride < self.max_tokens:
             raise VerifierError(f"stride {self.stride}: must be between 1 and max tokens - 1 ({self.max_tokens - 1}), so every "
                                 "window after the first has context from the one before")
@@ -303,11 +305,13 @@ class CausalLMTarget:
         On a GPU the next batch is queued before the last one's statistics are read, so the device
         never waits for the host to unpack and cache a batch.
         """
-        rows = [w for key, enc in encoded.items() for w in self.windows(key, enc)]
+        rows: list[Window] = []
+        stitching: dict[str, _Stitching] = {}
+        for key, enc in encoded.items():
+            windows = self.windows(key, enc)
+            rows += windows
+            stitching[key] = _Stitching(enc, windows=len(windows))
         rows.sort(key=lambda w: (len(w.ids), w.doc, w.index), reverse=True)
-        stitching = {key: _Stitching(enc) for key, enc in encoded.items()}
-        for row in rows:
-            stitching[row.doc].windows = max(stitching[row.doc].windows, row.index + 1)
         batches: list[tuple[int, list[Window]]] = []
         by_width: dict[int, list[Window]] = {}
         for row in rows:
