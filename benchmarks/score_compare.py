@@ -51,8 +51,9 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
         from verifier.ray_scoring import RayOptions, score_file_ray
 
         start = time.perf_counter()
-        score_file_ray(MODEL, subset, work / "ray.parquet", ScoringOptions(), RayOptions(actors=actors), label_field=None,
-                       signal_names=SIGNALS, cache_dir=work / "cache")
+        ray = RayOptions(actors=actors, batch_docs=max(1, n // (4 * actors)))  # batches enough for every actor
+        score_file_ray(MODEL, subset, work / "ray.parquet", ScoringOptions(), ray, label_field=None, signal_names=SIGNALS,
+                       cache_dir=work / "cache")
         seconds = time.perf_counter() - start
         import pandas as pd
 

@@ -123,7 +123,7 @@ def test_parts_scored_with_other_weights_are_not_reused(local_ray, tiny_model_di
     shutil.copytree(tiny_reference_dir, model)  # other weights under the same name
     result = score(model, docs, out, tmp_path / "c", "--engine", "ray")
     assert result.exit_code == 0, result.output
-    inproc = score(model, docs, tmp_path / "one.parquet", tmp_path / "c")
+    assert score(model, docs, tmp_path / "one.parquet", tmp_path / "c").exit_code == 0
     a, b = ScoreTable.read(out), ScoreTable.read(tmp_path / "one.parquet")
     assert a.metadata["target"]["digests"] == b.metadata["target"]["digests"]
     np.testing.assert_allclose(a.signal("loss"), b.signal("loss"), atol=1e-6, rtol=0)
