@@ -146,9 +146,6 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
                    signal_params: dict[str, dict[str, object]] | None = None) -> int:
     """Score ``data`` with ``model`` on Ray and write the score table to ``out``; returns the document count."""
     ray = _import_ray()
-    import torch
-    from transformers import __version__ as transformers_version
-
     data, out = Path(data), Path(out)
     if FORMATS.get(data.suffix.lower()) not in ("jsonl", "parquet"):
         raise VerifierError(f"{data}: --engine ray reads .jsonl or .parquet files")
@@ -160,11 +157,7 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     signals = make_signals(signal_names, offered, signal_params)
     if querying := [s.name for s in signals if isinstance(s, QueryingSignal)]:
         raise VerifierError(f"--engine ray computes gray-box signals only; {', '.join(querying)} queries the model")
-    # Parts of an interrupted run are reused only for the same weights: local ones are digested here.
-    weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
-    run = {"model": model, "reference": reference, "weights": weights, "torch": torch.__version__, "transformers": transformers_version, "options": asdict(options), "signals": signal_names, "params": signal_params or {},
-           "text_field": text_field, "verifier": __version__}
-    parts = out.parent / f".{out.name}.parts" / hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    parts = out.parent / f".{out.name}.parts" / _run_key(model, reference, options, signal_names, signal_params, text_field)
     secret = cache_secret(default_secret_path())
     done = set(_read_parts(parts, secret)["text_sha256"])
     scorer = {"model": model, "options": options, "reference": reference, "signal_names": signal_names, "signal_params": signal_params or {},
@@ -185,16 +178,10 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         ray_options.check_fits(ray.cluster_resources(), options.device)
         if todo:
             # About one block per batch, so each batch is written as a part the moment it is scored.
-            blocks = {"override_num_blocks": max(1, -(-count // ray_options.batch_docs))}
-            # The text column only, read as text: the driver checked every row, so other fields
-            # (a number too large, a mixed type) are not Ray's to parse.
-            schema = pa.schema([(text_field, pa.string())])
-            read = (ray.data.read_parquet(str(data), columns=[text_field], **blocks) if data.suffix.lower() == ".parquet"
-                    else ray.data.read_json(str(data), parse_options=pajson.ParseOptions(explicit_schema=schema,
-                                                                                          unexpected_field_behavior="ignore"), **blocks))
-            scored = read.select_columns([text_field]).map_batches(
-                DocumentScorer, fn_constructor_kwargs=scorer, batch_size=ray_options.batch_docs, batch_format="pandas",
-                compute=ray.data.ActorPoolStrategy(size=ray_options.actors), num_cpus=ray_options.actor_cpus, num_gpus=ray_options.actor_gpus or None)
+            texts = _read_texts(ray, data, text_field, blocks=max(1, -(-count // ray_options.batch_docs)))
+            scored = texts.map_batches(DocumentScorer, fn_constructor_kwargs=scorer, batch_size=ray_options.batch_docs, batch_format="pandas",
+                                       compute=ray.data.ActorPoolStrategy(size=ray_options.actors), num_cpus=ray_options.actor_cpus,
+                                       num_gpus=ray_options.actor_gpus or None)
             scored.write_parquet(str(parts), max_rows_per_file=ray_options.batch_docs)
     except Exception as exc:  # noqa: BLE001 - a worker's error arrives wrapped; say it in one line
         raise VerifierError(f"ray: scoring failed ({_first_line(exc)}); the batches already written are kept and a rerun "
@@ -207,6 +194,29 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     if parts.parent.is_dir() and not any(parts.parent.iterdir()):
         parts.parent.rmdir()
     return count
+
+
+def _run_key(model: str, reference: str | None, options: ScoringOptions, signal_names: list[str] | None,
+             signal_params: dict[str, dict[str, object]] | None, text_field: str) -> str:
+    """What a run's parts depend on: parts of an interrupted run are reused only by a run with the
+    same key (for local models, the same weights: digested here; the same library versions)."""
+    import torch
+    from transformers import __version__ as transformers_version
+
+    weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
+    run = {"model": model, "reference": reference, "weights": weights, "options": asdict(options), "signals": signal_names,
+           "params": signal_params or {}, "text_field": text_field, "verifier": __version__, "torch": torch.__version__,
+           "transformers": transformers_version}
+    return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _read_texts(ray, data: Path, text_field: str, blocks: int):  # noqa: ANN001, ANN202 - Ray's module and Dataset
+    """The text column only, read as text: the driver checked every row, so other fields (a number
+    too large, a mixed type) are not Ray's to parse."""
+    if data.suffix.lower() == ".parquet":
+        return ray.data.read_parquet(str(data), columns=[text_field], override_num_blocks=blocks)
+    parse = pajson.ParseOptions(explicit_schema=pa.schema([(text_field, pa.string())]), unexpected_field_behavior="ignore")
+    return ray.data.read_json(str(data), parse_options=parse, override_num_blocks=blocks).select_columns([text_field])
 
 
 def _read_parts(parts: Path, secret: bytes) -> pd.DataFrame:
