@@ -58,6 +58,8 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
         import pandas as pd
 
         return {"seconds": seconds, "tokens": int(pd.read_parquet(work / "ray.parquet", columns=["n_tokens"])["n_tokens"].sum())}
+    from score_throughput import batch1_loop  # the reference-style loop, shared with the throughput benchmark
+
     target = CausalLMTarget(MODEL, ScoringOptions())
     start = time.perf_counter()
     if config == "in-process":
@@ -67,19 +69,6 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
         batch1_loop(target, texts)
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "tokens": sum(len(e.ids) for e in target.encode_many(texts)), "threads": torch.get_num_threads()}
-
-
-def batch1_loop(target, texts: list[str]) -> None:  # noqa: ANN001
-    """One text per tokenizer call and forward pass, full-vocabulary softmax, statistics on the host."""
-    import torch
-
-    with torch.inference_mode():
-        for text in texts:
-            ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=target.options.max_tokens)["input_ids"]
-            logits = target.model(torch.tensor([ids])).logits[0, :-1].float()
-            probs, logp = torch.softmax(logits, -1).numpy(), torch.log_softmax(logits, -1).numpy()
-            mu = (probs * logp).sum(-1)
-            _ = logp[range(len(ids) - 1), ids[1:]], mu, ((probs * logp**2).sum(-1) - mu**2)
 
 
 def run_config(config: str, n: int, actors: int) -> dict:
