@@ -4,8 +4,10 @@ carry a natural identifier drawn independently of membership."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +50,22 @@ def trusted(workspace, monkeypatch):
     return workspace[0]
 
 
+def registered_on(path: Path) -> date:
+    """The date a registration states for itself (its signed predicate's ``created``)."""
+    payload = json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+    return datetime.fromisoformat(payload["predicate"]["created"]).date()
+
+
+def released_after(path: Path) -> str:
+    """A declared model release the day after the registration: tests never depend on the day they run."""
+    return (registered_on(path) + timedelta(days=1)).isoformat()
+
+
 def audit(folder: Path, name: str, kind: str = "trained_on", model: dict | None = None, suspect: dict | None = None,
           marks: dict | None = None) -> dict:
+    registration = folder / (marks or {}).get("registration", "marks/registration.dsse.json")
     claim = {"claim": {"id": name, "statement": "s", "kind": kind, "made_by": "tests"},
-             "model": {"target": "testbed/model", "released": "2026-12-01"} | (model or {}),
+             "model": {"target": "testbed/model", "released": released_after(registration)} | (model or {}),
              "evidence": {"suspect": suspect or {"path": "marks/published.jsonl"}}}
     if marks is not False:
         claim["evidence"]["marks"] = marks or {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}
@@ -94,7 +108,7 @@ def test_marks_never_trained_on_give_uniform_p_values_and_never_support(trusted,
 
 
 @pytest.mark.parametrize("change, reason", [
-    ({"model": {"released": "2026-11-01"}}, "not before the model's declared release"),
+    ({"model": {"released": "2026-11-30"}}, "not before the model's declared release"),  # the registration's own day
     ({"model": {"released": None, "training_cutoff": 2026}}, "not before the year of the model's declared training cutoff"),
     ({"model": {"released": None}}, "declares neither"),
     ({"suspect": {"path": "marks/published.jsonl", "limit": 20}}, "4 of the 24 registered documents are not in the suspect set"),
@@ -192,10 +206,10 @@ def test_cli_marks_make_test_and_identifiers(trusted, tmp_path):
     assert bad.exit_code == 2 and "kind" in bad.output and len([x for x in bad.output.splitlines() if x.strip()]) == 1
     model = str(trusted / "testbed" / "model")
     args = ["marks", "test", "--model", model, "--registration", str(EXAMPLE / REGISTRATION), "--siblings", str(EXAMPLE / "siblings.json"),
-            "--published", str(EXAMPLE / PUBLISHED), "--released", "2026-12-01", "--cache-dir", str(trusted / "cache")]
+            "--published", str(EXAMPLE / PUBLISHED), "--released", released_after(EXAMPLE / REGISTRATION), "--cache-dir", str(trusted / "cache")]
     tested = runner.invoke(app, args)
     assert tested.exit_code == 0 and "significant: combined p" in tested.output and "24 marks" in tested.output
-    late = runner.invoke(app, args[:-4] + ["--released", "2026-01-01"])
+    late = runner.invoke(app, args[:-4] + ["--released", registered_on(EXAMPLE / REGISTRATION).isoformat()])
     assert late.exit_code == 2 and "not before the model's declared release" in late.output
     ids = runner.invoke(app, ["marks", "identifiers", str(trusted / "testbed" / "documents.jsonl"), "--model", model, "--max-identifiers", "30",
                               "--cache-dir", str(trusted / "cache")])

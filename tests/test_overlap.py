@@ -8,6 +8,7 @@ import json
 import random
 import re
 import shutil
+from bisect import bisect_right
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,7 +47,37 @@ def frames(corpus_texts: list[str]) -> list[str]:
     return [f" {normalise(t)} " for t in corpus_texts if normalise(t)]
 
 
-def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str]) -> None:
+@pytest.fixture(scope="module")
+def streams() -> list[tuple[str, list[int]]]:
+    """The corpus as the index compares it: each file's records joined in file order by one
+    space, with the offset of the space before each record's first word."""
+    out = []
+    for path in sorted(CORPUS.glob("*.jsonl")):
+        words, starts, at = [], [], 0
+        for r in rows(path):
+            if norm := normalise(r["text"]):
+                starts.append(at)
+                words.append(norm)
+                at += len(norm) + 1
+        out.append((" " + " ".join(words) + " ", starts))
+    return out
+
+
+@pytest.fixture(scope="module")
+def texts(streams: list[tuple[str, list[int]]]) -> list[str]:
+    return [text for text, _ in streams]
+
+
+def holding(streams: list[tuple[str, list[int]]], query: str) -> list[int]:
+    """Numbers of the corpus documents in which an occurrence of ``query`` starts (brute force)."""
+    needle, docs, first = f" {normalise(query)} ", set(), 0
+    for text, starts in streams:
+        docs |= {first + bisect_right(starts, m.start()) - 1 for m in re.finditer(f"(?={re.escape(needle)})", text)}
+        first += len(starts)
+    return sorted(docs)
+
+
+def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str], streams, texts: list[str]) -> None:
     rng = random.Random(0)
     queries = ["the", "of the", "project gutenberg", "zzqx never", "The  PROJECT, gutenberg!"]
     for _ in range(60):  # word runs cut from corpus documents, and from WikiMIA (mostly absent)
@@ -58,16 +89,15 @@ def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str])
         words = r["text"].split()
         queries.append(" ".join(words[5:15]))
     for q in queries:
-        assert count(index, q) == brute_count(frames, q), q
+        assert count(index, q) == brute_count(texts, q), q
         found = find(index, q, limit=1000)
-        holding = [i for i, f in enumerate(frames) if f" {normalise(q)} " in f]
         assert found.count == count(index, q)
-        assert sorted(h.document for h in found.documents) == holding, q
+        assert sorted(h.document for h in found.documents) == holding(streams, q), q
         for hit in found.documents[:3]:
             assert normalise(q) in hit.snippet
 
 
-def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str]) -> None:
+def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str], texts: list[str]) -> None:
     rng = random.Random(1)
     batch = []
     for _ in range(200):  # above the one-by-one threshold: the vectorised search answers
@@ -77,7 +107,7 @@ def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str]) 
         batch.append(f" {' '.join(words[i:i + k])} ".encode())
     batch.append(b" zzqx absent ")
     assert index.count_frames(batch).tolist() == [int(index.count_frames([f])[0]) for f in batch]
-    assert index.count_frames(batch)[:5].tolist() == [brute_count(frames, f.decode()) for f in batch[:5]]
+    assert index.count_frames(batch)[:5].tolist() == [brute_count(texts, f.decode()) for f in batch[:5]]
 
 
 def test_ascii_fast_path_equals_the_general_normalisation(corpus_texts: list[str]) -> None:
@@ -103,17 +133,17 @@ def test_disguises_normalise_away(text: str, compared: str) -> None:
     assert normalise(text) == compared
 
 
-def test_count_is_whole_word(index: CorpusIndex, frames: list[str]) -> None:
+def test_count_is_whole_word(index: CorpusIndex, texts: list[str]) -> None:
     assert count(index, "gutenberg") > 0
-    assert count(index, "utenberg") == brute_count(frames, "utenberg") == 0
+    assert count(index, "utenberg") == brute_count(texts, "utenberg") == 0
 
 
-def test_lookup_matches_brute_force(index: CorpusIndex, frames: list[str], corpus_texts: list[str]) -> None:
+def test_lookup_matches_brute_force(index: CorpusIndex, texts: list[str], corpus_texts: list[str]) -> None:
     grams = {}
-    texts = corpus_texts[:3] + [r["text"] for r in rows(WIKIMIA64)[:25]] + ["no word here is zzqx in any corpus document at all ok"]
-    results = lookup(index, texts, ngram=13, min_span_words=8, characters=True)
-    joined = "\xff".join(frames)
-    for text, result in zip(texts, results):
+    suspects = corpus_texts[:3] + [r["text"] for r in rows(WIKIMIA64)[:25]] + ["no word here is zzqx in any corpus document at all ok"]
+    results = lookup(index, suspects, ngram=13, min_span_words=8, characters=True)
+    joined = "\xff".join(texts)
+    for text, result in zip(suspects, results):
         words = normalise(text).split()
         n = min(13, len(words))
         present = [f" {' '.join(words[i:i + n])} " in joined for i in range(len(words) - n + 1)]
@@ -136,7 +166,7 @@ def test_lookup_matches_brute_force(index: CorpusIndex, frames: list[str], corpu
         for span in result.spans:
             piece = result.text[span.start:span.end]
             assert len(piece.split()) == span.words >= 8
-            assert span.count == brute_count(frames, piece) > 0
+            assert span.count == brute_count(texts, piece) > 0
             assert all(piece in h.snippet for h in span.documents)
         grams[text] = result
     assert results[0].verbatim and results[0].ngrams_found == results[0].ngrams
@@ -259,14 +289,14 @@ def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:
         path.unlink()
 
 
-def test_long_texts_in_pieces_count_exactly(index: CorpusIndex, frames: list[str], corpus_texts: list[str]) -> None:
+def test_long_texts_in_pieces_count_exactly(index: CorpusIndex, texts: list[str], corpus_texts: list[str]) -> None:
     """Texts over 1,500 words are looked up in overlapping pieces: n-gram counts stay exact and
     whole-text presence is one count."""
     words = " ".join(corpus_texts[:40]).split()
     assert len(words) > 3500
     mixed = " ".join(w if i % 700 else "zzqx" for i, w in enumerate(words))  # a novel word every 700
     result = lookup(index, [mixed], characters=True)[0]
-    joined = "\xff".join(frames)
+    joined = "\xff".join(texts)
     norm = normalise(mixed).split()
     present = [f" {' '.join(norm[i:i + 13])} " in joined for i in range(len(norm) - 12)]
     assert result.ngrams == len(present) and result.ngrams_found == sum(present)

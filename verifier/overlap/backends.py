@@ -12,13 +12,16 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from verifier.errors import VerifierError
 from verifier.overlap import queries
+from verifier.overlap.forms import read_form
 from verifier.overlap.index import CorpusIndex, Found, Hit
 from verifier.overlap.normalise import normalise
 from verifier.overlap.queries import Lookup, Span, covered_from_spans, summarise
@@ -39,7 +42,7 @@ class CorpusBackend(Protocol):
     def count(self, text: str) -> int: ...
     def find(self, text: str, limit: int = 10) -> Found: ...
     def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
-               characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]: ...
+               characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]: ...
 
 
 class LocalBackend:
@@ -153,27 +156,36 @@ class RemoteBackend:
             return Found(_count(data.get("cnt", 0)), docs, _count(data.get("documents_total", len(docs))), data.get("approx", False) is False)
 
     def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
-               characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]:
+               characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]:
         """Per text, one attribution request for every maximal span of at least ``min(ngram,
         min_span_words)`` words; n-gram overlap and verbatim presence follow from the spans. The
-        50-character rule and near-duplicates need the index itself: None here."""
+        50-character rule and near-duplicates need the index itself: None here. Shared text is
+        judged by a span's occurrences (the server does not count distinct documents), which
+        sets aside at least what the local index would: it can only weaken a finding of presence."""
         results = []
         shortest = min(ngram, min_span_words)
         for text in texts:
-            norm = normalise(text)
+            reading = read_form(text)
+            norm = normalise(reading.text)
             words = len(norm.split())
-            data = self._post({"query_type": "attribution", "query": text, "min_len": shortest, "max_cnt": span_documents})
+            data = self._post({"query_type": "attribution", "query": reading.text, "min_len": shortest, "max_cnt": span_documents})
             with _answer(self.url, "attribution"):
                 raw = [s for s in data["spans"] if isinstance(s, dict)]
                 bounds = [(_count(s["l"]), _count(s["r"]) - _count(s["l"])) for s in raw]
                 if any(k < 1 or first + k > words for first, k in bounds):
                     raise ValueError("attribution spans outside the text (another normalisation?)")
-                result = summarise(norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None)
+                shared = None
+                if shared_documents is not None:
+                    shared = np.zeros(words, dtype=bool)
+                    for s, (first, k) in zip(raw, bounds):
+                        if k >= ngram and _count(s.get("count", 0)) >= shared_documents:
+                            shared[first:first + k] = True
+                result = summarise(norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None, shared=shared)
                 by_first = {_count(s["l"]): s for s in raw}
                 result.spans[:] = [Span(sp.start, sp.end, sp.words, _count(by_first[sp.start_word].get("count", 0)),
                                         [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)
                                    for sp in result.spans]
-            results.append(result)
+            results.append(replace(result, form=reading.form, unread=reading.unread))
         return results
 
 

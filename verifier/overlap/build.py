@@ -24,11 +24,15 @@ import numpy as np
 from verifier import __version__
 from verifier.digests import canonical_json, file_sha256
 from verifier.errors import VerifierError
+from verifier.overlap.forms import read_form
 from verifier.overlap.normalise import NORMALISATION, framed
 from verifier.overlap.sources import SourceStats, list_sources, read_documents
 
-FORMAT = "verifier-corpus-index/2"
-SEPARATOR = b"\xff"  # never in UTF-8: no match crosses from one document into the next
+FORMAT = "verifier-corpus-index/3"
+# Never in UTF-8: no match crosses it. It ends each corpus file's run of records in a shard; the
+# records of one file are joined by a single space, in file order, as a training pipeline
+# concatenates them into sequences, so text split over neighbouring records is found.
+SEPARATOR = b"\xff"
 DEFAULT_SHARD_BYTES = 512 << 20
 MINHASH_PERM = 64
 MINHASH_SHINGLE = 5
@@ -76,9 +80,16 @@ class _ShardWriter:
         self.meta: list[bytes] = []
         self.hashes: list[np.ndarray] = []
 
-    def add(self, frame: bytes, meta: dict[str, str]) -> None:
-        self.starts.append(len(self.text))
-        self.text += frame
+    def add(self, frame: bytes, meta: dict[str, str], joined: bool) -> None:
+        """Append a document; ``joined``: it follows the previous one in the same corpus file,
+        and shares its framing space (the document starts at that space)."""
+        if joined and self.starts:
+            del self.text[-1:]  # the previous document's separator
+            self.starts.append(len(self.text) - 1)
+            self.text += frame[1:]
+        else:
+            self.starts.append(len(self.text))
+            self.text += frame
         self.text += SEPARATOR
         self.meta.append(json.dumps(meta, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
         if self.minhash:
@@ -147,8 +158,9 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
         advance = progress("indexing corpus files", len(sources)) if progress else None
         for source in sources:
             stats = SourceStats(source.name, sha256=file_sha256(source.path), bytes=source.path.stat().st_size)
+            previous_in_shard = False
             for doc in read_documents(source, stats, text_field):
-                frame = framed(doc.text)
+                frame = framed(read_form(doc.text, look_for_unread=False).text)
                 if not frame:  # punctuation only: nothing a word-level lookup could match
                     stats.documents -= 1
                     stats.empty_documents += 1
@@ -156,7 +168,9 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
                 if writer.starts and len(writer.text) + len(frame) + 1 > shard_bytes:
                     writer.flush(shard_first)
                     shard_first = documents
-                writer.add(frame, {**doc.meta, "file": source.name})
+                    previous_in_shard = False
+                writer.add(frame, {**doc.meta, "file": source.name}, joined=previous_in_shard)
+                previous_in_shard = True
                 stats.text_bytes += len(doc.text.encode("utf-8", errors="surrogatepass"))
                 documents += 1
             if stats.documents == 0:

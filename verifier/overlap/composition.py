@@ -81,7 +81,8 @@ def composition(index: CorpusIndex) -> Composition:
     latest_year: int | None = None
     for shard in index.shards:
         text = np.asarray(shard.text)
-        words += int(np.count_nonzero(text == 0x20)) - shard.entry.documents  # a framed document of n words has n + 1 spaces
+        # A run of joined records (a file's documents in a shard) of n words has n + 1 spaces and one separator.
+        words += int(np.count_nonzero(text == 0x20)) - int(np.count_nonzero(text == 0xFF))
         lengths = np.diff(shard.starts) - 1
         raw = bytes(shard.meta)
         for local, line in enumerate(raw.splitlines()):

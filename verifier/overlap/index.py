@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
-from verifier.overlap.build import FORMAT, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
+from verifier.overlap.build import FORMAT, SEPARATOR, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
 from verifier.overlap.normalise import NORMALISATION
 from verifier.overlap.search import count_range, matching_lengths
 from verifier.digests import file_sha256
@@ -88,7 +88,15 @@ class Shard:
         return json.loads(raw)
 
     def words_of(self, local: int) -> str:
-        return bytes(self.text[self.starts[local]:self.starts[local + 1] - 1]).decode("utf-8").strip()
+        return bytes(self.text[self.starts[local]:self.starts[local + 1]]).rstrip(SEPARATOR).decode("utf-8").strip()
+
+    def stream_bounds(self, position: int) -> tuple[int, int]:
+        """[begin, end) of the run of joined records (one corpus file's records in this shard)
+        around a text position: the reach of a match or an edited copy."""
+        raw = self.scalar[0]
+        begin = raw.rfind(SEPARATOR, 0, position) + 1
+        end = raw.find(SEPARATOR, position)
+        return begin, len(raw) if end < 0 else end
 
 
 @dataclass(frozen=True)
@@ -248,8 +256,9 @@ class CorpusIndex:
         return found
 
     def _hit(self, shard: Shard, local: int, pos: int, length: int) -> Hit:
-        begin, end = int(shard.starts[local]), int(shard.starts[local + 1]) - 1
-        lo, hi = max(begin, pos - SNIPPET), min(end, pos + length + SNIPPET)
+        begin = int(shard.starts[local])
+        stream_begin, stream_end = shard.stream_bounds(pos)
+        lo, hi = max(stream_begin, pos - SNIPPET), min(stream_end, pos + length + SNIPPET)
         snippet = bytes(shard.text[lo:hi]).decode("utf-8", errors="ignore").strip()
         return Hit(shard.entry.first_document + local, shard.meta_of(local), pos - begin, snippet)
 
@@ -300,18 +309,26 @@ class CorpusIndex:
         for document in chosen:
             shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
             local = document - shard.entry.first_document
-            text = shard.words_of(local).encode("utf-8")
+            begin = int(shard.starts[local])
+            hits_at = sorted(begin + o for o in offsets.get(document, [0]))
             anchors: list[int] = []
-            for offset in sorted(offsets.get(document, [0])):  # one window per separate place the probes hit
+            for offset in hits_at:  # one window per separate place the probes hit
                 if not anchors or offset > anchors[-1] + size:
                     anchors.append(offset)
-            anchors.sort(key=lambda a: -sum(a - size <= o <= a + 2 * size for o in offsets.get(document, [])))  # densest first
-            similarity = max(LCSseq.similarity(tokens, text[max(0, a - size):a + 2 * size].decode("utf-8", errors="ignore").split())
-                             for a in anchors[:NEAR_WINDOWS]) / len(tokens)
+            anchors.sort(key=lambda a: -sum(a - size <= o <= a + 2 * size for o in hits_at))  # densest first
+            similarity = max(LCSseq.similarity(tokens, self._window(shard, a, size).split()) for a in anchors[:NEAR_WINDOWS]) / len(tokens)
             if similarity >= threshold:
-                found_docs.append((self._hit(shard, local, int(shard.starts[local]), 0), round(similarity, 4)))
+                found_docs.append((self._hit(shard, local, begin, 0), round(similarity, 4)))
         found_docs.sort(key=lambda item: (-item[1], item[0].document))
         return found_docs[:limit]
+
+    @staticmethod
+    def _window(shard: Shard, anchor: int, size: int) -> str:
+        """The compared text from ``size`` bytes before ``anchor`` to twice that after, within the
+        run of joined records holding it: an edited copy split over neighbouring records is
+        compared whole."""
+        begin, end = shard.stream_bounds(anchor)
+        return bytes(shard.text[max(begin, anchor - size):min(end, anchor + 2 * size)]).decode("utf-8", errors="ignore")
 
     def _lsh_neighbours(self, words: str, threshold: float) -> list[int]:
         """Documents whose MinHash signatures the LSH puts near ``words`` (none without signatures)."""

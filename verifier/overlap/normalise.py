@@ -19,7 +19,10 @@ import unicodedata
 
 import numpy as np
 
-NORMALISATION = "nfkc-casefold-alnum-noignorable-cjkchar/3"
+from verifier.overlap.forms import FORMS_VERSION
+
+# Texts are read in their stored form first (verifier.overlap.forms), then normalised.
+NORMALISATION = f"nfkc-casefold-alnum-noignorable-cjkchar/3+{FORMS_VERSION}"
 
 # Combining marks that decorate letters (accents left over after NFKC, Arabic vowel points, Hebrew
 # points): deleted, since inside a word they would otherwise split it. Marks that are letters of

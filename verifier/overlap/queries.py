@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from verifier.errors import VerifierError
+from verifier.overlap.forms import read_form
 from verifier.overlap.index import CorpusIndex, Found, Hit
 from verifier.overlap.normalise import char_starts, framed, normalise, word_starts
 
@@ -52,31 +53,52 @@ class Lookup:
     fifty_char: bool | None
     spans: list[Span]
     near_duplicates: list[tuple[Hit, float]] | None
+    form: str = "plain"
+    unread: tuple[str, ...] = ()
+    # Source-wide shared text (boilerplate): words inside verbatim spans that many corpus
+    # documents hold; the document's own content is what lies outside them.
+    shared_words: int = 0
+    shared_spans: list[Span] = field(default_factory=list)
+    content_ngrams: int | None = None
+    content_found: int | None = None
 
     @property
     def ngram_share(self) -> float:
         return self.ngrams_found / self.ngrams if self.ngrams else 0.0
 
+    @property
+    def content_share(self) -> float:
+        """The share of the document's own n-grams (none inside shared text) found in the corpus."""
+        ngrams = self.ngrams if self.content_ngrams is None else self.content_ngrams
+        found = self.ngrams_found if self.content_found is None else self.content_found
+        return found / ngrams if ngrams else 0.0
+
 
 def count(index: CorpusIndex, text: str) -> int:
-    """Whole-word occurrences of ``text`` (compared form) in the corpus."""
-    frame = framed(text)
+    """Whole-word occurrences of ``text`` (read in its form, compared form) in the corpus."""
+    frame = framed(read_form(text).text)
     return int(index.count_frames([frame])[0]) if frame else 0
 
 
 def find(index: CorpusIndex, text: str, limit: int = 10) -> Found:
-    """Occurrences of ``text`` and the documents that contain it, with their metadata."""
-    frame = framed(text)
+    """Occurrences of ``text`` (read in its form) and the documents that contain it, with their metadata."""
+    frame = framed(read_form(text).text)
     return index.find_frame(frame, limit) if frame else Found(0)
 
 
 def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10,
-           span_documents: int = 3, characters: bool = False, near_duplicates: float | None = None) -> list[Lookup]:
+           span_documents: int = 3, characters: bool = False, near_duplicates: float | None = None,
+           shared_documents: int | None = None) -> list[Lookup]:
     """Matching statistics of each text against the corpus, summarised (see the module doc).
 
-    ``characters`` adds the longest match in characters and the 50-character rule (a search at
-    every character: use it for suspect sets, not for millions of documents); ``near_duplicates``
-    is the similarity threshold of the edited-copy check (``CorpusIndex.near_duplicates``; None: not run)."""
+    Texts are read in their form first (``forms.read_form``: markup, token-per-line, JSON), as
+    the index read the corpus. ``characters`` adds the longest match in characters and the
+    50-character rule (a search at every character: use it for suspect sets, not for millions of
+    documents); ``near_duplicates`` is the similarity threshold of the edited-copy check
+    (``CorpusIndex.near_duplicates``; None: not run); ``shared_documents`` sets aside, as
+    source-wide shared text, verbatim spans of at least ``ngram`` words that at least that many
+    corpus documents hold (None: nothing set aside); the 50-character rule and the edited-copy
+    check then look at the document's own content only."""
     if not (1 <= ngram <= 1000 and 1 <= min_span_words <= 1000 and spans >= 0 and span_documents >= 0):
         raise VerifierError("ngram and min_span_words must be 1-1000 words; spans and span_documents at least 0")
     if near_duplicates is not None and not 0 < near_duplicates <= 1:
@@ -85,7 +107,8 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
     # of a long near-match, and a piece bounds it. Pieces overlap by more than any n-gram, so n-gram
     # counts and the 50-character rule are exact; a verbatim span longer than the overlap may be
     # reported in two parts; whole-text presence is one count of the whole text.
-    norms = [normalise(t).split() for t in texts]
+    readings = [read_form(t) for t in texts]
+    norms = [normalise(r.text).split() for r in readings]
     pieces = [(i, first, f" {' '.join(words[first:first + CHUNK_WORDS])} ".encode("utf-8") if words else b"")
               for i, words in enumerate(norms) for first in _piece_starts(len(words))]
     frames = [frame for _, _, frame in pieces]
@@ -106,25 +129,45 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
     for (i, first, frame), pos, length in zip(pieces, word_pos, word_len):
         part = _words_covered(frame, pos, length)
         covered[i][first:first + part.size] = np.maximum(covered[i][first:first + part.size], part)
+    shared = [np.zeros(len(words), dtype=bool) for words in norms]
+    shared_spans: list[list[Span]] = [[] for _ in norms]
+    if shared_documents is not None:
+        for i, words in enumerate(norms):
+            for first, k in maximal_spans(covered[i], ngram):
+                found = index.find_frame(f" {' '.join(words[first:first + k])} ".encode("utf-8"), span_documents)
+                if found.documents_total >= shared_documents:
+                    shared[i][first:first + k] = True
+                    shared_spans[i].append(Span(0, 0, k, found.count, found.documents, first))
     char_best: list[int | None] = [None] * len(texts)
     if characters:
         char_pos, char_len = longest_matches(char_starts)
         char_best = [0] * len(texts)
-        for (i, _, frame), pos, length in zip(pieces, char_pos, char_len):
-            char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos, length) if frame else 0)
+        for (i, first, frame), pos, length in zip(pieces, char_pos, char_len):
+            if frame:
+                own = ~shared[i][first + np.searchsorted(word_starts(frame), pos, side="right") - 1] if shared[i].any() else None
+                char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos if own is None else pos[own], length if own is None else length[own]))
     whole = [bool(words) and bool(covered[i][0] == len(words) if len(words) <= CHUNK_WORDS
                                   else index.count_frames([f" {' '.join(words)} ".encode("utf-8")])[0] > 0)
              for i, words in enumerate(norms)]
-    near = [None if near_duplicates is None else index.near_duplicates(" ".join(words), near_duplicates) if words else []
-            for words in norms]
-    results = [summarise(" ".join(words), c, ngram, min_span_words, spans, cb, nd, w)
-               for words, c, cb, nd, w in zip(norms, covered, char_best, near, whole)]
+    own_words = [[w for w, s_ in zip(words, mask) if not s_] for words, mask in zip(norms, shared)]
+    near = [None if near_duplicates is None else index.near_duplicates(" ".join(own), near_duplicates) if own else []
+            for own in own_words]
+    results = [summarise(" ".join(words), c, ngram, min_span_words, spans, cb, nd, w, mask)
+               for words, c, cb, nd, w, mask in zip(norms, covered, char_best, near, whole, shared)]
+    results = [replace(r, form=reading.form, unread=reading.unread, shared_spans=_placed(r.text, found))
+               for r, reading, found in zip(results, readings, shared_spans)]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]
     if wanted:
         frames_of = [f" {' '.join(results[i].text.split()[span.start_word:span.start_word + span.words])} ".encode("utf-8") for i, span in wanted]
         for (i, span), found in zip(wanted, (index.find_frame(f, span_documents) for f in frames_of)):
             results[i].spans[results[i].spans.index(span)] = replace(span, count=found.count, documents=found.documents)
     return results
+
+
+def _placed(norm: str, spans: list[Span]) -> list[Span]:
+    """Spans with their character offsets in the compared text filled in from their words."""
+    char_at = np.cumsum([0] + [len(w) + 1 for w in norm.split()])
+    return [replace(s, start=int(char_at[s.start_word]), end=int(char_at[s.start_word + s.words] - 1)) for s in spans]
 
 
 def _piece_starts(words: int) -> list[int]:
@@ -158,9 +201,12 @@ def covered_from_spans(words: int, spans: list[tuple[int, int]]) -> np.ndarray:
 
 
 def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, spans: int,
-              longest_chars: int | None, near: list[tuple[Hit, float]] | None, verbatim: bool | None = None) -> Lookup:
+              longest_chars: int | None, near: list[tuple[Hit, float]] | None, verbatim: bool | None = None,
+              shared: np.ndarray | None = None) -> Lookup:
     """A document's lookup, from its compared form and the longest match at each word: n-grams
-    found, verbatim (unless given), spans (their counts and documents are filled by the caller)."""
+    found, verbatim (unless given), spans (their counts and documents are filled by the caller),
+    and, with ``shared`` (per word: inside source-wide shared text), the document's own n-grams
+    (those touching no shared word) and how many of them were found."""
     words = norm.split()
     n_words = len(words)
     n = min(ngram, n_words)
@@ -170,8 +216,14 @@ def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, s
     kept = sorted(maximal_spans(covered, min_span_words), key=lambda s: (-s[1], s[0]))[:spans]
     span_list = [Span(int(char_at[w]), int(char_at[w + k] - 1), k, 0, [], w) for w, k in kept]
     whole = bool(n_words and covered[0] == n_words) if verbatim is None else bool(verbatim)
+    content_ngrams = content_found = None
+    if shared is not None and ngrams:
+        touched = np.convolve(shared.astype(np.int64), np.ones(n, dtype=np.int64), mode="valid") > 0  # per n-gram start
+        content_ngrams = int(np.count_nonzero(~touched))
+        content_found = int(np.count_nonzero(~touched & (covered[:ngrams] >= n)))
     return Lookup(norm, n_words, n, ngrams, found, whole, int(covered.max(initial=0)),
-                  longest_chars, None if longest_chars is None else longest_chars >= FIFTY, span_list, near)
+                  longest_chars, None if longest_chars is None else longest_chars >= FIFTY, span_list, near,
+                  shared_words=0 if shared is None else int(shared.sum()), content_ngrams=content_ngrams, content_found=content_found)
 
 
 def _words_covered(frame: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

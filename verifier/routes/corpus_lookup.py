@@ -6,21 +6,31 @@ lookup, not a statistical guess. What the lookup establishes is what the declare
 contains; the link from that corpus to the model is the developer's declaration, and the report
 says so.
 
-Each suspect document is classed from its lookup (in compared form: case, punctuation and
-spacing folded, so a re-cased or re-punctuated copy is still found):
-- present: found verbatim, or at least ``present_share`` of its word n-grams found, or an edited
-  copy in one corpus document holding at least ``near_duplicate`` of its words in order (words
-  inserted between them cost nothing), and at least one n-gram long (a three-word document found
-  in a corpus may be a common phrase);
-- clean: at most ``clean_share`` of its n-grams found, no edited copy reaching ``near_overlap``,
-  and (with the 50-character rule on) no 50-character string shared with the corpus;
-- partial: anything between (or no words at all), which decides nothing either way.
+What is compared (both sides alike): each text read in its stored form (``overlap.forms``:
+markup read as its text, token-per-line files as their token column, JSON as its strings), then
+folded (case, punctuation, spacing, invisible characters). In the corpus, the records of one
+file are joined in file order, as a pipeline concatenates them into training sequences, so text
+split over short records is found. Verbatim spans that at least ``shared_documents`` corpus
+documents hold (credits, licences, a publisher's list: text a whole source shares) are set aside
+and named; what remains is the document's own content.
+
+Each suspect document is classed, and the classes say what they mean:
+- present (the document): found verbatim, or an edited copy in one place of the corpus (one run
+  of joined records) holding at least ``near_duplicate`` of its own words in order;
+- content present: at least ``present_share`` of its own word n-grams found, but not the document
+  in one place (a partial copy, or a collage of pieces from several documents);
+- clean: at most ``clean_share`` of its own n-grams found, no edited copy reaching
+  ``near_overlap``, no 50-character string of its own content shared (with the rule on), at most
+  ``shared_max_share`` of its words set aside as shared text, and no form the lookup cannot read
+  (encoded text, look-alike letters from other scripts);
+- partial: anything else, which decides nothing either way.
 Absence claims (not_trained_on, decontaminated) are VERIFIED only when every document is clean,
-and CONTRADICTED by one present document; trained_on is VERIFIED when every document is present
-and CONTRADICTED when every one is clean. A summary_field claim about EU summary sections 2.3
-(top domains by size) or 1.3 (size band, latest collection date) is checked against the corpus's
-own composition (``overlap.composition``): VERIFIED when every field named agrees, CONTRADICTED
-when one disagrees.
+and CONTRADICTED by one document or its content present; trained_on is VERIFIED only when every
+document is present (content in parts is not the document) and CONTRADICTED when every one is
+clean. A summary_field claim about EU summary sections 2.3 (top domains by size) or 1.3 (size
+band, latest collection date) is checked against the corpus's own composition
+(``overlap.composition``): VERIFIED when every field named agrees and can be confirmed from the
+fields the corpus records, CONTRADICTED when one disagrees.
 """
 
 from __future__ import annotations
@@ -50,10 +60,19 @@ SHOWN_SPANS = 5
 LIMITATIONS = [
     "The lookup verifies what the declared corpus contains. That the model was trained on this corpus, and on nothing else "
     "that matters to the claim, is the developer's declaration; the lookup does not test the model.",
-    "Matching is on words in compared form (Unicode NFKC, case-folded, invisible and combining characters deleted, punctuation "
-    "and spacing removed, each character of unspaced scripts a word). An edited copy is found when it keeps most of the "
-    "document's words in order (inserted words cost nothing); a paraphrase or a translation is not, and look-alike letters "
-    "from other scripts are not folded. Documents shorter than one n-gram can be clean, never present.",
+    "Matching is on words in compared form: each text read in its stored form (markup as its text, token-per-line files as "
+    "their token column, JSON as its strings), then Unicode NFKC, case-folded, invisible and combining characters deleted, "
+    "punctuation and spacing removed, each character of unspaced scripts a word. A corpus file's records are joined in file "
+    "order, so text split over neighbouring records is found; text split over two files, or over two shards of one file, is "
+    "not. An edited copy is found when it keeps most of the document's words in order (inserted words cost nothing); a "
+    "paraphrase or a translation is not. Look-alike letters from other scripts and encoded text are not read back: a suspect "
+    "document holding them can be present, never clean; a corpus that hides copies that way is not detected. Documents "
+    "shorter than one n-gram can be clean, never present.",
+    "Text that many corpus documents share (at least shared_documents of them: credits, licences, lists a whole source "
+    "repeats) is set aside before presence or absence is decided, and named; a document more than shared_max_share of which "
+    "is such text decides nothing. Presence of the document (verbatim, or an edited copy in one place) is told apart from "
+    "presence of its content (its n-grams found, possibly in pieces from several documents): only the first verifies "
+    "training on the document; either contradicts its absence.",
 ]
 
 
@@ -69,6 +88,10 @@ class CorpusLookupParams(RouteParams):
     near_duplicate: float = Field(0.9, ge=0.7, le=1.0, json_schema_extra={"weaker": "either"})
     near_overlap: float = Field(0.7, ge=0.5, le=0.95, json_schema_extra={"weaker": "higher"})
     min_span_words: int = Field(8, ge=4, le=64)
+    # Source-wide shared text: verbatim spans held by at least shared_documents corpus documents
+    # are set aside; a document more than shared_max_share of which is such text is never clean.
+    shared_documents: int = Field(3, ge=2, le=100_000, json_schema_extra={"weaker": "either"})
+    shared_max_share: float = Field(0.25, gt=0, le=0.5, json_schema_extra={"weaker": "higher"})
     # Only an index built here from the corpus files is checked against the declared digest; a
     # prebuilt index (pinned by the claim) or a remote one is taken on trust only if the policy says so.
     trust_prebuilt: bool = Field(False, json_schema_extra={"weaker": "true"})
@@ -119,18 +142,20 @@ class CorpusLookupRoute(Route):
             near = params.near_overlap if local else None
             try:
                 lookups = backend.lookup(texts, ngram=params.ngram, min_span_words=params.min_span_words, spans=5,
-                                         span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near)
+                                         span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near,
+                                         shared_documents=params.shared_documents)
             except IndexUnavailable as exc:
                 return RouteOutcome("not_available", f"The corpus index was not available ({exc}); nothing is concluded about "
                                     "presence or absence.", {"corpus": identity})
             identity = backend.describe() | identity
-        classes = [classify(item, params) for item in lookups]
+        judged = [classify(item, params) for item in lookups]
+        classes, reasons = [c for c, _ in judged], [r for _, r in judged]
         status = decide(Counter(classes), len(classes))
         kind = ctx.claim.claim.kind
         trusted = {FROM_FILES: True, PREBUILT: params.trust_prebuilt, REMOTE: params.trust_remote}[identity["provenance"]]
         if not trusted and status in ("all_present", "some_present", "all_clean"):
             status = "index_unchecked"
-        metrics = findings(lookups, classes, params, identity, near is not None)
+        metrics = findings(lookups, classes, reasons, params, identity, near is not None)
         summary = summarise(status, metrics, kind, ref)
         return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics), list(LIMITATIONS))
 
@@ -238,69 +263,103 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
                         metrics, sections, [LIMITATIONS[0]])
 
 
-def classify(item: Lookup, params: CorpusLookupParams) -> str:
+PRESENT, CONTENT, CLEAN, PARTIAL, NO_WORDS = "present", "content present", "clean", "partial", "no words"
+
+
+def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]:
+    """A document's class and, for a partial one, why it decides nothing."""
     if item.words == 0:  # nothing left to compare (punctuation only): decides nothing either way
-        return "no words"
+        return NO_WORDS, "no words to compare"
     copy = max((similarity for _, similarity in item.near_duplicates or []), default=0.0)
-    if item.verbatim or (item.ngrams and item.ngram_share >= params.present_share) or copy >= params.near_duplicate:
+    own_ngrams = item.ngrams if item.content_ngrams is None else item.content_ngrams
+    found = item.verbatim or copy >= params.near_duplicate or (own_ngrams and item.content_share >= params.present_share)
+    if found and item.words < params.ngram:
         # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
-        return "present" if item.words >= params.ngram else "partial"
+        return PARTIAL, f"shorter than one {params.ngram}-gram: found, but possibly a common phrase"
+    if item.verbatim or copy >= params.near_duplicate:
+        return PRESENT, None
+    if found:
+        return CONTENT, None
+    if item.unread:
+        return PARTIAL, "holds " + ", ".join(item.unread) + ", which the lookup does not read back"
+    shared_share = item.shared_words / item.words
+    if shared_share > params.shared_max_share:
+        return PARTIAL, f"{shared_share:.0%} of its words are text many corpus documents share; too little of its own to decide"
     # Clean needs every check the policy asks for to have run and found nothing (a remote index
     # cannot run the 50-character rule or the edited-copy check: its documents are never clean).
     checks_ran = item.near_duplicates is not None and not (params.fifty_char_rule and item.fifty_char is None)
-    if checks_ran and item.ngram_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
-        return "clean"
-    return "partial"
+    if not checks_ran:
+        return PARTIAL, "the edited-copy check or the 50-character rule could not run on this index"
+    if item.content_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
+        return CLEAN, None
+    return PARTIAL, "overlaps the corpus below the presence thresholds"
 
 
 def decide(classes: Counter, n: int) -> str:
-    if n and classes["present"] == n:
+    if n and classes[PRESENT] == n:
         return "all_present"
-    if classes["present"]:
+    if classes[PRESENT] or classes[CONTENT]:
         return "some_present"
-    if n and classes["clean"] == n:
+    if n and classes[CLEAN] == n:
         return "all_clean"
     return "partial_overlap"  # partial overlaps, or documents with no words to compare
 
 
-def findings(lookups: list[Lookup], classes: list[str], params: CorpusLookupParams, identity: dict[str, Any],
-             near_checked: bool) -> dict[str, Any]:
+def findings(lookups: list[Lookup], classes: list[str], reasons: list[str | None], params: CorpusLookupParams,
+             identity: dict[str, Any], near_checked: bool) -> dict[str, Any]:
     n = len(lookups)
     counts = Counter(classes)
-    rate = wilson(counts["present"], n) if n else None
+    rate = wilson(counts[PRESENT] + counts[CONTENT], n) if n else None
+    shared: dict[str, dict[str, Any]] = {}
+    for i, item in enumerate(lookups):
+        for span in item.shared_spans:
+            entry = shared.setdefault(item.text[span.start:span.end], {"words": span.words, "corpus_count": span.count,
+                                                                        "corpus_documents": [_doc_name(h.meta, h.document) for h in span.documents],
+                                                                        "suspect_items": []})
+            entry["suspect_items"].append(i + 1)
     return {
         "corpus": identity,
         "thresholds": params.model_dump(),
         "n_documents": n,
-        "present": counts["present"], "partial": counts["partial"], "clean": counts["clean"], "no_words": counts["no words"],
+        "present": counts[PRESENT], "content_present": counts[CONTENT], "partial": counts[PARTIAL], "clean": counts[CLEAN],
+        "no_words": counts[NO_WORDS],
         "present_rate": None if rate is None else {"value": rate.value, "ci_low": rate.ci_low, "ci_high": rate.ci_high},
         "verbatim": sum(item.verbatim for item in lookups),
         "fifty_char": None if all(item.fifty_char is None for item in lookups) else sum(bool(item.fifty_char) for item in lookups),
         "mean_ngram_share": sum(item.ngram_share for item in lookups) / n if n else None,
         "near_duplicates_checked": near_checked,
         "normalisation": NORMALISATION,
-        "items": [{"item": i + 1, "class": c, "words": item.words, "ngrams": item.ngrams, "ngrams_found": item.ngrams_found,
-                   "verbatim": item.verbatim, "longest_words": item.longest_words, "longest_chars": item.longest_chars,
+        "forms": dict(Counter(item.form for item in lookups)),
+        "unread_forms": sum(bool(item.unread) for item in lookups),
+        "shared_text": [{"text": text[:300]} | entry for text, entry in sorted(shared.items(), key=lambda kv: (-len(kv[1]["suspect_items"]), kv[0]))][:50],
+        "items": [{"item": i + 1, "class": c, "reason": r, "form": item.form, "unread": list(item.unread), "words": item.words,
+                   "ngrams": item.ngrams, "ngrams_found": item.ngrams_found, "shared_words": item.shared_words,
+                   "content_share": round(item.content_share, 4), "verbatim": item.verbatim, "longest_words": item.longest_words,
+                   "longest_chars": item.longest_chars,
                    "near_duplicate": max((s for _, s in item.near_duplicates or []), default=None),
                    "documents": sorted({h.document for s in item.spans for h in s.documents})[:5]}
-                  for i, (item, c) in enumerate(zip(lookups, classes))],
+                  for i, (item, c, r) in enumerate(zip(lookups, classes, reasons))],
     }
 
 
 def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -> str:
     corpus = f"the declared corpus{f' (version {ref.version})' if ref.version else ''}"
     rate = m["present_rate"]
-    found = (f"{m['present']} of {m['n_documents']} suspect documents are present in {corpus} "
-             f"({rate['value']:.1%}, 95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}), {m['partial']} overlap it partly, "
-             f"{m['clean']} are clean") if rate else "no suspect document"
+    found = (f"{m['present']} of {m['n_documents']} suspect documents are present in {corpus} and the content of "
+             f"{m['content_present']} more ({rate['value']:.1%} in all, 95% CI {rate['ci_low']:.1%}-{rate['ci_high']:.1%}), "
+             f"{m['partial']} overlap it partly, {m['clean']} are clean") if rate else "no suspect document"
+    shared = (f" (text that many corpus documents share, {len(m['shared_text'])} passage(s), was set aside first)"
+              if m["shared_text"] else "")
     why = {
-        "all_present": "every document is present",
-        "some_present": "at least one document is present" + ("; not all are, so a claim of training on all of them is not verified"
-                                                             if kind == ClaimKind.TRAINED_ON else ""),
-        "all_clean": "no document shares any of its word n-grams beyond the policy's clean share"
-                     + (", nor a 50-character string," if m["fifty_char"] is not None else ",") + " with the corpus",
-        "partial_overlap": "some documents overlap the corpus partly below the presence threshold, or have no words to compare: "
-                           "neither presence nor absence is established",
+        "all_present": "every document is present, verbatim or as an edited copy in one place",
+        "some_present": ("at least one document or its content is present"
+                         + ("; a claim of training on every document needs each one present whole, in one place, which is not "
+                            "established" if kind == ClaimKind.TRAINED_ON else "")),
+        "all_clean": "no document shares any of its own word n-grams beyond the policy's clean share"
+                     + (", nor a 50-character string," if m["fifty_char"] is not None else ",") + " with the corpus" + shared,
+        "partial_overlap": "some documents overlap the corpus partly below the presence threshold, are mostly text many corpus "
+                           "documents share, hold forms the lookup cannot read back, or have no words to compare: neither presence "
+                           "nor absence is established",
         "index_unchecked": f"the lookup ran on a {m['corpus']['provenance']}, so the policy grants no verdict on it "
                            "(give the corpus files, or a policy with trust_prebuilt / trust_remote)",
     }[status]
@@ -315,7 +374,10 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
     pct = lambda v: f"{v:.1%}"  # noqa: E731
     rates = Table("Contamination rates (per suspect document)", ["measure", "value"], [
         ["documents looked up", m["n_documents"]],
-        ["present (verbatim, n-gram share at or above threshold, or near-duplicate)", f"{m['present']} ({pct(rate['value'])}, 95% CI "
+        ["document present (verbatim, or an edited copy in one place)", m["present"]],
+        ["content present, not the document (own n-gram share at or above threshold: a partial copy or pieces of several)",
+         m["content_present"]],
+        ["document or content present", f"{m['present'] + m['content_present']} ({pct(rate['value'])}, 95% CI "
          f"{pct(rate['ci_low'])}-{pct(rate['ci_high'])})" if rate else "-"],
         ["partial overlap (decides nothing)", m["partial"]],
         ["clean", m["clean"]],
@@ -323,6 +385,8 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
         ["present verbatim", m["verbatim"]],
         ["sharing a 50-character string (50-character rule)", "not computed" if m["fifty_char"] is None else m["fifty_char"]],
         ["mean share of word n-grams found", "-" if m["mean_ngram_share"] is None else pct(m["mean_ngram_share"])],
+        ["forms read", ", ".join(f"{form} {k}" for form, k in sorted(m["forms"].items()))],
+        ["documents holding forms not read back (never clean)", m["unread_forms"]],
         ["edited-copy check (near-duplicates)", ("word 4-gram probes" + (" and MinHash LSH" if m["corpus"].get("minhash") else "") +
                                                  ", confirmed by rapidfuzz partial_ratio") if m["near_duplicates_checked"] else "not available (remote index)"],
     ], note="Wilson 95% interval over the suspect documents. Null of the interval: the documents are a sample of the set the claim is about.")
@@ -335,17 +399,27 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
         ["corpus digest", c["provenance"]],
         ["documents / text", f"{c.get('documents', '-')} / {c.get('text_bytes', '-')} bytes"],
     ])
-    order = sorted(range(len(lookups)), key=lambda i: (classes[i] == "clean", -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
-    items = Table("Per-document lookup", ["#", "class", "words", f"{lookups[0].ngram if lookups else 13}-grams found", "verbatim",
+    order = sorted(range(len(lookups)), key=lambda i: (classes[i] == CLEAN, -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
+    items = Table("Per-document lookup", ["#", "class", "form", "words", f"{lookups[0].ngram if lookups else 13}-grams found", "verbatim",
                                           "longest span (words)", "longest (chars)", "near-dup", "corpus documents"],
-                  [[i + 1, classes[i], lookups[i].words, f"{lookups[i].ngrams_found}/{lookups[i].ngrams}", "yes" if lookups[i].verbatim else "",
+                  [[i + 1, classes[i], lookups[i].form, lookups[i].words, f"{lookups[i].ngrams_found}/{lookups[i].ngrams}", "yes" if lookups[i].verbatim else "",
                     lookups[i].longest_words, "-" if lookups[i].longest_chars is None else lookups[i].longest_chars,
                     "-" if not lookups[i].near_duplicates else f"{lookups[i].near_duplicates[0][1]:.2f}",
                     ", ".join(_doc_name(h.meta, h.document) for h in {h.document: h for s in lookups[i].spans for h in s.documents}.values())[:120]]
                    for i in order],
-                  row_classes=[classes[i] for i in order],
+                  row_classes=[classes[i].replace(" ", "-") for i in order],
                   note=(f"Documents with the most overlap first; {len(order)} of {len(lookups)} shown, all in the findings." if len(order) < len(lookups) else None))
     out: list = [rates, items, corpus]
+    if m["shared_text"]:
+        out.append(Table("Text many corpus documents share, set aside before deciding", ["passage (compared form)", "words",
+                                                                                         "corpus documents (first)", "suspect items"],
+                         [[e["text"][:160], e["words"], ", ".join(e["corpus_documents"])[:120], ", ".join(map(str, e["suspect_items"][:12]))]
+                          for e in m["shared_text"][:20]],
+                         note=f"Verbatim spans held by at least {m['thresholds']['shared_documents']} corpus documents: source-wide "
+                              "text (credits, licences, lists), no evidence about any one document."))
+    partial_why = Counter(it["reason"] for it in m["items"] if it["class"] in (PARTIAL, NO_WORDS))
+    if partial_why:
+        out.append(Table("Why documents decide nothing", ["reason", "documents"], [[r, k] for r, k in partial_why.most_common()]))
     for i in [i for i in order if lookups[i].spans][:SHOWN_SPANS]:
         item = lookups[i]
         labels = [(s.start, s.end, f"{s.words} words, {s.count}x in corpus") for s in sorted(item.spans, key=lambda s: s.start)]
@@ -353,9 +427,11 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
         out.append(Spans(f"Document {i + 1}: verbatim spans found in the corpus (compared form)", item.text, labels,
                          note="From corpus documents: " + ", ".join(sources[:8])))
     out.append(Notes("What this lookup shows", [LIMITATIONS[0], LIMITATIONS[1],
-                     "Classes: present = verbatim, or n-gram share at or above the policy's present_share, or an edited copy holding at least "
-                     "near_duplicate of its words in order; clean = n-gram share at most clean_share, no 50-character string shared and no "
-                     "edited copy reaching near_overlap; partial = between."]))
+                     LIMITATIONS[2],
+                     "Classes: present = the document verbatim, or an edited copy in one place holding at least near_duplicate of its own "
+                     "words in order; content present = at least present_share of its own n-grams found, not in one place; clean = own "
+                     "n-gram share at most clean_share, no 50-character string of its own shared, no edited copy reaching near_overlap, "
+                     "at most shared_max_share of it shared text and every form read; partial = anything else."]))
     return out
 
 

@@ -1,0 +1,178 @@
+"""The forms a text is stored in, read back as the text itself before it is compared.
+
+Corpora and benchmark files rarely store running text only: a web page keeps its markup, a
+tagging benchmark stores one token per line with its tags (CoNLL), a dump stores JSON. Compared
+as they stand, the tags and field names become words of their own and break every n-gram, so a
+copy in another form looks absent. ``read_form`` therefore reads both sides - every corpus
+document when an index is built and every suspect document when it is looked up - the same way:
+
+- markup (HTML, XML, TEI: at least three tags): the text between the tags, with scripts, styles
+  and comments dropped; inline tags (``<b>``, ``<span>``, ...) join what they split;
+- token-per-line files (CoNLL, CoNLL-U, tab- or space-separated columns, one token a line): the
+  token column (the first column that is not a running number), comment lines dropped;
+- JSON (an object or array as the whole text): its string values in order.
+
+Forms that can hide a copy but cannot be read back are named instead (``Reading.unread``): words
+mixing letters of two scripts (look-alike letters: a Cyrillic "а" in a Latin word) and encoded
+text (percent-, backslash- or base64-encoded runs). A document in such a form can be found
+present, never clean: the lookup cannot establish that an encoded copy is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+FORMS_VERSION = "forms/1"
+MIN_TAGS = 3
+MIN_TABLE_LINES = 3
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
+_INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup "
+                    "tt u var wbr hi".split())
+_DROPPED = frozenset({"script", "style", "head", "title", "noscript"})
+_COMMENT_LINE = re.compile(r"^\s*(?:#|-DOCSTART-)")
+_RUNNING_NUMBER = re.compile(r"^\d+(?:[-.]\d+)?$")
+_ENCODED = (("percent-encoded text", re.compile(r"(?:%[0-9A-Fa-f]{2}){4,}")),
+            ("backslash-escaped text", re.compile(r"(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}){4,}")),
+            ("base64-encoded text", re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{80,}={0,2}")))
+_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "GEORGIAN")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A text as read for comparison: ``form`` says how it was read ("plain", "markup",
+    "token-per-line", "json"); ``unread`` names forms found in it that cannot be read back."""
+
+    text: str
+    form: str
+    unread: tuple[str, ...] = ()
+
+
+class _Text(HTMLParser):
+    """Text content of markup: block tags separate words, inline tags do not."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:  # type: ignore[override]
+        if tag in _DROPPED:
+            self.skip += 1
+        elif tag not in _INLINE:
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _DROPPED:
+            self.skip = max(0, self.skip - 1)
+        elif tag not in _INLINE:
+            self.parts.append(" ")
+
+    def handle_startendtag(self, tag: str, attrs) -> None:  # type: ignore[override]
+        if tag not in _INLINE:
+            self.parts.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip:
+            self.parts.append(data)
+
+
+def _markup(text: str) -> str | None:
+    if text.count("<") < MIN_TAGS or len(_TAG.findall(text)) < MIN_TAGS:
+        return None
+    parser = _Text()
+    parser.feed(text)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def _token_column(text: str) -> str | None:
+    """The token column of a token-per-line text, or None when it is not one: at least three
+    lines, nearly all (90%) of the non-comment lines of one width (2 or more columns), the token
+    column holding single tokens, and the other columns annotations - tab-separated with three
+    or more columns (CoNLL-U), or tags without lower-case letters (CoNLL-2003's ``NNP B-NP O``).
+    Lines of running text in columns (a poem of three-word lines, a two-column glossary) are not
+    read this way: their other columns are words."""
+    if text.count("\n") < MIN_TABLE_LINES - 1:
+        return None
+    lines = [line for line in text.splitlines() if line.strip() and not _COMMENT_LINE.match(line)]
+    if len(lines) < MIN_TABLE_LINES:
+        return None
+    for tabs in (True, False):
+        rows = [line.split("\t") if tabs else line.split() for line in lines]
+        widths = [len(r) for r in rows]
+        width = max(set(widths), key=widths.count)
+        if width < 2 or widths.count(width) < 0.9 * len(rows):
+            continue
+        table = [[cell.strip() for cell in r] for r in rows if len(r) == width]
+        column = next((c for c in range(width) if not all(_RUNNING_NUMBER.match(r[c]) for r in table)), None)
+        if column is None:
+            continue
+        others = [cell for r in table for c, cell in enumerate(r) if c != column and not (c < column)]
+        tag_like = sum(not any(ch.islower() for ch in cell) for cell in others) >= 0.9 * max(len(others), 1)
+        if not (tag_like or tabs and width >= 3):
+            continue
+        # Multi-word tokens of CoNLL-U ("1-2 du") repeat the words that follow: skipped.
+        tokens = [r[column] for r in table if not (column and "-" in r[0] and _RUNNING_NUMBER.match(r[0]))]
+        if sum(" " in t for t in tokens) > 0.1 * len(tokens):
+            continue  # a table of sentences, not of tokens
+        return " ".join(tokens)
+    return None
+
+
+def _json_strings(text: str) -> str | None:
+    stripped = text.strip()
+    if not stripped[:1] in ("{", "[") or len(stripped) < 2:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return " ".join(strings) if strings else None
+
+
+def _mixed_script(text: str) -> bool:
+    """Whether enough words mix letters of two alphabetic scripts to hide a copy: look-alike
+    letters spread through a text (one word in a hundred or more, and at least two), not one
+    stylised name (a band's "ЯUSSKAJA")."""
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    mixed = 0
+    for word in words:
+        if word.isascii():
+            continue
+        scripts = {next((s for s in _SCRIPTS if unicodedata.name(ch, "").startswith(s)), None) for ch in word}
+        mixed += len(scripts - {None}) > 1
+    return mixed >= max(2, 0.01 * len(words))
+
+
+def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
+    """``text`` as read for comparison (see the module doc): JSON's strings first, then markup or
+    else the token column of what that left; the unread forms are looked for in what was read
+    (an index build reads corpus documents without looking for them)."""
+    forms, read = [], text
+    for name, reader in (("json", _json_strings), ("markup", _markup), ("token-per-line", _token_column)):
+        if name == "token-per-line" and "markup" in forms:
+            break
+        found = reader(read)
+        if found is not None:
+            forms.append(name)
+            read = found
+    unread: tuple[str, ...] = ()
+    if look_for_unread:
+        unread = tuple(name for name, pattern in _ENCODED if pattern.search(read))
+        if not read.isascii() and _mixed_script(read):
+            unread += ("words mixing letters of two scripts (look-alike letters)",)
+    return Reading(read, " ".join(forms) or "plain", unread)
