@@ -181,7 +181,7 @@ def test_near_duplicates_survive_edits(index: CorpusIndex, corpus_texts: list[st
     edited = " ".join(w if i % 25 else "changed" for i, w in enumerate(words))
     result = lookup(index, [edited, "an unrelated sentence about nothing in particular at all"], near_duplicates=0.8)
     hits = result[0].near_duplicates
-    assert hits and hits[0][0].document == 7 and 0.8 <= hits[0][1] < 1.0
+    assert hits and hits[0][0].document == 7 and 0.8 <= hits[0][1] < 1.0 and 0.8 <= hits[0][2] < 1.0
     assert result[1].near_duplicates == []
 
 
@@ -325,5 +325,7 @@ def test_edited_copy_found_wherever_probes_hit_first(tmp_path: Path, corpus_text
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     build_index([tmp_path / "c.jsonl"], tmp_path / "ix")
     ix = CorpusIndex.open(tmp_path / "ix")
-    found = dict((h.document, s) for h, s in lookup(ix, [item], near_duplicates=0.7)[0].near_duplicates)
-    assert found.get(0) == 1.0 and found.get(26) == 1.0
+    found = {h.document: (contained, close) for h, contained, close in lookup(ix, [item], near_duplicates=0.7)[0].near_duplicates}
+    assert found.get(0, (0,))[0] == 1.0 and found.get(26, (0,))[0] == 1.0
+    # every word is there in order, but a quarter more words lie between them: contained, not close
+    assert 0.7 < found[26][1] < 0.9

@@ -12,21 +12,26 @@ document when an index is built and every suspect document when it is looked up 
   token column (the first column that is not a running number), comment lines dropped;
 - JSON (an object or array as the whole text): its string values in order.
 
+- encoded text: percent-encoding, backslash escapes and base64 runs that decode to UTF-8 text;
+- look-alike letters: in a word that holds Latin letters, letters of other scripts that Unicode
+  lists as confusable with a Latin letter (a Cyrillic "а" in "plаin") are read as that letter.
+
 Forms that can hide a copy but cannot be read back are named instead (``Reading.unread``): words
-mixing letters of two scripts (look-alike letters: a Cyrillic "а" in a Latin word) and encoded
-text (percent-, backslash- or base64-encoded runs). A document in such a form can be found
-present, never clean: the lookup cannot establish that an encoded copy is absent.
+still mixing letters of two scripts after that, words mostly of look-alike letters in a Latin
+text, and encoded runs that did not decode. A document in such a form can be
+found present, never clean: the lookup cannot establish that an encoded copy is absent.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-FORMS_VERSION = "forms/1"
+FORMS_VERSION = "forms/3"
 MIN_TAGS = 3
 MIN_TABLE_LINES = 3
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
@@ -35,9 +40,12 @@ _INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd ma
 _DROPPED = frozenset({"script", "style", "head", "title", "noscript"})
 _COMMENT_LINE = re.compile(r"^\s*(?:#|-DOCSTART-)")
 _RUNNING_NUMBER = re.compile(r"^\d+(?:[-.]\d+)?$")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESCAPE = re.compile(r"\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[ntr]")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{80,}={0,2}")
 _ENCODED = (("percent-encoded text", re.compile(r"(?:%[0-9A-Fa-f]{2}){4,}")),
             ("backslash-escaped text", re.compile(r"(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}){4,}")),
-            ("base64-encoded text", re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{80,}={0,2}")))
+            ("base64-encoded text", _BASE64))
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "GEORGIAN")
 
 
@@ -123,6 +131,48 @@ def _token_column(text: str) -> str | None:
     return None
 
 
+def _percent(text: str) -> str | None:
+    """Percent-encoded text (a URL-encoded copy: ``The%20cat``) decoded, when it holds at least
+    four escapes."""
+    if len(_PERCENT.findall(text)) < 4:
+        return None
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def _escapes(text: str) -> str | None:
+    """Backslash escapes (``\\u00e9``, ``\\n``: text copied out of a JSON or source file) decoded,
+    when there are at least four."""
+    if len(_ESCAPE.findall(text)) < 4:
+        return None
+    plain = {"n": "\n", "t": "\t", "r": "\r"}
+    return _ESCAPE.sub(lambda m: plain[m.group(0)[1]] if len(m.group(0)) == 2 else chr(int(m.group(0)[2:], 16)), text)
+
+
+def _base64(text: str) -> str | None:
+    """Runs of base64 that decode to UTF-8 text, replaced by that text."""
+    import base64
+    import binascii
+
+    changed = False
+
+    def decode(match: re.Match[str]) -> str:
+        nonlocal changed
+        run = match.group(0)
+        try:
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            return run
+        if sum(ch.isprintable() or ch.isspace() for ch in decoded) < 0.95 * len(decoded):
+            return run
+        changed = True
+        return f" {decoded} "
+
+    out = _BASE64.sub(decode, text)
+    return out if changed else None
+
+
 def _json_strings(text: str) -> str | None:
     stripped = text.strip()
     if not stripped[:1] in ("{", "[") or len(stripped) < 2:
@@ -144,18 +194,53 @@ def _json_strings(text: str) -> str | None:
     return " ".join(strings) if strings else None
 
 
-def _mixed_script(text: str) -> bool:
-    """Whether enough words mix letters of two alphabetic scripts to hide a copy: look-alike
-    letters spread through a text (one word in a hundred or more, and at least two), not one
-    stylised name (a band's "ЯUSSKAJA")."""
-    words = re.findall(r"[^\W\d_]{2,}", text)
-    mixed = 0
-    for word in words:
-        if word.isascii():
+@functools.cache
+def _lookalikes() -> dict[str, str]:
+    """Letters of other alphabetic scripts that Unicode's confusables list as one Latin letter
+    (from the ``confusable-homoglyphs`` package's copy of the Unicode data)."""
+    from importlib.resources import files
+
+    data = json.loads(files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8"))
+    table = {}
+    for char, glyphs in data.items():
+        if len(char) != 1 or char.isascii() or not char.isalpha() or not unicodedata.name(char, "").startswith(_SCRIPTS[1:]):
             continue
-        scripts = {next((s for s in _SCRIPTS if unicodedata.name(ch, "").startswith(s)), None) for ch in word}
-        mixed += len(scripts - {None}) > 1
-    return mixed >= max(2, 0.01 * len(words))
+        latin = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalpha()]
+        if latin:
+            table[char] = latin[0]
+    return table
+
+
+def _script(ch: str) -> str | None:
+    return next((s for s in _SCRIPTS if unicodedata.name(ch, "").startswith(s)), None)
+
+
+def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
+    """``text`` with look-alike letters read as Latin in words holding Latin letters, and what
+    still hides words: a word mixing scripts after that, or look-alike-only words in Latin text."""
+    table = _lookalikes()
+    word = re.compile(r"[^\W\d_]+")
+
+    def fold(match: re.Match[str]) -> str:
+        return "".join(table.get(ch, ch) for ch in match.group(0))
+
+    folded = word.sub(lambda m: fold(m) if any(ch.isascii() for ch in m.group(0)) else m.group(0), text)
+    words = word.findall(folded)
+    latin_text = sum(w.isascii() for w in words) >= 0.9 * len(words)
+    if latin_text:  # in Latin text, a word made of look-alike letters only ("а" for "a") is read as Latin too
+        folded = word.sub(lambda m: fold(m) if all(ch in table for ch in m.group(0)) else m.group(0), folded)
+    mixed = hidden = 0
+    for w in word.findall(folded):
+        if w.isascii():
+            continue
+        mixed += len({_script(ch) for ch in w} - {None}) > 1
+        hidden += latin_text and sum(ch in table for ch in w) >= len(w) / 2
+    unread = []
+    if mixed >= max(2, 0.01 * len(words)):  # one stylised name ("ЯUSSKAJA") is no disguise
+        unread.append("words mixing letters of two scripts (look-alike letters)")
+    if hidden >= max(2, 0.01 * len(words)):
+        unread.append("words written mostly in look-alike letters of another script")
+    return folded, unread
 
 
 def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
@@ -163,6 +248,11 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
     else the token column of what that left; the unread forms are looked for in what was read
     (an index build reads corpus documents without looking for them)."""
     forms, read = [], text
+    for name, reader in (("percent-encoded", _percent), ("backslash-escaped", _escapes), ("base64", _base64)):
+        found = reader(read)
+        if found is not None:
+            forms.append(name)
+            read = found
     for name, reader in (("json", _json_strings), ("markup", _markup), ("token-per-line", _token_column)):
         if name == "token-per-line" and "markup" in forms:
             break
@@ -171,8 +261,12 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
             forms.append(name)
             read = found
     unread: tuple[str, ...] = ()
+    if not read.isascii():
+        folded, hiding = _fold_lookalikes(read)
+        if folded != read:
+            forms.append("look-alikes")
+            read = folded
+        unread += tuple(hiding)
     if look_for_unread:
-        unread = tuple(name for name, pattern in _ENCODED if pattern.search(read))
-        if not read.isascii() and _mixed_script(read):
-            unread += ("words mixing letters of two scripts (look-alike letters)",)
-    return Reading(read, " ".join(forms) or "plain", unread)
+        unread = tuple(name for name, pattern in _ENCODED if pattern.search(read)) + unread
+    return Reading(read, " ".join(forms) or "plain", unread if look_for_unread else ())

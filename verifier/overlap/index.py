@@ -270,18 +270,24 @@ class CorpusIndex:
             best = np.maximum(best, matching_lengths(shard.text, shard.sa, query, positions, ends))
         return best
 
-    def near_duplicates(self, words: str, threshold: float = 0.8, limit: int = 5) -> list[tuple[Hit, float]]:
+    def near_duplicates(self, words: str, threshold: float = 0.8, limit: int = 5) -> list[tuple[Hit, float, float]]:
         """Corpus documents holding an edited copy of ``words`` (compared form), each with its
-        containment: the share of the text's words found in order in the document around the
-        match (rapidfuzz's LCSseq over words), at least ``threshold``. Words inserted into the
-        copy cost nothing; words deleted or changed cost their share.
+        containment and its closeness. Containment: the share of the text's words found in order
+        in the corpus around the match (rapidfuzz's LCSseq over words), at least ``threshold``;
+        words inserted into the copy cost nothing, words deleted or changed cost their share.
+        Closeness: the best Indel similarity of the text and a corpus stretch of its length
+        (rapidfuzz's partial_ratio over words), so inserted words count too - a copy with a few
+        words changed is close, the text's words scattered through a longer stretch (pieces of
+        neighbouring documents, a word inserted after every word) are contained but not close.
 
         Candidates come from three places, so neither edits that break every n-gram (a word
         inserted after every word or two, adjacent words swapped) nor edits spread thinly escape:
         the documents holding several of the text's rarest words (single words survive any
         insertion), those holding several of its word 3-grams (probes spread over the text), both
         found through the suffix array, and, where the index holds MinHash signatures, the LSH
-        neighbours of its 5-word shingles."""
+        neighbours of its 5-word shingles. The corpus around a match is the run of joined records
+        holding it, so a copy split over neighbouring records is compared whole."""
+        from rapidfuzz import fuzz
         from rapidfuzz.distance import LCSseq
 
         tokens = words.split()
@@ -305,7 +311,7 @@ class CorpusIndex:
             needed = 2 if len(probes) > 2 else 1
             chosen += [d for d in sorted(hits, key=lambda d: (-hits[d], d)) if hits[d] >= needed and d not in chosen][:NEAR_CANDIDATES]
         chosen += [d for d in self._lsh_neighbours(words, threshold) if d not in chosen][:NEAR_CANDIDATES]
-        found_docs: list[tuple[Hit, float]] = []
+        found_docs: list[tuple[Hit, float, float]] = []
         for document in chosen:
             shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
             local = document - shard.entry.first_document
@@ -316,9 +322,12 @@ class CorpusIndex:
                 if not anchors or offset > anchors[-1] + size:
                     anchors.append(offset)
             anchors.sort(key=lambda a: -sum(a - size <= o <= a + 2 * size for o in hits_at))  # densest first
-            similarity = max(LCSseq.similarity(tokens, self._window(shard, a, size).split()) for a in anchors[:NEAR_WINDOWS]) / len(tokens)
-            if similarity >= threshold:
-                found_docs.append((self._hit(shard, local, begin, 0), round(similarity, 4)))
+            windows = [self._window(shard, a, size).split() for a in anchors[:NEAR_WINDOWS]]
+            scored = [(LCSseq.similarity(tokens, window), i) for i, window in enumerate(windows)]
+            common, best = max(scored, key=lambda item: (item[0], -item[1]))
+            if common / len(tokens) >= threshold:
+                closeness = fuzz.partial_ratio(tokens, windows[best]) / 100
+                found_docs.append((self._hit(shard, local, begin, 0), round(common / len(tokens), 4), round(closeness, 4)))
         found_docs.sort(key=lambda item: (-item[1], item[0].document))
         return found_docs[:limit]
 

@@ -52,14 +52,14 @@ class Lookup:
     longest_chars: int | None
     fifty_char: bool | None
     spans: list[Span]
-    near_duplicates: list[tuple[Hit, float]] | None
+    near_duplicates: list[tuple[Hit, float, float]] | None  # (document, containment, closeness): CorpusIndex.near_duplicates
     form: str = "plain"
     unread: tuple[str, ...] = ()
     # Source-wide shared text (boilerplate): words inside verbatim spans that many corpus
     # documents hold; the document's own content is what lies outside them.
     shared_words: int = 0
     shared_spans: list[Span] = field(default_factory=list)
-    content_ngrams: int | None = None
+    content_ngrams: int | None = None  # n-grams touching no shared word (None: nothing was set aside)
     content_found: int | None = None
 
     @property
@@ -68,7 +68,9 @@ class Lookup:
 
     @property
     def content_share(self) -> float:
-        """The share of the document's own n-grams (none inside shared text) found in the corpus."""
+        """The share of the document's own word n-grams (those touching no shared text) found in
+        the corpus. N-grams, not words: two documents sharing one templated sentence share most
+        of their words but few of their n-grams."""
         ngrams = self.ngrams if self.content_ngrams is None else self.content_ngrams
         found = self.ngrams_found if self.content_found is None else self.content_found
         return found / ngrams if ngrams else 0.0
@@ -96,9 +98,9 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
     50-character rule (a search at every character: use it for suspect sets, not for millions of
     documents); ``near_duplicates`` is the similarity threshold of the edited-copy check
     (``CorpusIndex.near_duplicates``; None: not run); ``shared_documents`` sets aside, as
-    source-wide shared text, verbatim spans of at least ``ngram`` words that at least that many
-    corpus documents hold (None: nothing set aside); the 50-character rule and the edited-copy
-    check then look at the document's own content only."""
+    source-wide shared text, verbatim spans of at least ``min(ngram, min_span_words)`` words
+    that at least that many corpus documents hold (None: nothing set aside); the 50-character
+    rule and the edited-copy check then look at the document's own content only."""
     if not (1 <= ngram <= 1000 and 1 <= min_span_words <= 1000 and spans >= 0 and span_documents >= 0):
         raise VerifierError("ngram and min_span_words must be 1-1000 words; spans and span_documents at least 0")
     if near_duplicates is not None and not 0 < near_duplicates <= 1:
@@ -133,7 +135,7 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
     shared_spans: list[list[Span]] = [[] for _ in norms]
     if shared_documents is not None:
         for i, words in enumerate(norms):
-            for first, k in maximal_spans(covered[i], ngram):
+            for first, k in maximal_spans(covered[i], min(ngram, min_span_words)):
                 found = index.find_frame(f" {' '.join(words[first:first + k])} ".encode("utf-8"), span_documents)
                 if found.documents_total >= shared_documents:
                     shared[i][first:first + k] = True
@@ -144,8 +146,9 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         char_best = [0] * len(texts)
         for (i, first, frame), pos, length in zip(pieces, char_pos, char_len):
             if frame:
-                own = ~shared[i][first + np.searchsorted(word_starts(frame), pos, side="right") - 1] if shared[i].any() else None
-                char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos if own is None else pos[own], length if own is None else length[own]))
+                if shared[i].any():  # only the part of a match before the next shared text counts
+                    pos, length = _outside_shared(frame, shared[i][first:first + len(word_starts(frame))], pos, length)
+                char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos, length))
     whole = [bool(words) and bool(covered[i][0] == len(words) if len(words) <= CHUNK_WORDS
                                   else index.count_frames([f" {' '.join(words)} ".encode("utf-8")])[0] > 0)
              for i, words in enumerate(norms)]
@@ -162,6 +165,21 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         for (i, span), found in zip(wanted, (index.find_frame(f, span_documents) for f in frames_of)):
             results[i].spans[results[i].spans.index(span)] = replace(span, count=found.count, documents=found.documents)
     return results
+
+
+def _outside_shared(frame: bytes, shared_words: np.ndarray, positions: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Matches starting outside shared text, each cut where the next shared word begins: a match
+    that runs from a document's own last letters into a credit line counts only for its own part."""
+    starts = word_starts(frame)
+    ends = np.append(starts[1:], len(frame) - 1)
+    shared_byte = np.zeros(len(frame) + 1, dtype=bool)
+    for lo, hi in zip(starts[shared_words], ends[shared_words]):
+        shared_byte[lo:hi + 1] = True
+    shared_byte[-1] = True
+    next_shared = np.minimum.accumulate(np.where(shared_byte, np.arange(len(frame) + 1), len(frame))[::-1])[::-1]
+    own = ~shared_byte[positions]
+    positions, lengths = positions[own], lengths[own]
+    return positions, np.minimum(lengths, next_shared[positions] - positions)
 
 
 def _placed(norm: str, spans: list[Span]) -> list[Span]:

@@ -270,13 +270,14 @@ def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]
     """A document's class and, for a partial one, why it decides nothing."""
     if item.words == 0:  # nothing left to compare (punctuation only): decides nothing either way
         return NO_WORDS, "no words to compare"
-    copy = max((similarity for _, similarity in item.near_duplicates or []), default=0.0)
-    own_ngrams = item.ngrams if item.content_ngrams is None else item.content_ngrams
-    found = item.verbatim or copy >= params.near_duplicate or (own_ngrams and item.content_share >= params.present_share)
+    contained = max((c for _, c, _ in item.near_duplicates or []), default=0.0)
+    close = max((c for _, _, c in item.near_duplicates or []), default=0.0)
+    whole = item.verbatim or close >= params.near_duplicate
+    found = whole or contained >= params.near_duplicate or item.content_share >= params.present_share
     if found and item.words < params.ngram:
         # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
         return PARTIAL, f"shorter than one {params.ngram}-gram: found, but possibly a common phrase"
-    if item.verbatim or copy >= params.near_duplicate:
+    if whole:
         return PRESENT, None
     if found:
         return CONTENT, None
@@ -290,7 +291,7 @@ def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]
     checks_ran = item.near_duplicates is not None and not (params.fifty_char_rule and item.fifty_char is None)
     if not checks_ran:
         return PARTIAL, "the edited-copy check or the 50-character rule could not run on this index"
-    if item.content_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and copy < params.near_overlap:
+    if item.content_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and contained < params.near_overlap:
         return CLEAN, None
     return PARTIAL, "overlaps the corpus below the presence thresholds"
 
@@ -336,7 +337,8 @@ def findings(lookups: list[Lookup], classes: list[str], reasons: list[str | None
                    "ngrams": item.ngrams, "ngrams_found": item.ngrams_found, "shared_words": item.shared_words,
                    "content_share": round(item.content_share, 4), "verbatim": item.verbatim, "longest_words": item.longest_words,
                    "longest_chars": item.longest_chars,
-                   "near_duplicate": max((s for _, s in item.near_duplicates or []), default=None),
+                   "near_duplicate": max((c for _, c, _ in item.near_duplicates or []), default=None),
+                   "near_duplicate_closeness": max((c for _, _, c in item.near_duplicates or []), default=None),
                    "documents": sorted({h.document for s in item.spans for h in s.documents})[:5]}
                   for i, (item, c, r) in enumerate(zip(lookups, classes, reasons))],
     }
@@ -401,10 +403,10 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
     ])
     order = sorted(range(len(lookups)), key=lambda i: (classes[i] == CLEAN, -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
     items = Table("Per-document lookup", ["#", "class", "form", "words", f"{lookups[0].ngram if lookups else 13}-grams found", "verbatim",
-                                          "longest span (words)", "longest (chars)", "near-dup", "corpus documents"],
+                                          "longest span (words)", "longest (chars)", "edited copy: contained / close", "corpus documents"],
                   [[i + 1, classes[i], lookups[i].form, lookups[i].words, f"{lookups[i].ngrams_found}/{lookups[i].ngrams}", "yes" if lookups[i].verbatim else "",
                     lookups[i].longest_words, "-" if lookups[i].longest_chars is None else lookups[i].longest_chars,
-                    "-" if not lookups[i].near_duplicates else f"{lookups[i].near_duplicates[0][1]:.2f}",
+                    "-" if not lookups[i].near_duplicates else f"{lookups[i].near_duplicates[0][1]:.2f} / {lookups[i].near_duplicates[0][2]:.2f}",
                     ", ".join(_doc_name(h.meta, h.document) for h in {h.document: h for s in lookups[i].spans for h in s.documents}.values())[:120]]
                    for i in order],
                   row_classes=[classes[i].replace(" ", "-") for i in order],

@@ -1,0 +1,143 @@
+"""Attempts to make the corpus lookup give a wrong VERIFIED or CONTRADICTED with the forms real
+corpora store text in (an outside attack on the README found 13 of 33; each class is kept here):
+records too short to hold an n-gram, structured and marked-up suspects, look-alike letters,
+boilerplate a whole source shares, partial copies and collages. The full measurement over more
+documents is benchmarks/lookup_soundness.py."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from verifier.audit import run_audit
+from verifier.overlap import build_index, digest_files
+from verifier.overlap import stored_forms as forms
+from verifier.overlap.forms import read_form
+from verifier.resources import resource
+
+DATA = resource("examples", "data")
+N = 8
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+WIKI = [r["text"] for r in rows(DATA / "wikimia24" / "length64.jsonl") if r["label"] == 0]
+random.Random(3).shuffle(WIKI)
+LATER = [r["text"] for r in rows(DATA / "gutenberg-later" / "openings.jsonl")]
+
+
+def never_load(role: str):
+    pytest.fail(f"the {role} model was loaded; a corpus lookup needs none")
+
+
+def audit(folder: Path, corpus: dict[str, list[str]], suspects: list[str], kind: str, background: bool = False) -> dict:
+    """One claim over ``suspects`` against a corpus of the given files (plus the demo corpus)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = folder / "corpus"
+    files.mkdir(exist_ok=True)
+    if background:
+        for path in (DATA / "corpus" / "demo-v1").glob("*.jsonl"):
+            (files / path.name).write_bytes(path.read_bytes())
+    for name, texts in corpus.items():
+        (files / name).write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    (folder / "suspect.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in suspects), encoding="utf-8")
+    body = {"claim": {"id": "c", "statement": "s", "kind": kind, "made_by": "tests"}, "model": {"target": "smollm2-135m"},
+            "evidence": {"suspect": {"path": "suspect.jsonl"}, "corpus": {"index": "corpus", "sha256": digest_files([files])[0]}}}
+    (folder / "claim.yaml").write_text(yaml.safe_dump(body))
+    return run_audit(folder / "claim.yaml", target_factory=never_load).findings
+
+
+def lookup_metrics(findings: dict) -> dict:
+    return next(r for r in findings["path"] if r["route"] == "corpus_lookup")["outcome"]["metrics"]
+
+
+@pytest.mark.parametrize("name, corpus, suspects", [
+    ("short records", {"records.jsonl": [line for t in WIKI[:N] for line in forms.as_records(t)]}, WIKI[:N]),
+    ("CoNLL-2003 suspects", {"docs.jsonl": WIKI[:N]}, [forms.as_conll(t) for t in WIKI[:N]]),
+    ("CoNLL-U suspects", {"docs.jsonl": WIKI[:N]}, [forms.as_conllu(t) for t in WIKI[:N]]),
+    ("word-level markup suspects", {"docs.jsonl": WIKI[:N]}, [forms.as_markup(t) for t in WIKI[:N]]),
+    ("HTML corpus", {"pages.jsonl": [forms.as_html(t) for t in WIKI[:N]]}, WIKI[:N]),
+    ("look-alike letters", {"docs.jsonl": WIKI[:N]}, [forms.with_lookalikes(t) for t in WIKI[:N]]),
+    ("percent-encoded, escaped and base64 suspects", {"docs.jsonl": WIKI[:N]},
+     [f(t) for t, f in zip(WIKI[:N], [forms.percent_encoded, forms.escaped, forms.as_base64] * N)]),
+])
+def test_text_in_the_corpus_in_another_form_is_found(tmp_path: Path, name: str, corpus, suspects) -> None:
+    """Before: absence VERIFIED for every one of these (records of <= 42 characters hold no
+    13-gram; tags became words of their own; look-alike letters broke every n-gram)."""
+    denial = audit(tmp_path / "denial", corpus, suspects, "not_trained_on")
+    assert denial["verdict"] == "CONTRADICTED", name
+    assert lookup_metrics(denial)["present"] == N
+    training = audit(tmp_path / "training", corpus, suspects, "trained_on")
+    assert training["verdict"] == "VERIFIED", name
+
+
+def test_structured_forms_are_read_as_their_text() -> None:
+    text = WIKI[0]
+    words = " ".join(text.split())
+    for stored, form in ((forms.as_conll(text), "token-per-line"), (forms.as_conllu(text), "token-per-line"),
+                         (forms.as_markup(text), "markup"), (forms.as_html(text), "markup"),
+                         (json.dumps({"question": text}), "json"), (forms.with_lookalikes(text), "look-alikes"),
+                         (forms.percent_encoded(text), "percent-encoded"), (forms.as_base64(text), "base64")):
+        reading = read_form(stored)
+        assert reading.form == form and " ".join(reading.text.split()) == words and not reading.unread
+    # running text in columns is not a token table: a poem of three-word lines, a glossary
+    for plain in ("Roses are red\nViolets are blue\nSugar is sweet\n", "Haus\thouse\nKatze\tcat\nHund\tdog\n", "a < b and c > d"):
+        assert read_form(plain).form == "plain"
+
+
+def test_forms_not_read_back_are_never_clean(tmp_path: Path) -> None:
+    """Compressed copies and words mostly of another script's look-alike letters: the lookup
+    cannot show them absent, so they decide nothing."""
+    hidden = [forms.compressed(t) for t in WIKI[:3]] + [
+        " ".join(("Ж" + "".join(forms.LOOKALIKES.get(c, c) for c in w[1:])) if len(w) > 4 else w for w in WIKI[3].split())]
+    assert all(read_form(t).unread for t in hidden)
+    findings = audit(tmp_path, {"docs.jsonl": WIKI[:4]}, hidden, "not_trained_on")
+    assert findings["verdict"] == "INCONCLUSIVE"
+    assert all(it["class"] == "partial" and "does not read back" in it["reason"] for it in lookup_metrics(findings)["items"])
+
+
+def test_parts_of_a_document_are_not_the_document(tmp_path: Path) -> None:
+    """Before: trained_on VERIFIED when the corpus held the first 55% of each text (the 0.5
+    present_share) and for collages of 45-word pieces of six corpus documents."""
+    halves = audit(tmp_path / "halves", {"docs.jsonl": [forms.prefix(t, 0.55) for t in WIKI[:N]]}, WIKI[:N], "trained_on")
+    assert halves["verdict"] == "INCONCLUSIVE" and lookup_metrics(halves)["present"] == 0
+    pieces = WIKI[N:N + 6 * N]
+    collages = [forms.collage(pieces[6 * i:6 * i + 6]) for i in range(N)]
+    trained = audit(tmp_path / "collage", {"docs.jsonl": pieces}, collages, "trained_on")
+    assert trained["verdict"] == "INCONCLUSIVE"
+    m = lookup_metrics(trained)
+    assert m["present"] == 0 and m["content_present"] == N
+    denied = audit(tmp_path / "collage-denied", {"docs.jsonl": pieces}, collages, "not_trained_on")
+    assert denied["verdict"] == "CONTRADICTED"  # its content is in the corpus: absence is contradicted
+
+
+def test_boilerplate_a_source_shares_is_no_evidence(tmp_path: Path) -> None:
+    """Before: two Project Gutenberg books absent from the corpus, sharing only producer credits
+    and a publisher's list with books in it, gave CONTRADICTED for a denial."""
+    publisher_list = " ".join(LATER[50].split()[:30])  # a passage four corpus books repeat
+    corpus = {"more-books.jsonl": [f"{t} {publisher_list}" for t in LATER[60:64]]}
+    suspects = [f"{LATER[i]} {publisher_list}" for i in range(N)]
+    findings = audit(tmp_path, corpus, suspects, "not_trained_on", background=True)
+    assert findings["verdict"] != "CONTRADICTED"
+    m = lookup_metrics(findings)
+    assert m["present"] == m["content_present"] == 0
+    assert any(publisher_list.lower().split()[3] in e["text"] for e in m["shared_text"])  # named in the findings
+    # Short openings are a third or more credits and list: those decide nothing; the others are clean.
+    assert m["clean"] >= 1 and all(it["class"] == "clean" or "share" in it["reason"] or "below" in it["reason"] for it in m["items"])
+
+
+def test_setting_boilerplate_aside_never_hides_a_copy(tmp_path: Path) -> None:
+    """Text that many corpus documents hold is set aside only as a minor part of a document: a
+    document copied into several corpus documents, or a passage making 40% of it, is not made
+    absent by being repeated."""
+    copies = {"copies.jsonl": [WIKI[0]] * 5 + [f"{WIKI[i]} {forms.prefix(WIKI[1], 0.4)}" for i in range(10, 15)]}
+    findings = audit(tmp_path, copies, [WIKI[0], WIKI[1]], "not_trained_on")
+    items = lookup_metrics(findings)["items"]
+    assert findings["verdict"] == "CONTRADICTED" and items[0]["class"] == "present"
+    assert items[1]["class"] not in ("clean",)

@@ -1,0 +1,93 @@
+"""The forms the same text takes in real corpora and benchmark files, as functions: the kit the
+lookup's soundness is measured and tested with (``benchmarks/lookup_soundness.py``, the tests).
+
+Each function takes real text and returns it the way a pipeline, a benchmark format or an
+adversary stores it. None of them changes what a reader of the text would call its content, so
+a lookup that calls a document absent after one of them has given a wrong VERIFIED.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import random
+import textwrap
+from html import escape
+from urllib.parse import quote
+
+# Cyrillic and Greek letters a reader cannot tell from Latin ones (a few of Unicode's confusables).
+LOOKALIKES = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445", "i": "\u0456"}
+
+
+def as_records(text: str, width: int = 42) -> list[str]:
+    """Subtitle-style records: lines of at most ``width`` characters, broken at spaces."""
+    return textwrap.wrap(" ".join(text.split()), width=width, break_long_words=False) or [text]
+
+
+def as_conll(text: str) -> str:
+    """One token a line with a part-of-speech-like and a chunk-like tag (CoNLL-2003's layout)."""
+    tokens = text.split()
+    tags = ("NN", "VBZ", "DT", "JJ", "IN", "NNP")
+    return "-DOCSTART- -X- O O\n\n" + "\n".join(f"{t} {tags[i % len(tags)]} B-NP O" for i, t in enumerate(tokens)) + "\n"
+
+
+def as_conllu(text: str) -> str:
+    """CoNLL-U: a comment line, then a numbered tab-separated row per token."""
+    rows = [f"{i}\t{t}\t{t.lower()}\tX\t_\t_\t0\tdep\t_\t_" for i, t in enumerate(text.split(), 1)]
+    return "# sent_id = 1\n" + "\n".join(rows) + "\n"
+
+
+def as_markup(text: str) -> str:
+    """Every word in a tagged element, as TEI word-level markup stores it."""
+    return "<text><body><p>" + " ".join(f'<w n="{i}">{escape(w)}</w>' for i, w in enumerate(text.split())) + "</p></body></text>"
+
+
+def as_html(text: str) -> str:
+    """A web page: head, script, paragraphs with inline emphasis."""
+    words = [escape(w) for w in text.split()]
+    body = " ".join(f"<b>{w}</b>" if i % 7 == 3 else w for i, w in enumerate(words))
+    return f"<html><head><title>page</title><script>var x = 1;</script></head><body><div class='c'><p>{body}</p></div></body></html>"
+
+
+def with_lookalikes(text: str, every: int = 5, seed: int = 0) -> str:
+    """Latin letters replaced by Cyrillic look-alikes in every ``every``-th word."""
+    rng = random.Random(seed)
+    words = text.split()
+    for i in range(0, len(words), every):
+        letters = [j for j, ch in enumerate(words[i]) if ch in LOOKALIKES]
+        if letters:
+            j = rng.choice(letters)
+            words[i] = words[i][:j] + LOOKALIKES[words[i][j]] + words[i][j + 1:]
+    return " ".join(words)
+
+
+def prefix(text: str, share: float) -> str:
+    """The first ``share`` of a text's words."""
+    words = text.split()
+    return " ".join(words[:max(1, round(share * len(words)))])
+
+
+def collage(texts: list[str], piece_words: int = 45) -> str:
+    """Consecutive ``piece_words``-word pieces, each taken from the next text in turn."""
+    return " ".join(" ".join(t.split()[:piece_words]) for t in texts)
+
+
+def percent_encoded(text: str) -> str:
+    """As a URL's query string stores it."""
+    return quote(text)
+
+
+def escaped(text: str) -> str:
+    """As a JSON string literal written with ASCII escapes stores it."""
+    return json.dumps(text)
+
+
+def as_base64(text: str) -> str:
+    """Base64 of the UTF-8 bytes, as a data field stores a blob."""
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def compressed(text: str) -> str:
+    """Base64 of gzip-compressed UTF-8: a copy no text reader can read back."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
