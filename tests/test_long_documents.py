@@ -11,6 +11,7 @@ from verifier.data import Documents
 from verifier.errors import VerifierError
 from verifier.scoring import score_documents
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.targets.causal_lm import BATCH_TOLERANCE
 
 TOL = 1e-4
 WINDOW, STRIDE = 48, 16
@@ -60,11 +61,11 @@ def test_stitched_arrays_equal_each_window_scored_alone_in_float64(windowed, lon
         np.testing.assert_allclose(scores.logprob, np.concatenate(want), atol=TOL, rtol=0)
 
 
-def test_first_window_is_the_cut_document_bit_for_bit(tiny_model_dir, windowed, long_texts):
+def test_first_window_is_the_cut_document_to_the_batch_tolerance(tiny_model_dir, windowed, long_texts):
     cut = CausalLMTarget(str(tiny_model_dir), ScoringOptions(max_tokens=WINDOW, max_chars=20_000, batch_tokens=4 * WINDOW))
     for whole, first in zip(windowed.score(long_texts), cut.score(long_texts)):
-        np.testing.assert_array_equal(whole.logprob[: WINDOW - 1], first.logprob)
-        np.testing.assert_array_equal(whole.sigma[: WINDOW - 1], first.sigma)
+        np.testing.assert_allclose(whole.logprob[: WINDOW - 1], first.logprob, atol=BATCH_TOLERANCE, rtol=0)
+        np.testing.assert_allclose(whole.sigma[: WINDOW - 1], first.sigma, atol=BATCH_TOLERANCE, rtol=0)
 
 
 def test_the_whole_document_reaches_the_signals_and_the_cut_is_in_key_and_metadata(tiny_model_dir, windowed, long_texts, tmp_path):

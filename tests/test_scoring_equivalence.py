@@ -9,6 +9,7 @@ from reference_scoring import float64_model, plain_arrays, plain_signals, publis
 from verifier.data import Documents
 from verifier.scoring import score_documents
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.targets.causal_lm import BATCH_TOLERANCE
 
 TOL = 1e-4
 
@@ -96,21 +97,24 @@ def test_interrupted_run_resumes_without_rescoring(tiny_model_dir, texts, tmp_pa
     unique = len(set(texts))
     assert sum(calls) == unique - 4  # only the documents of the lost batches were scored again
     fresh = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=192, max_tokens=48)).score(texts)
-    for a, b in zip(resumed, fresh):  # batch-invariant: bit for bit, whatever the cache held
-        np.testing.assert_array_equal(a.logprob, b.logprob)
-        np.testing.assert_array_equal(a.sigma, b.sigma)
+    for a, b in zip(resumed, fresh):  # batch-invariant to the stated tolerance, whatever the cache held
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=BATCH_TOLERANCE, rtol=0)
+        np.testing.assert_allclose(a.sigma, b.sigma, atol=BATCH_TOLERANCE, rtol=0)
 
 
 def test_scores_do_not_depend_on_the_other_documents_of_a_batch(tiny_model_dir, texts):
-    """A document's arrays are a function of the document (and the options), bit for bit: scored
-    among all texts, among every third text, or in reverse order, it gets the same numbers."""
+    """A document's arrays are a function of the document (and the options), to the stated
+    tolerance on every CPU: scored among all texts, among every third text, or in reverse order,
+    it gets the same numbers; scored in the same passes again, the same bits."""
     target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=5 * 256))
     unique = list(dict.fromkeys(texts))
     together = dict(zip(unique, target.score(unique)))
     for subset in (unique[::3], unique[::-1], unique[1::2]):
         for text, scores in zip(subset, target.score(subset)):
             for name in ("logprob", "mu", "sigma", "top1"):
-                np.testing.assert_array_equal(getattr(scores, name), getattr(together[text], name), err_msg=name)
+                np.testing.assert_allclose(getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name)
+    for text, scores in zip(unique, target.score(unique)):
+        np.testing.assert_array_equal(scores.logprob, together[text].logprob)
 
 
 def test_cache_key_separates_precision_and_cut(tiny_model_dir, texts, tmp_path):
@@ -136,7 +140,8 @@ def test_smollm2_on_wikimia_matches_plain_float64(smollm2, wikimia64, tmp_path):
 def test_small_statistics_chunks_and_full_width_passes_stay_batch_invariant(tiny_model_dir, texts, wikimia64):
     """With the statistics in chunks smaller than a pass (as for a 49k vocabulary: 85 positions on
     the CPU), and with passes of full-width documents (no padding at all) beside passes holding
-    dummy rows, a document's numbers still do not depend on its batch-mates, bit for bit."""
+    dummy rows, a document's numbers still do not depend on its batch-mates beyond the stated
+    tolerance (bit for bit on some CPUs, not on all: 1.4e-6 apart on AVX2-only ones)."""
     target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(batch_tokens=4 * 48, max_tokens=48))
     target.row_chunk = 7  # not a divisor of any pass: chunks straddle documents and the last one overlaps
     full_width = [" ".join(row["text"] for row in wikimia64[i : i + 3]) for i in range(0, 24, 3)]
@@ -149,4 +154,4 @@ def test_small_statistics_chunks_and_full_width_passes_stay_batch_invariant(tiny
     for subset in (full_width[:1], full_width[::3] + unique[:2], unique[::-1]):
         for text, scores in zip(subset, target.score(subset)):
             for name in ("logprob", "mu", "sigma", "top1"):
-                np.testing.assert_array_equal(getattr(scores, name), getattr(together[text], name), err_msg=name)
+                np.testing.assert_allclose(getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name)
