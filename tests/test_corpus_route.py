@@ -271,23 +271,23 @@ def summary_corpus(folder: Path, late: str | None = None, undated: bool = False)
     small blogs (one WikiMIA-64 text each); 22 domains, so the top 10% is 3 domains."""
     corpus = folder / "web"
     corpus.mkdir(exist_ok=True)
-    records = [{"text": t, "url": f"https://www.gutenberg.org/ebooks/{i}", "date": "2016-01"} for i, t in enumerate(BOOKS[:50])]
+    records = [{"text": t, "url": f"https://www.gutenberg.org/ebooks/{i}", "crawl_date": "2016-01"} for i, t in enumerate(BOOKS[:50])]
     wiki = rows(DATA / "corpus" / "demo-v1" / "wikipedia-events.jsonl")
-    records += [{"text": r["text"], "url": f"https://en.wikipedia.org/wiki/Event_{i}", "date": "2016-06"} for i, r in enumerate(wiki)]
-    records += [{"text": r["text"] * (3 if i == 7 else 1), "url": f"https://blog{i}.example.org/post", "date": "2016-11"}
+    records += [{"text": r["text"], "url": f"https://en.wikipedia.org/wiki/Event_{i}", "crawl_date": "2016-06"} for i, r in enumerate(wiki)]
+    records += [{"text": r["text"] * (3 if i == 7 else 1), "url": f"https://blog{i}.example.org/post", "crawl_date": "2016-11"}
                 for i, r in enumerate(BENCH[:20])]
     if late:
-        records[-1]["date"] = late
+        records[-1]["crawl_date"] = late
     if undated:
-        del records[-1]["date"]
+        del records[-1]["crawl_date"]
     (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return {"index": "web", "sha256": digest_files([corpus])[0]}
 
 
-def summary_claim(folder: Path, corpus: dict, **declared) -> Path:
+def summary_claim(folder: Path, corpus: dict, fields: tuple[str, ...] = ("eu:2.3", "eu:1.3"), **declared) -> Path:
     path = claim(folder, BOOKS[:2], "summary_field", corpus)
     body = yaml.safe_load(path.read_text())
-    body["claim"]["regulation_fields"] = ["eu:2.3", "eu:1.3"]
+    body["claim"]["regulation_fields"] = list(fields)
     body["model"]["declared_summary"] = declared
     path.write_text(yaml.safe_dump(body))
     return path
@@ -367,6 +367,59 @@ def test_hosts_hidden_in_urls_and_subdomains(folder: Path) -> None:
     ref["sha256"] = digest_files([corpus])[0]
     unknown = run_audit(summary_claim(folder, ref, crawled_domains=["site0.org", "site1.org", "hidden.com"]), target_factory=never_load).findings
     assert unknown["verdict"] == "UNVERIFIABLE"  # a URL without a host: its domain could be any
+
+
+def web_claim(folder: Path, records: list[dict], **declared) -> Path:
+    corpus = folder / "web"
+    corpus.mkdir(exist_ok=True)
+    (corpus / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fields = ("eu:2.3",) if "crawled_domains" in declared else ("eu:1.3",)
+    return summary_claim(folder, {"index": "web", "sha256": digest_files([corpus])[0]}, fields, **declared)
+
+
+def test_publication_dates_never_confirm_a_collection_date(folder: Path) -> None:
+    """Before: latest_collection 2023-06 VERIFIED for records published 2023-05 but crawled 2025-02."""
+    crawled_late = [{"text": b, "date": "2023-05-02", "metadata": {"crawl_date": "2025-02-11"}} for b in BOOKS[:6]]
+    late = run_audit(web_claim(folder, crawled_late, latest_collection="2023-06"), target_factory=never_load).findings
+    assert late["verdict"] == "CONTRADICTED" and "2025-02" in late["verdict_sentence"]
+    fields = lookup_of(late)["outcome"]["metrics"]["date_fields"]
+    assert fields == {"collected": {"metadata.crawl_date": 6}, "published": {"date": 6}}
+    published_only = [{"text": b, "date": "2023-05-02"} for b in BOOKS[:6]]
+    unsure = run_audit(web_claim(folder, published_only, latest_collection="2023-06"), target_factory=never_load).findings
+    assert unsure["verdict"] == "UNVERIFIABLE"  # a publication date cannot say when a page was collected
+    published_late = [{"text": b, "date": "2024-01-09", "WARC-Date": "2023-04-01T10:00:00Z"} for b in BOOKS[:6]]
+    impossible = run_audit(web_claim(folder, published_late, latest_collection="2023-06"), target_factory=never_load).findings
+    assert impossible["verdict"] == "CONTRADICTED" and "publication date" in impossible["verdict_sentence"]
+    dumps = [{"text": b, "dump": "CC-MAIN-2023-14"} for b in BOOKS[:6]]  # week 14 of 2023: April
+    assert run_audit(web_claim(folder, dumps, latest_collection="2023-04"), target_factory=never_load).findings["verdict"] == "VERIFIED"
+    assert run_audit(web_claim(folder, dumps, latest_collection="2023-03"), target_factory=never_load).findings["verdict"] == "CONTRADICTED"
+
+
+def test_urls_in_nested_and_warc_fields_are_ranked(folder: Path) -> None:
+    """Before: a host whose URLs sat in metadata.url held half the text and was left out of the
+    ranking, so a summary omitting it was VERIFIED."""
+    records = [{"text": BOOKS[i], "url": f"https://site{i % 2}.org/{i}"} for i in range(4)]
+    records += [{"text": BOOKS[10][:100], "url": f"https://small{i}.org/"} for i in range(14)]
+    records += [{"text": BOOKS[20 + i] * 4, "metadata": {"url": f"https://big.example/{i}"}} for i in range(3)]
+    records += [{"text": BOOKS[30] * 6, "warc_headers": {"WARC-Target-URI": "https://warc.example/x"}}]
+    missing = run_audit(web_claim(folder, records, crawled_domains=["site0.org", "site1.org"]), target_factory=never_load).findings
+    assert missing["verdict"] == "CONTRADICTED" and "big.example" in missing["verdict_sentence"]
+    metrics = lookup_of(missing)["outcome"]["metrics"]
+    assert metrics["url_fields"] == {"metadata.url": 3, "url": 18, "warc_headers.WARC-Target-URI": 1}
+    assert "warc.example" in metrics["required_domains"] + metrics["tied_domains"]
+    # a document with no URL in any field read, holding as much text as a top domain: unconfirmed
+    unknown = records + [{"text": BOOKS[40] * 30, "source": "somewhere"}]
+    listed = ["site0.org", "site1.org", "big.example", "warc.example"]
+    assert run_audit(web_claim(folder, unknown, crawled_domains=listed), target_factory=never_load).findings["verdict"] == "UNVERIFIABLE"
+
+
+@pytest.mark.parametrize("declared", [["com", "org"], ["co.uk"], ["blogspot.com"]])
+def test_public_suffixes_are_not_domains(folder: Path, declared: list[str]) -> None:
+    """Before: crawled_domains [com, org] VERIFIED as the top domains (each covered every host under it)."""
+    records = [{"text": BOOKS[i], "url": f"https://site{i}.org/"} for i in range(5)]
+    with pytest.raises(VerifierError, match="declared_summary.crawled_domains.*public suffixes") as info:
+        run_audit(web_claim(folder, records, crawled_domains=declared), target_factory=never_load)
+    assert "\n" not in str(info.value)
 
 
 def test_timestamps_are_not_dates(folder: Path) -> None:

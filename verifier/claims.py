@@ -6,6 +6,8 @@ the key (``evidence.heldout.path: field required``), never a traceback.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from datetime import date
 from enum import Enum
@@ -51,6 +53,14 @@ class ClaimStatement(Strict):
         return fields
 
 
+@functools.cache
+def public_suffix_list():
+    """The Public Suffix List as the installed ``publicsuffixlist`` package ships it (never fetched)."""
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList()
+
+
 def hostname(name: str) -> str:
     """A domain in one form for comparison: lower case, no ``www.``, internationalised names in
     their ASCII (IDNA) form, so ``bücher.de`` and ``xn--bcher-kva.de`` are one domain."""
@@ -78,6 +88,11 @@ class DeclaredSummary(Strict):
         bad = [d for d, f in zip(domains, forms) if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", f)]
         if bad:
             raise ValueError(f"not domain names: {bad[:3]}")
+        # A public suffix ("com", "co.uk", "blogspot.com") is no one's domain: declared, it would
+        # cover every site under it. The Public Suffix List ships with publicsuffixlist (offline).
+        suffixes = [d for d, f in zip(domains, forms) if public_suffix_list().privatesuffix(f) is None]
+        if suffixes:
+            raise ValueError(f"not registrable domain names (public suffixes under the Public Suffix List): {suffixes[:3]}")
         return forms
 
 

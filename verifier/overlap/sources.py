@@ -22,9 +22,19 @@ from verifier.errors import VerifierError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json.gz", ".json.zst")
 PARQUET_SUFFIXES = (".parquet",)
-META_FIELDS = {"id": ("id", "doc_id", "document_id"), "source": ("source", "dataset"), "url": ("url", "uri", "link"),
-               "date": ("date", "created", "timestamp", "added", "publication_date", "year")}
-
+META_FIELDS = {"id": ("id", "doc_id", "document_id"), "source": ("source", "dataset")}
+# Where real crawls keep a record's URL and dates, top level or nested (``metadata.url``,
+# ``warc_headers.warc-target-uri``), compared lower-case with "-" read as "_". Collection dates
+# (when the page was fetched) are kept apart from publication dates: a publication date after a
+# declared collection date contradicts it, but only a collection date can confirm it. Processing
+# dates ("added" to a dataset, "processed") are neither and are not read.
+URL_KEYS = ("url", "uri", "link", "warc_target_uri", "target_uri", "source_url", "page_url")
+COLLECTED_KEYS = ("crawl_date", "crawled", "crawled_at", "crawl_time", "crawl_timestamp", "fetch_time", "fetch_date", "fetched",
+                  "fetched_at", "retrieved", "retrieved_at", "retrieval_date", "date_download", "downloaded", "downloaded_at",
+                  "warc_date", "collected", "collected_at", "collection_date", "access_date", "accessed", "dump")
+PUBLISHED_KEYS = ("date", "published", "published_at", "publication_date", "date_published", "date_publish", "created",
+                  "created_at", "year", "timestamp", "last_modified", "date_modified", "modified")
+NESTED_DEPTH = 3
 
 @dataclass(frozen=True)
 class Source:
@@ -104,13 +114,37 @@ def _meta(record: dict[str, Any], fallback_id: str) -> dict[str, str]:
     for key, names in META_FIELDS.items():
         for candidate in names:
             value = record.get(candidate)
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+            if _scalar(value):
                 meta[key] = str(value)[:300]
                 break
     meta.setdefault("id", fallback_id)
+    for kind, keys in (("url", URL_KEYS), ("collected", COLLECTED_KEYS), ("published", PUBLISHED_KEYS)):
+        found = _nested(record, keys)
+        if found is not None:
+            meta[kind], meta[f"{kind}_field"] = found
     if "url" in meta:
         meta["domain"] = url_host(meta["url"])
     return meta
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool) and bool(str(value).strip())
+
+
+def _nested(record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first of ``keys`` holding a value, top level first, then nested objects breadth-first
+    (up to three levels): (value, the field's dotted path)."""
+    level: list[tuple[str, dict[str, Any]]] = [("", record)]
+    for _ in range(NESTED_DEPTH):
+        below: list[tuple[str, dict[str, Any]]] = []
+        for prefix, obj in level:
+            named = {str(k).lower().replace("-", "_"): k for k in obj}
+            for key in keys:
+                if key in named and _scalar(obj[named[key]]):
+                    return str(obj[named[key]])[:300], prefix + str(named[key])
+            below += [(f"{prefix}{k}.", v) for k, v in obj.items() if isinstance(v, dict)]
+        level = below
+    return None
 
 
 def url_host(url: str) -> str:
@@ -189,7 +223,9 @@ def _parquet(source: Source, stats: SourceStats, text_field: str) -> Iterator[Do
     columns = set(table.schema_arrow.names)
     if text_field not in columns:
         raise VerifierError(f"{source.name}: no {text_field!r} column")
-    wanted = [text_field] + [c for names in META_FIELDS.values() for c in names if c in columns and c != text_field]
+    known = {*(c for names in META_FIELDS.values() for c in names), *URL_KEYS, *COLLECTED_KEYS, *PUBLISHED_KEYS}
+    nested = {f.name for f in table.schema_arrow if str(f.type).startswith("struct")}
+    wanted = [text_field] + [c for c in table.schema_arrow.names if c != text_field and (c.lower().replace("-", "_") in known or c in nested)]
     row = 0
     for batch in table.iter_batches(columns=wanted, batch_size=4096):
         for record in batch.to_pylist():

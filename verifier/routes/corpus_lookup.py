@@ -210,9 +210,11 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
     metrics: dict[str, Any] = {"corpus": identity, "documents": facts.documents, "words": facts.words,
                                "tokens_range": [facts.tokens_low, facts.tokens_high]}
     if "eu:2.3" in fields:
-        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host:
+        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host or facts.no_url_bytes >= facts.cut_size(declared.sme):
             why = ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs" if not facts.domains
-                   else f"{facts.urls_without_host} documents have URLs without a host")
+                   else f"{facts.urls_without_host} documents have URLs without a host" if facts.urls_without_host
+                   else f"documents with no URL in any field read hold {facts.no_url_bytes:,} bytes of text, as much as a required "
+                        "domain: crawled, they could be one")
             unchecked.append(f"2.3 domains: {why}")
         else:
             certain, tied, slots = facts.required_domains(declared.sme)
@@ -222,7 +224,7 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
             quota = len(certain) + slots
             share = (quota - len(missing) - short) / quota
             metrics |= {"domains": len(facts.domains), "required_domains": certain, "tied_domains": tied, "tied_slots": slots,
-                        "missing_domains": missing, "domain_coverage": share}
+                        "missing_domains": missing, "domain_coverage": share, "url_fields": facts.fields.get("url", {})}
             rows.append(["2.3 most relevant domains", f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} "
                          f"domains by text size: {quota} required ({len(tied)} tied for the last {slots}), {share:.0%} declared"
                          + (f"; missing {', '.join(missing[:20])}" if missing else "") + (f"; {short} more of the tied domains needed" if short else "")])
@@ -243,13 +245,18 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
                 unchecked.append("1.3 size band: the token range spans two bands")
         if declared.latest_collection is not None:
             later = facts.after(declared.latest_collection)
-            metrics |= {"latest_month": facts.latest_month, "latest_year_only": facts.latest_year}
-            rows.append(["1.3 latest collection date", f"latest document dated to the month {facts.latest_month or 'none'}, to the year only "
-                         f"{facts.latest_year or 'none'} ({facts.dated_documents} of {facts.documents} dated); declared {declared.latest_collection}"])
+            metrics |= {"latest_month": facts.latest_month, "latest_year_only": facts.latest_year,
+                        "collection_dated_documents": facts.dated_documents, "date_fields": {k: facts.fields.get(k, {}) for k in ("collected", "published")}}
+            fields_read = "; ".join(f"{kind} from {', '.join(f'{f} ({n})' for f, n in facts.fields[kind].items())}"
+                                    for kind in ("collected", "published") if facts.fields.get(kind)) or "no date fields"
+            rows.append(["1.3 latest collection date", f"latest collection date known to the month {facts.latest_month or 'none'}, to the year "
+                         f"only {facts.latest_year or 'none'} ({facts.dated_documents} of {facts.documents} with a collection date; {fields_read}); "
+                         f"declared {declared.latest_collection}. Publication dates can contradict a collection date, never confirm it"])
             if later is not None:
                 problems.append(f"documents are dated {later}, after the declared latest collection {declared.latest_collection}")
             elif facts.uncertain(declared.latest_collection):
-                unchecked.append("1.3 latest date: undated documents, or documents dated only to the declared year, could be later")
+                unchecked.append("1.3 latest date: documents without a collection date (a publication date does not say when a page "
+                                 "was collected), or collected in the declared year with no month, could have been collected later")
     metrics |= {"problems": problems, "unchecked": unchecked}
     sections = [Table("EU summary fields against the declared corpus", ["field", "what the corpus shows"], rows or [["-", "nothing to compare"]]),
                 Notes("What this check shows", [LIMITATIONS[0], *(f"Not established: {u}." for u in unchecked)])]
