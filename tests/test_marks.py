@@ -16,7 +16,7 @@ from verifier.errors import VerifierError
 from verifier.evidence.signing import public_pem, sign_envelope, statement
 from verifier.marks.evaluate import Trial, context_before, run_rank_tests
 from verifier.marks.generators import MarkSpec, draw, draw_distinct, word_list
-from verifier.marks.identifiers import KNOWN_CONSTANTS, find_identifiers, fresh_draws, random_looking
+from verifier.marks.identifiers import HEX_LOWER, KNOWN_CONSTANTS, _self_predictable, find_identifiers, fresh_draws, random_looking
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.marks.registration import commitment, predates_training, read_registration, read_secrets
 from verifier.marks.rephrase import OfflineRephraser
@@ -264,8 +264,8 @@ def test_commitments_hide_the_text():
 
 # --- natural identifiers --------------------------------------------------------------------------
 def test_identifiers_are_found_once_and_known_constants_set_aside():
-    texts = ["Commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9071835 fixed it; see bit.ly/3xK9qPz.",
-             "Again 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9071835, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
+    texts = ["Commit 69bf4a41ef5074b584091640af915260b50dc450 fixed it; see bit.ly/3xK9qPz.",
+             "Again 69bf4a41ef5074b584091640af915260b50dc450, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
              "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
              "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
              "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
@@ -421,3 +421,24 @@ def test_copies_in_context_and_variants_of_one_value_are_caught():
     assert [f.identifier for f in found] == [value] and dropped["repeated"] == 4
     item = find_identifiers([f"Fingerprint {key[:2]}: filed under {key}."], 4)[0][0]
     assert all(not any(d[i:i + 6] in "filed under" for i in range(35)) for d in fresh_draws(item, 50))
+
+
+@pytest.mark.parametrize("identifier", [
+    "4c123b" * 6 + "4c12",                                    # a 6-character block repeated (the attack: p = 2e-9 on SmolLM2)
+    "9f3e21" + "12e3f9" + "69bf4a41ef5074b584091640af91",  # a block and its mirror
+    "e7b2a913579c04d8f6a1e3b5c7d9f0a2",                       # a progression of one step (13579)
+    "bit.ly/Ab3XyAb3X",                                       # a short link repeating itself
+])
+def test_identifiers_whose_parts_predict_each_other_are_not_tested(identifier):
+    """A model that copies from its context continues these from their first part without training;
+    fresh draws keeping only each position's class cannot be continued, so the null fails for them."""
+    found, dropped = find_identifiers([f"The build {identifier} passed."], 4)
+    assert found == [] and dropped["not random-looking"] == 1
+
+
+def test_fresh_draws_are_never_self_predictable_and_uniform_digests_rarely_are():
+    found, _ = find_identifiers(["Commit 69bf4a41ef5074b584091640af915260b50dc450 fixed it."], 4)
+    assert not any(_self_predictable(d) for d in fresh_draws(found[0], 500))
+    rng = np.random.default_rng(0)
+    digests = ["".join(HEX_LOWER[i] for i in rng.integers(0, 16, 40)) for _ in range(4000)]
+    assert 0.005 < np.mean([_self_predictable(d) for d in digests]) < 0.04  # the filter costs few real digests

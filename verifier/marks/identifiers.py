@@ -13,8 +13,10 @@ lower-case or upper-case letter) at every position: a uniformly drawn identifier
 pattern, uniform within each class, so the real one stays exchangeable with them, and a model's
 general liking for digits or lower case cancels out (against unconditioned draws, any string of
 digits looked "memorised"). Filters drop what is not random: well-known constants (digests of
-the empty string, the nil UUID, documentation examples), runs of one character or of consecutive
-characters (12345, abcde), digests of only digits or only letters, strings holding an
+the empty string, the nil UUID, documentation examples), runs of one character or progressions
+of one step (12345, abcde, 13579), strings whose own parts predict each other (a run of four
+characters that recurs, forwards or mirrored: a repeated block a model continues from its first
+copy without training), digests of only digits or only letters, strings holding an
 English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys), and 32-hex strings
 laid out like a version-4 UUID without dashes (not uniform digits). An identifier whose context
 already holds six or more of its characters in a row (a short commit hash before the full one, a
@@ -135,7 +137,7 @@ def random_looking(identifier: str) -> bool:
         return False  # a version-4 UUID without its dashes: not uniform hex
     if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and (lowered.isdigit() or not re.search(r"\d", lowered)):
         return False  # a digest of only digits (a long number, the digits of pi) or only letters is no digest
-    if _sequential(lowered):
+    if _sequential(lowered) or _self_predictable(lowered):
         return False
     words = _long_words()
     return not any(run[i:j] in words for run in re.findall(r"[a-z]{5,}", lowered)
@@ -143,10 +145,30 @@ def random_looking(identifier: str) -> bool:
 
 
 def _sequential(text: str, run: int = 5) -> bool:
-    """Whether ``text`` holds ``run`` characters in ascending or descending order (12345, abcde, 98765)."""
+    """Whether ``text`` holds ``run`` characters in a progression of one step (12345, abcde,
+    98765, 13579, acegi): a model continues those without having seen the string."""
     steps = [ord(b) - ord(a) for a, b in zip(text, text[1:])]
-    return any(all(d == 1 for d in steps[i:i + run - 1]) or all(d == -1 for d in steps[i:i + run - 1])
-               for i in range(len(steps) - run + 2))
+    return any(steps[i] != 0 and all(d == steps[i] for d in steps[i:i + run - 1]) for i in range(len(steps) - run + 2))
+
+
+SELF_REPEAT = 4
+
+
+def _self_predictable(text: str) -> bool:
+    """Whether part of ``text`` predicts another part of it: a run of four characters that occurs
+    again, forwards or mirrored (``4c123b4c123b``, ``ab12c21ba``). Any model that copies from its
+    context continues such a string from its first part, trained on it or not, while fresh draws
+    that keep only each position's class cannot be continued that way: the null "never trained on
+    it" would not hold for the real identifier and its draws alike. About 3% of uniform 64-hex
+    digests hold such a repeat by chance and are set aside with the rest (as fresh draws are)."""
+    bare = re.sub(r"[^0-9a-z]", "", text)
+    grams = [bare[i:i + SELF_REPEAT] for i in range(len(bare) - SELF_REPEAT + 1)]
+    seen: dict[str, int] = {}
+    for i, gram in enumerate(grams):
+        if gram in seen or gram[::-1] in seen and seen[gram[::-1]] + SELF_REPEAT <= i:
+            return True
+        seen.setdefault(gram, i)
+    return False
 
 
 @cache

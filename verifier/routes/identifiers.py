@@ -27,6 +27,11 @@ LIMITATIONS = [
     "It is valid when the identifiers were drawn at random from their format: version-4 UUIDs, digests, generated short "
     "links and keys. Hand-made strings that pass the filters (a vanity link with digits) break it, and so do identifiers "
     "chosen by someone who could query the model: the suspect documents must have been fixed before the model was available.",
+    "Identifiers whose own parts predict each other (a block of four or more characters that recurs, forwards or mirrored, "
+    "or a progression such as 13579) are not tested: a model that copies from its context continues them from their first "
+    "part without having been trained on them, while fresh draws that keep only each position's character class cannot be "
+    "continued so, so the null would not hold for both alike. Other structure a model could exploit without training (a "
+    "pattern these filters do not name) would break the test in the same way.",
     "A non-significant result is not evidence of absence: an identifier seen once in training is rarely memorised.",
 ]
 

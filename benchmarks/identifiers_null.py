@@ -1,0 +1,132 @@
+"""Natural identifiers under the null and the alternative: simulated audits on a ground-truth testbed.
+
+The identifiers route ranks each identifier in its context among fresh draws of its format; under
+H0 (the model never saw the text) the rank is uniform and an audit's Fisher-combined p-value is
+below alpha at most alpha of the time - for identifiers with internal structure too, which the
+route refuses when a part of them predicts another (a model could continue them from their first
+copy, trained or not). This measures:
+
+1. null, unstructured: fresh uniform identifiers (hex digests, UUIDs, short links) placed in the
+   testbed's non-member texts, which the model never saw; SUPPORTED rate over ``--audits``
+   audits, with a Wilson interval and the spread across five independent batches;
+2. null, structured: identifiers built from a repeated or mirrored block (the outside attack that
+   gave p = 2e-9): how many the route refuses, and the SUPPORTED rate of what is left;
+3. alternative: the identifiers the testbed's members carry (the model was trained on them):
+   detection rate over audits of the same size;
+4. with ``--smollm2``: the structured attack on SmolLM2-135M (which certainly never saw these
+   strings), with the self-predictability filter on and, to show what it prevents, off.
+
+    python benchmarks/identifiers_null.py --audits 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from verifier.marks import identifiers
+from verifier.marks.evaluate import identifier_trials, run_rank_tests
+from verifier.marks.run import TargetScorer
+from verifier.stats.power import wilson
+from verifier.targets import ScoringOptions
+from verifier.testbed import PRESETS, build_testbed
+
+PER_AUDIT, SAMPLES, ALPHA, LEVEL = 5, 19, 0.05, 0.05
+NULL = "H0: the model was not trained on text containing these identifiers"
+
+
+def structured(rng: np.random.Generator, kind: int) -> str:
+    """An identifier whose parts predict each other: a repeated 6-character block, or a mirrored one."""
+    block = "".join("0123456789abcdef"[i] for i in rng.integers(0, 16, 6))
+    if kind % 2:
+        return (block + block[::-1]) * 3 + block[:4]
+    return block * 6 + block[:4]
+
+
+def fresh(rng: np.random.Generator, i: int) -> str:
+    fmt = identifiers.FORMATS[i % 3]  # uuid4, hex_digest, short_url
+    while not identifiers.random_looking(ident := fmt.new(rng)):
+        pass
+    return ident
+
+
+def placed(contexts: list[str], idents: list[str]) -> list[str]:
+    """Identifiers placed after the last 30 words of texts the model never saw."""
+    return [f"{' '.join(c.split()[-30:])} The reference is {ident} and" for c, ident in zip(contexts, idents)]
+
+
+def audit(scorer: TargetScorer, texts: list[str]) -> tuple[float | None, int]:
+    """One audit of the identifiers in ``texts``: (combined p or None when none is tested, tested)."""
+    trials, _ = identifier_trials(texts, SAMPLES, 32, 100)
+    if not trials:
+        return None, 0
+    finding = run_rank_tests(trials, scorer, NULL, "fisher", ALPHA, LEVEL, 0.8, 0)
+    return finding.p_value, finding.n_marks
+
+
+def rate(label: str, outcomes: list[bool], batches: int = 5) -> str:
+    r = wilson(sum(outcomes), len(outcomes))
+    parts = np.array_split(np.array(outcomes, dtype=float), batches)
+    spread = np.std([p.mean() for p in parts], ddof=1) if len(outcomes) >= batches else float("nan")
+    return (f"| {label} | {len(outcomes)} | {sum(outcomes)} | {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | "
+            f"{spread:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--audits", type=int, default=200)
+    parser.add_argument("--smollm2", type=int, default=0, help="audits of the structured attack on SmolLM2-135M (0: skip)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="identifiers-null-"))
+    started = time.perf_counter()
+    testbed = build_testbed(PRESETS["small"], out=work / "testbed")
+    rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
+    outside = [r["text"] for r in rows if r["member"] == 0]
+    members = [(r["text"], r["identifier"]) for r in rows if r["member"] == 1 and r["identifier"]]
+    scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=PRESETS["small"].seq_len), work / "cache", None)
+    print(f"testbed 'small' built in {time.perf_counter() - started:.0f} s; {len(outside)} non-member texts, "
+          f"{len(members)} member identifiers; {PER_AUDIT} identifiers an audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n")
+    print("| audits | n | SUPPORTED | rate [Wilson 95%] | spread across 5 batches (sd) |\n|---|---|---|---|---|")
+    rng = np.random.default_rng(2026)
+    null, refused, tested, structured_null = [], 0, 0, []
+    for a in range(args.audits):
+        contexts = [outside[int(i)] for i in rng.choice(len(outside), PER_AUDIT, replace=False)]
+        p, _ = audit(scorer, placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]))
+        null.append(p is not None and p <= ALPHA)
+        built = [structured(rng, i) for i in range(PER_AUDIT)]
+        p, n = audit(scorer, placed(contexts, built))
+        refused += PER_AUDIT - n
+        tested += n
+        structured_null.append(p is not None and p <= ALPHA)
+    print(rate("null: fresh identifiers in texts the model never saw", null))
+    print(rate("null: structured identifiers (repeated or mirrored blocks)", structured_null))
+    positive = []
+    for a in range(max(20, args.audits // 10)):
+        chosen = [members[int(i)] for i in rng.choice(len(members), min(PER_AUDIT, len(members)), replace=False)]
+        p, _ = audit(scorer, [t for t, _ in chosen])  # the member texts as trained
+        positive.append(p is not None and p <= ALPHA)
+    print(rate("alternative: identifiers the model was trained on (members)", positive))
+    print(f"\nstructured identifiers refused as self-predictable: {refused} of {refused + tested}")
+    if args.smollm2:
+        smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=128), work / "cache", None)
+        text = [r["text"] for r in rows][:args.smollm2]
+        for label, filtered in (("filter on", True), ("filter off", False)):
+            original = identifiers._self_predictable
+            if not filtered:
+                identifiers._self_predictable = lambda t: False  # type: ignore[assignment]
+            try:
+                ps = [audit(smol, placed([t], [structured(rng, i)]))[0] for i, t in enumerate(text)]
+            finally:
+                identifiers._self_predictable = original  # type: ignore[assignment]
+            scored = [p for p in ps if p is not None]
+            print(f"SmolLM2-135M, structured identifiers, {label}: {len(scored)} of {len(ps)} tested, "
+                  f"median p {np.median(scored) if scored else float('nan'):.3g}, p <= {ALPHA}: {sum(p <= ALPHA for p in scored)}")
+
+
+if __name__ == "__main__":
+    main()
