@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install system-deps demo test wheel-check bench
+.PHONY: install system-deps demo test test-slow wheel-check bench
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
 # tests that look at the PDF pages and load the HTML report in a headless browser.

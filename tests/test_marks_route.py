@@ -163,6 +163,7 @@ def test_a_mark_missing_from_its_document_is_reported_and_a_too_small_design_ref
     assert outcome["metrics"]["test"]["excluded"] == {"mark-0": "the mark does not occur in its published document '" + marked.published[0]["id"] + "'"}
 
 
+@pytest.mark.slow
 def test_natural_identifiers_detect_members_and_not_non_members(trusted):
     """No registration, no held-out set: the identifiers route tests the suspect set's own identifiers."""
     members = audit(trusted, "ids-members", marks=False,
