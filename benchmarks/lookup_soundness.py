@@ -35,7 +35,8 @@ from verifier.overlap import CorpusIndex, build_index
 from verifier.overlap import stored_forms as forms
 from verifier.overlap.queries import lookup
 from verifier.resources import resource
-from verifier.routes.corpus_lookup import CorpusLookupParams, CorpusLookupRoute, classify, decide
+from verifier.overlap.backends import LocalBackend
+from verifier.routes.corpus_lookup import CorpusLookupParams, CorpusLookupRoute, classify, decide, hidden_forms
 
 DATA = resource("examples", "data")
 KINDS = (ClaimKind.NOT_TRAINED_ON, ClaimKind.TRAINED_ON)
@@ -54,8 +55,9 @@ def verdicts(index: CorpusIndex, suspects: list[str], params: CorpusLookupParams
     found = lookup(index, suspects, ngram=params.ngram, min_span_words=params.min_span_words, spans=5, span_documents=3,
                    characters=params.fifty_char_rule, near_duplicates=params.near_overlap, shared_documents=params.shared_documents)
     out = {kind.value: Counter() for kind in KINDS}
+    hiding = bool(hidden_forms(LocalBackend(index)))
     for item in found:
-        status = decide(Counter([classify(item, params)[0]]), 1)
+        status = decide(Counter([classify(item, params)[0]]), 1, hiding)
         for kind in KINDS:
             out[kind.value][CorpusLookupRoute.verdicts[status][kind].value] += 1
     return out
@@ -89,7 +91,22 @@ def main() -> None:
         ("suspects as CoNLL-U rows", "in corpus", {"docs.jsonl": inserted}, [forms.as_conllu(t) for t in inserted]),
         ("suspects as word-level markup (TEI <w>)", "in corpus", {"docs.jsonl": inserted}, [forms.as_markup(t) for t in inserted]),
         ("corpus as HTML pages", "in corpus", {"pages.jsonl": [forms.as_html(t) for t in inserted]}, inserted),
+        ("corpus in printed lines, words hyphenated at line ends", "in corpus",
+         {"book.jsonl": [forms.hyphenated_lines(t, 40) for t in inserted]}, inserted),
+        ("suspects percent-encoded / JSON-escaped / base64", "in corpus", {"docs.jsonl": inserted},
+         [(forms.percent_encoded, forms.escaped, forms.as_base64)[i % 3](t) for i, t in enumerate(inserted)]),
+        ("suspects gzip-compressed then base64 (cannot be read back)", "in corpus", {"docs.jsonl": inserted},
+         [forms.compressed(t) for t in inserted]),
         ("suspects with look-alike letters", "in corpus", {"docs.jsonl": inserted}, [forms.with_lookalikes(t) for t in inserted]),
+        ("corpus in Unicode small capitals", "in corpus", {"docs.jsonl": [forms.small_capitals(t) for t in inserted]}, inserted),
+        ("corpus letter-spaced (PDF extraction)", "in corpus", {"pdf.jsonl": [forms.letter_spaced(t) for t in inserted]}, inserted),
+        ("corpus with its spaces lost (PDF extraction)", "in corpus", {"pdf.jsonl": [forms.run_together(t) for t in inserted]}, inserted),
+        ("corpus upside down", "in corpus", {"joke.jsonl": [forms.upside_down(t) for t in inserted]}, inserted),
+        ("short records stored in reverse order", "in corpus",
+         {"subs.jsonl": [r for t in inserted for r in reversed(forms.as_records(t, 36))]}, inserted),
+        ("6-word records interleaved with another text's", "in corpus",
+         {"subs.jsonl": [r for i, t in enumerate(inserted) for r in forms.interleaved_records(t, absent[-1 - i], 6)]}, inserted),
+        ("corpus holds the first 91% of each", "parts in corpus", {"docs.jsonl": [forms.prefix(t, 0.91) for t in inserted]}, inserted),
         ("corpus holds the first 55% of each", "parts in corpus", {"docs.jsonl": [forms.prefix(t, 0.55) for t in inserted]}, inserted),
         ("collages of 45-word pieces of 6 corpus documents", "parts in corpus", {"docs.jsonl": pieces_from},
          [forms.collage(pieces_from[6 * i:6 * i + 6]) for i in range(n)]),

@@ -64,6 +64,7 @@ def lookup_metrics(findings: dict) -> dict:
     ("word-level markup suspects", {"docs.jsonl": WIKI[:N]}, [forms.as_markup(t) for t in WIKI[:N]]),
     ("HTML corpus", {"pages.jsonl": [forms.as_html(t) for t in WIKI[:N]]}, WIKI[:N]),
     ("look-alike letters", {"docs.jsonl": WIKI[:N]}, [forms.with_lookalikes(t) for t in WIKI[:N]]),
+    ("corpus in printed lines, words hyphenated at line ends", {"book.jsonl": [forms.hyphenated_lines(t, 40) for t in WIKI[:N]]}, WIKI[:N]),
     ("percent-encoded, escaped and base64 suspects", {"docs.jsonl": WIKI[:N]},
      [f(t) for t, f in zip(WIKI[:N], [forms.percent_encoded, forms.escaped, forms.as_base64] * N)]),
 ])
@@ -85,10 +86,21 @@ def test_structured_forms_are_read_as_their_text() -> None:
                          (json.dumps({"question": text}), "json"), (forms.with_lookalikes(text), "look-alikes"),
                          (forms.percent_encoded(text), "percent-encoded"), (forms.as_base64(text), "base64")):
         reading = read_form(stored)
-        assert reading.form == form and " ".join(reading.text.split()) == words and not reading.unread
+        assert reading.form == form and words in " ".join(reading.text.split()) and not reading.unread
     # running text in columns is not a token table: a poem of three-word lines, a glossary
     for plain in ("Roses are red\nViolets are blue\nSugar is sweet\n", "Haus\thouse\nKatze\tcat\nHund\tdog\n", "a < b and c > d"):
         assert read_form(plain).form == "plain"
+
+
+def test_markup_is_read_whole_comments_cdata_and_scripts_too() -> None:
+    """An outside attack hid the document in a <noscript> block, a comment, an RSS CDATA section
+    and a JSON-LD script: a page's text is all of it."""
+    text = WIKI[1]
+    for page in (f"<html><head><title>t</title></head><body><noscript><p>{text}</p></noscript><div>x</div></body></html>",
+                 f"<html><body><!-- {text} --><p>a</p><p>b</p></body></html>",
+                 f"<rss><channel><item><title>t</title><description><![CDATA[{text}]]></description></item></channel></rss>",
+                 f'<html><head><script type="application/ld+json">{json.dumps({"articleBody": text})}</script></head><body><p>a</p></body></html>'):
+        assert " ".join(text.split()[:20]) in " ".join(read_form(page).text.split())
 
 
 def test_forms_not_read_back_are_never_clean(tmp_path: Path) -> None:
@@ -128,8 +140,9 @@ def test_boilerplate_a_source_shares_is_no_evidence(tmp_path: Path) -> None:
     m = lookup_metrics(findings)
     assert m["present"] == m["content_present"] == 0
     assert any(publisher_list.lower().split()[3] in e["text"] for e in m["shared_text"])  # named in the findings
-    # Short openings are a third or more credits and list: those decide nothing; the others are clean.
-    assert m["clean"] >= 1 and all(it["class"] == "clean" or "share" in it["reason"] or "below" in it["reason"] for it in m["items"])
+    # A passage of an n-gram or more that several corpus documents hold proves neither presence nor
+    # absence (it could be the document quoted): these decide nothing, and say why.
+    assert findings["verdict"] == "INCONCLUSIVE" and all(it["class"] == "partial" and "share" in it["reason"] for it in m["items"])
 
 
 def test_setting_boilerplate_aside_never_hides_a_copy(tmp_path: Path) -> None:
@@ -141,3 +154,34 @@ def test_setting_boilerplate_aside_never_hides_a_copy(tmp_path: Path) -> None:
     items = lookup_metrics(findings)["items"]
     assert findings["verdict"] == "CONTRADICTED" and items[0]["class"] == "present"
     assert items[1]["class"] not in ("clean",)
+
+
+@pytest.mark.parametrize("name, corpus", [
+    ("letters spaced apart", lambda: {"pdf.jsonl": [forms.letter_spaced(t) for t in WIKI[:N]]}),
+    ("words run together", lambda: {"pdf.jsonl": [forms.run_together(t) for t in WIKI[:N]]}),
+    ("upside-down text", lambda: {"joke.jsonl": [forms.upside_down(t) for t in WIKI[:N]]}),
+    ("short records stored in reverse order", lambda: {"subs.jsonl": [r for t in WIKI[:N] for r in reversed(forms.as_records(t, 36))]}),
+    ("short records interleaved with another text's", lambda: {"subs.jsonl": [r for i, t in enumerate(WIKI[:N])
+                                                                              for r in forms.interleaved_records(t, WIKI[40 + i], 6)]}),
+])
+def test_a_corpus_hiding_copies_in_forms_no_reading_restores_verifies_no_absence(tmp_path: Path, name: str, corpus) -> None:
+    """An outside attack: absence VERIFIED for each of these corpora, although they hold the
+    suspect documents. The index counts such documents (and files of records too short for an
+    n-gram, compared only in file order), and absence against such a corpus is not verified."""
+    findings = audit(tmp_path, corpus(), WIKI[:N], "not_trained_on")
+    assert findings["verdict"] in ("INCONCLUSIVE", "CONTRADICTED"), name
+
+
+def test_small_capitals_are_read_as_letters(tmp_path: Path) -> None:
+    findings = audit(tmp_path, {"docs.jsonl": [forms.small_capitals(t) for t in WIKI[:N]]}, WIKI[:N], "not_trained_on")
+    assert findings["verdict"] == "CONTRADICTED"
+
+
+def test_close_templates_and_truncations_are_not_the_document(tmp_path: Path) -> None:
+    """An outside attack: trained_on VERIFIED for a corpus holding the first 91% of a document,
+    and a passage a quarter of a document long quoted in three corpus documents verified its
+    absence. Neither is the document; neither is its absence."""
+    truncated = audit(tmp_path / "t", {"docs.jsonl": [forms.prefix(t, 0.91) for t in WIKI[:N]]}, WIKI[:N], "trained_on")
+    assert truncated["verdict"] == "INCONCLUSIVE" and lookup_metrics(truncated)["content_present"] == N
+    quoted = audit(tmp_path / "q", {"docs.jsonl": [f"{WIKI[20 + i]} {forms.prefix(WIKI[0], 0.24)}" for i in range(3)]}, [WIKI[0]], "not_trained_on")
+    assert quoted["verdict"] == "INCONCLUSIVE"

@@ -24,11 +24,14 @@ import numpy as np
 from verifier import __version__
 from verifier.digests import canonical_json, file_sha256
 from verifier.errors import VerifierError
-from verifier.overlap.forms import read_form
+from verifier.overlap.forms import read_form, uncompared
 from verifier.overlap.normalise import NORMALISATION, framed
 from verifier.overlap.sources import SourceStats, list_sources, read_documents
 
 FORMAT = "verifier-corpus-index/3"
+# Records of fewer words than this hold no default n-gram of their own: a file made mostly of them
+# is compared only in file order, so text it stores out of order cannot be shown absent.
+SHORT_RECORD_WORDS = 13
 # Never in UTF-8: no match crosses it. It ends each corpus file's run of records in a shard; the
 # records of one file are joined by a single space, in file order, as a training pipeline
 # concatenates them into sequences, so text split over neighbouring records is found.
@@ -153,6 +156,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
     try:
         writer = _ShardWriter(work, minhash)
         stats_list: list[SourceStats] = []
+        hidden_forms: dict[str, int] = {}
         documents = 0
         shard_first = 0
         advance = progress("indexing corpus files", len(sources)) if progress else None
@@ -160,7 +164,10 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
             stats = SourceStats(source.name, sha256=file_sha256(source.path), bytes=source.path.stat().st_size)
             previous_in_shard = False
             for doc in read_documents(source, stats, text_field):
-                frame = framed(read_form(doc.text, look_for_unread=False).text)
+                read = read_form(doc.text, look_for_unread=False).text
+                frame = framed(read)
+                if (hidden := uncompared(read)) is not None:
+                    hidden_forms[hidden] = hidden_forms.get(hidden, 0) + 1
                 if not frame:  # punctuation only: nothing a word-level lookup could match
                     stats.documents -= 1
                     stats.empty_documents += 1
@@ -171,6 +178,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
                     previous_in_shard = False
                 writer.add(frame, {**doc.meta, "file": source.name}, joined=previous_in_shard)
                 previous_in_shard = True
+                stats.short_records += frame.count(b" ") - 1 < SHORT_RECORD_WORDS
                 stats.text_bytes += len(doc.text.encode("utf-8", errors="surrogatepass"))
                 documents += 1
             if stats.documents == 0:
@@ -189,6 +197,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
             "shards": writer.shards,
             "minhash": {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE, "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME} if minhash else None,
             "text_field": text_field,
+            "uncompared": dict(sorted(hidden_forms.items())),
             "built_with": f"verifier {__version__}",
         }
         body = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"

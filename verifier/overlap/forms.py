@@ -6,19 +6,23 @@ as they stand, the tags and field names become words of their own and break ever
 copy in another form looks absent. ``read_form`` therefore reads both sides - every corpus
 document when an index is built and every suspect document when it is looked up - the same way:
 
-- markup (HTML, XML, TEI: at least three tags): the text between the tags, with scripts, styles
-  and comments dropped; inline tags (``<b>``, ``<span>``, ...) join what they split;
+- markup (HTML, XML, TEI: at least three tags): all the text it holds - between the tags, and in
+  comments, CDATA sections, scripts and styles - with inline tags (``<b>``, ``<span>``, ...)
+  joining what they split;
 - token-per-line files (CoNLL, CoNLL-U, tab- or space-separated columns, one token a line): the
   token column (the first column that is not a running number), comment lines dropped;
 - JSON (an object or array as the whole text): its string values in order.
 
 - encoded text: percent-encoding, backslash escapes and base64 runs that decode to UTF-8 text;
+- words hyphenated over a line end (``exam-`` / ``ple``) joined;
 - look-alike letters: in a word that holds Latin letters, letters of other scripts that Unicode
   lists as confusable with a Latin letter (a Cyrillic "а" in "plаin") are read as that letter.
 
 Forms that can hide a copy but cannot be read back are named instead (``Reading.unread``): words
 still mixing letters of two scripts after that, words mostly of look-alike letters in a Latin
-text, and encoded runs that did not decode. A document in such a form can be
+text, encoded runs that did not decode, and forms no reading restores (``uncompared``: letters
+spaced apart, words run together, upside-down text). The index build counts corpus documents in
+such forms, so an absence is not verified against a corpus that may hide copies in them. A document in such a form can be
 found present, never clean: the lookup cannot establish that an encoded copy is absent.
 """
 
@@ -31,13 +35,15 @@ import unicodedata
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-FORMS_VERSION = "forms/3"
+FORMS_VERSION = "forms/6"
+# A word broken over a line end with a hyphen (``exam-\nple``, as printed books and OCR store
+# them) is read joined; the continuation must be a lower-case letter, so "Jean-\nPaul" stays two.
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_A-Z])")
 MIN_TAGS = 3
 MIN_TABLE_LINES = 3
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
 _INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup "
                     "tt u var wbr hi".split())
-_DROPPED = frozenset({"script", "style", "head", "title", "noscript"})
 _COMMENT_LINE = re.compile(r"^\s*(?:#|-DOCSTART-)")
 _RUNNING_NUMBER = re.compile(r"^\d+(?:[-.]\d+)?$")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -60,23 +66,20 @@ class Reading:
 
 
 class _Text(HTMLParser):
-    """Text content of markup: block tags separate words, inline tags do not."""
+    """All the text markup holds: element text, and also comments, CDATA sections, scripts,
+    styles and noscript blocks (a page can keep its article in any of them: JSON-LD in a script,
+    an RSS description in CDATA). Block tags separate words, inline tags do not."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.skip = 0
 
     def handle_starttag(self, tag: str, attrs) -> None:  # type: ignore[override]
-        if tag in _DROPPED:
-            self.skip += 1
-        elif tag not in _INLINE:
+        if tag not in _INLINE:
             self.parts.append(" ")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _DROPPED:
-            self.skip = max(0, self.skip - 1)
-        elif tag not in _INLINE:
+        if tag not in _INLINE:
             self.parts.append(" ")
 
     def handle_startendtag(self, tag: str, attrs) -> None:  # type: ignore[override]
@@ -84,8 +87,13 @@ class _Text(HTMLParser):
             self.parts.append(" ")
 
     def handle_data(self, data: str) -> None:
-        if not self.skip:
-            self.parts.append(data)
+        self.parts.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.parts.append(f" {data} ")
+
+    def unknown_decl(self, data: str) -> None:
+        self.parts.append(f" {data.removeprefix('CDATA[')} ")
 
 
 def _markup(text: str) -> str | None:
@@ -201,9 +209,11 @@ def _lookalikes() -> dict[str, str]:
     from importlib.resources import files
 
     data = json.loads(files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8"))
-    table = {}
+    # Latin small capitals (ᴛʜᴇ) are letters' styles the confusables data lists only in part: by name.
+    table = {chr(cp): m.group(1).lower() for cp in range(0x80, 0x20000)
+             if (m := re.fullmatch(r"LATIN LETTER SMALL CAPITAL ([A-Z])", unicodedata.name(chr(cp), "")))}
     for char, glyphs in data.items():
-        if len(char) != 1 or char.isascii() or not char.isalpha() or not unicodedata.name(char, "").startswith(_SCRIPTS[1:]):
+        if len(char) != 1 or char.isascii() or not char.isalpha() or char in table or not unicodedata.name(char, "").startswith(_SCRIPTS):
             continue
         latin = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalpha()]
         if latin:
@@ -224,11 +234,16 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     def fold(match: re.Match[str]) -> str:
         return "".join(table.get(ch, ch) for ch in match.group(0))
 
-    folded = word.sub(lambda m: fold(m) if any(ch.isascii() for ch in m.group(0)) else m.group(0), text)
+    def latin(ch: str) -> bool:  # ASCII, a look-alike, or a Latin letter with marks NFKD takes off
+        return ch.isascii() or ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii()
+
+    words = word.findall(text)
+    latin_text = sum(all(latin(ch) for ch in w) for w in words) >= 0.9 * len(words)
+    # Look-alikes are read as Latin inside words holding Latin letters, and in a Latin text also in
+    # words made of them only ("а" for "a", small capitals "ᴛʜᴇ").
+    folded = word.sub(lambda m: fold(m) if any(ch.isascii() for ch in m.group(0)) or latin_text and all(latin(ch) for ch in m.group(0))
+                      else m.group(0), text)
     words = word.findall(folded)
-    latin_text = sum(w.isascii() for w in words) >= 0.9 * len(words)
-    if latin_text:  # in Latin text, a word made of look-alike letters only ("а" for "a") is read as Latin too
-        folded = word.sub(lambda m: fold(m) if all(ch in table for ch in m.group(0)) else m.group(0), folded)
     mixed = hidden = 0
     for w in word.findall(folded):
         if w.isascii():
@@ -241,6 +256,25 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     if hidden >= max(2, 0.01 * len(words)):
         unread.append("words written mostly in look-alike letters of another script")
     return folded, unread
+
+
+_UNSEGMENTED = re.compile(r"[^\W\d_]{60,}")
+_TURNED = re.compile(r"[\u0250-\u02af\u01dd\u1d00-\u1d7f]")  # IPA extensions, turned e, phonetic extensions
+
+
+def uncompared(text: str) -> str | None:
+    """A form no reading restores, in which a copy is invisible to word matching: text with every
+    letter spaced apart (a PDF's letter-spacing), text run together without spaces, or text in
+    turned or phonetic letters (upside-down text). None for ordinary text."""
+    words = text.split()
+    if len(words) >= 10 and sum(len(w) == 1 and w.isalpha() for w in words) >= 0.6 * len(words):
+        return "letters spaced apart"
+    if _UNSEGMENTED.search(text):
+        return "words run together without spaces"
+    letters = sum(ch.isalpha() for ch in text)
+    if letters >= 20 and len(_TURNED.findall(text)) >= 0.2 * letters:
+        return "turned or phonetic letters"
+    return None
 
 
 def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
@@ -260,6 +294,9 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
         if found is not None:
             forms.append(name)
             read = found
+    if "-" in read and _LINE_HYPHEN.search(read):
+        forms.append("line-end hyphens")
+        read = _LINE_HYPHEN.sub("", read)
     unread: tuple[str, ...] = ()
     if not read.isascii():
         folded, hiding = _fold_lookalikes(read)
@@ -269,4 +306,6 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
         unread += tuple(hiding)
     if look_for_unread:
         unread = tuple(name for name, pattern in _ENCODED if pattern.search(read)) + unread
+        if (hidden := uncompared(read)) is not None:
+            unread += (hidden,)
     return Reading(read, " ".join(forms) or "plain", unread if look_for_unread else ())

@@ -51,6 +51,7 @@ class SourceEntry(_Strict):
     documents: int = Field(ge=0)
     empty_documents: int = Field(ge=0)
     text_bytes: int = Field(ge=0)
+    short_records: int = Field(ge=0)
 
 
 class Manifest(_Strict):
@@ -63,6 +64,7 @@ class Manifest(_Strict):
     shards: list[ShardEntry] = Field(min_length=1)
     minhash: dict[str, int | str] | None
     text_field: str
+    uncompared: dict[str, int]  # corpus documents in forms no reading restores, by form
     built_with: str
 
 
@@ -299,24 +301,36 @@ class CorpusIndex:
         distinct = sorted(set(tokens))
         counts = self.count_frames([f" {w} ".encode("utf-8") for w in distinct])
         rare = [f" {w} ".encode("utf-8") for c, w in sorted(zip(counts.tolist(), distinct)) if 0 < c <= PROBE_OCCURRENCES][:PROBES]
-        offsets: dict[int, list[int]] = {}
-        chosen: list[int] = []
+        # Probes are counted by place in the corpus, not by document: a copy split over short
+        # joined records (a few words each, other records between them) is one place.
+        width = max(size, 64)
+        positions: dict[tuple[int, int], list[int]] = {}  # (shard, bucket of width bytes) -> probe positions
+        chosen: list[tuple[int, int]] = []
         for probes in (grams, rare):
-            hits: Counter[int] = Counter()
+            hits: Counter[tuple[int, int]] = Counter()
             for probe in probes:
                 where = self.occurrences(probe, PROBE_OCCURRENCES)
-                hits.update({d for d, _ in where})
+                buckets = set()
                 for document, offset in where:
-                    offsets.setdefault(document, []).append(offset)
+                    shard_no, shard = self._shard_of(document)
+                    at = int(shard.starts[document - shard.entry.first_document]) + offset
+                    buckets.add((shard_no, at // width))
+                    positions.setdefault((shard_no, at // width), []).append(at)
+                hits.update(buckets)
+            place = Counter({key: hits[key] + hits[(key[0], key[1] + 1)] for key in hits})  # a window of two buckets
             needed = 2 if len(probes) > 2 else 1
-            chosen += [d for d in sorted(hits, key=lambda d: (-hits[d], d)) if hits[d] >= needed and d not in chosen][:NEAR_CANDIDATES]
-        chosen += [d for d in self._lsh_neighbours(words, threshold) if d not in chosen][:NEAR_CANDIDATES]
+            chosen += [k for k in sorted(place, key=lambda k: (-place[k], k)) if place[k] >= needed and k not in chosen][:NEAR_CANDIDATES]
+        for document in self._lsh_neighbours(words, threshold)[:NEAR_CANDIDATES]:
+            shard_no, shard = self._shard_of(document)
+            at = int(shard.starts[document - shard.entry.first_document])
+            if (shard_no, at // width) not in chosen:
+                chosen.append((shard_no, at // width))
+                positions.setdefault((shard_no, at // width), []).append(at)
         found_docs: list[tuple[Hit, float, float]] = []
-        for document in chosen:
-            shard = next(s for s in self.shards if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
-            local = document - shard.entry.first_document
-            begin = int(shard.starts[local])
-            hits_at = sorted(begin + o for o in offsets.get(document, [0]))
+        seen_documents: set[int] = set()
+        for shard_no, bucket in chosen:
+            shard = self.shards[shard_no]
+            hits_at = sorted(positions.get((shard_no, bucket), []) + positions.get((shard_no, bucket + 1), []))
             anchors: list[int] = []
             for offset in hits_at:  # one window per separate place the probes hit
                 if not anchors or offset > anchors[-1] + size:
@@ -325,11 +339,17 @@ class CorpusIndex:
             windows = [self._window(shard, a, size).split() for a in anchors[:NEAR_WINDOWS]]
             scored = [(LCSseq.similarity(tokens, window), i) for i, window in enumerate(windows)]
             common, best = max(scored, key=lambda item: (item[0], -item[1]))
-            if common / len(tokens) >= threshold:
+            local = int(shard.document_of(np.array([anchors[best]]))[0])
+            document = shard.entry.first_document + local
+            if common / len(tokens) >= threshold and document not in seen_documents:
+                seen_documents.add(document)
                 closeness = fuzz.partial_ratio(tokens, windows[best]) / 100
-                found_docs.append((self._hit(shard, local, begin, 0), round(common / len(tokens), 4), round(closeness, 4)))
+                found_docs.append((self._hit(shard, local, int(shard.starts[local]), 0), round(common / len(tokens), 4), round(closeness, 4)))
         found_docs.sort(key=lambda item: (-item[1], item[0].document))
         return found_docs[:limit]
+
+    def _shard_of(self, document: int) -> tuple[int, Shard]:
+        return next((i, s) for i, s in enumerate(self.shards) if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
 
     @staticmethod
     def _window(shard: Shard, anchor: int, size: int) -> str:

@@ -61,10 +61,20 @@ class Lookup:
     shared_spans: list[Span] = field(default_factory=list)
     content_ngrams: int | None = None  # n-grams touching no shared word (None: nothing was set aside)
     content_found: int | None = None
+    covered_words: int = 0  # own words inside a word n-gram found in the corpus
+    longest_shared: int = 0  # words of the longest shared span set aside
 
     @property
     def ngram_share(self) -> float:
         return self.ngrams_found / self.ngrams if self.ngrams else 0.0
+
+    @property
+    def word_coverage(self) -> float:
+        """The share of the document's own words lying inside a word n-gram found in the corpus:
+        a copy with a few words changed covers all but those words; a template filled with other
+        names and numbers, or a prefix, covers far less."""
+        own = self.words - self.shared_words
+        return self.covered_words / own if own else 0.0
 
     @property
     def content_share(self) -> float:
@@ -239,9 +249,19 @@ def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, s
         touched = np.convolve(shared.astype(np.int64), np.ones(n, dtype=np.int64), mode="valid") > 0  # per n-gram start
         content_ngrams = int(np.count_nonzero(~touched))
         content_found = int(np.count_nonzero(~touched & (covered[:ngrams] >= n)))
+    inside = np.zeros(n_words, dtype=bool)
+    if ngrams:
+        marks = np.zeros(n_words + 1, dtype=np.int64)
+        starts = np.flatnonzero(covered[:ngrams] >= n)
+        np.add.at(marks, starts, 1)
+        np.add.at(marks, starts + n, -1)
+        inside = np.cumsum(marks[:-1]) > 0
+    own = np.ones(n_words, dtype=bool) if shared is None else ~shared
+    runs = np.diff(np.flatnonzero(np.diff(np.concatenate([[0], (~own).astype(np.int8), [0]]))))[::2] if not own.all() else np.zeros(0)
     return Lookup(norm, n_words, n, ngrams, found, whole, int(covered.max(initial=0)),
                   longest_chars, None if longest_chars is None else longest_chars >= FIFTY, span_list, near,
-                  shared_words=0 if shared is None else int(shared.sum()), content_ngrams=content_ngrams, content_found=content_found)
+                  shared_words=int(n_words - own.sum()), content_ngrams=content_ngrams, content_found=content_found,
+                  covered_words=int(np.count_nonzero(inside & own)), longest_shared=int(runs.max(initial=0)))
 
 
 def _words_covered(frame: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

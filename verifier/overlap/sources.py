@@ -52,6 +52,7 @@ class SourceStats:
     documents: int = 0
     empty_documents: int = field(default=0)
     text_bytes: int = 0  # UTF-8 bytes of the documents' text as read (before the compared form)
+    short_records: int = 0  # documents of fewer than build.SHORT_RECORD_WORDS words
 
 
 @dataclass(frozen=True)

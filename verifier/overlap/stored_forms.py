@@ -91,3 +91,57 @@ def as_base64(text: str) -> str:
 def compressed(text: str) -> str:
     """Base64 of gzip-compressed UTF-8: a copy no text reader can read back."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def hyphenated_lines(text: str, width: int = 60) -> str:
+    """Printed-book layout: lines of about ``width`` characters, long words broken with a hyphen."""
+    lines, line = [], ""
+    for word in text.split():
+        if len(line) + len(word) + 1 > width and len(word) > 5 and word.isalpha():
+            cut = max(2, width - len(line) - 2)
+            cut = min(cut, len(word) - 2)
+            lines.append(f"{line} {word[:cut]}-".strip())
+            line = word[cut:]
+        elif len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return "\n".join(lines + [line])
+
+
+def letter_spaced(text: str) -> str:
+    """Every letter apart, words three spaces apart (a PDF's letter-spacing as extracted)."""
+    return "   ".join(" ".join(word) for word in text.split())
+
+
+def run_together(text: str) -> str:
+    """All whitespace removed (a PDF extraction that lost the spaces)."""
+    return "".join(text.split())
+
+
+def small_capitals(text: str) -> str:
+    """Lower-cased, letters written as Unicode small capitals where one exists (ᴛʜᴇ)."""
+    import unicodedata
+
+    caps = {}
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        try:
+            caps[letter] = unicodedata.lookup(f"LATIN LETTER SMALL CAPITAL {letter.upper()}")
+        except KeyError:
+            pass
+    return "".join(caps.get(ch, ch) for ch in text.lower())
+
+
+def upside_down(text: str) -> str:
+    """Reversed, in turned letters (a joke form some pages carry)."""
+    turned = dict(zip("abcdefghijklmnopqrstuvwxyz", "ɐqɔpǝɟƃɥıɾʞlɯuodbɹsʇnʌʍxʎz"))
+    return "".join(turned.get(ch, ch) for ch in reversed(text.lower()))
+
+
+def interleaved_records(text: str, other: str, words: int = 6) -> list[str]:
+    """Records of ``words`` words of ``text`` alternating, in file order, with records of ``other``."""
+    a, b = text.split(), other.split()
+    pieces = [" ".join(a[i:i + words]) for i in range(0, len(a), words)]
+    fillers = [" ".join(b[i:i + words]) for i in range(0, len(b), words)]
+    return [r for pair in zip(pieces, fillers + [""] * len(pieces)) for r in pair if r]

@@ -46,6 +46,7 @@ from pydantic import Field, model_validator
 from verifier.claims import ClaimKind, CorpusRef
 from verifier.overlap import CorpusIndex, Lookup, build_index
 from verifier.overlap.backends import CorpusBackend, IndexUnavailable, LocalBackend, RemoteBackend
+from verifier.overlap.build import SHORT_RECORD_WORDS
 from verifier.overlap.composition import composition
 from verifier.overlap.normalise import NORMALISATION
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, RouteParams, Spans, Table, register
@@ -86,6 +87,10 @@ class CorpusLookupParams(RouteParams):
     # An edited copy (the share of the document's words found in order in one corpus document):
     # at near_duplicate it is present, at near_overlap it keeps the document from being clean.
     near_duplicate: float = Field(0.9, ge=0.7, le=1.0, json_schema_extra={"weaker": "either"})
+    # A close copy is the document only when this share of its own words lies inside found n-grams.
+    document_coverage: float = Field(0.95, ge=0.8, le=1.0, json_schema_extra={"weaker": "lower"})
+    # Content present when this share of its own words is in one place in order, others between them.
+    inserted_copy: float = Field(0.98, ge=0.9, le=1.0, json_schema_extra={"weaker": "either"})
     near_overlap: float = Field(0.7, ge=0.5, le=0.95, json_schema_extra={"weaker": "higher"})
     min_span_words: int = Field(8, ge=4, le=64)
     # Source-wide shared text: verbatim spans held by at least shared_documents corpus documents
@@ -120,6 +125,7 @@ class CorpusLookupRoute(Route):
                       ClaimKind.DECONTAMINATED: Verdict.VERIFIED} | _undecided,
         "partial_overlap": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
         "index_unchecked": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
+        "corpus_hides_forms": dict.fromkeys(KINDS, Verdict.INCONCLUSIVE),
         "summary_consistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.VERIFIED},
         "summary_inconsistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.CONTRADICTED},
         "summary_uncheckable": None,
@@ -150,14 +156,27 @@ class CorpusLookupRoute(Route):
             identity = backend.describe() | identity
         judged = [classify(item, params) for item in lookups]
         classes, reasons = [c for c, _ in judged], [r for _, r in judged]
-        status = decide(Counter(classes), len(classes))
+        hiding = hidden_forms(backend) if local else []
+        status = decide(Counter(classes), len(classes), bool(hiding))
         kind = ctx.claim.claim.kind
         trusted = {FROM_FILES: True, PREBUILT: params.trust_prebuilt, REMOTE: params.trust_remote}[identity["provenance"]]
         if not trusted and status in ("all_present", "some_present", "all_clean"):
             status = "index_unchecked"
+        identity["forms_not_compared"] = hiding
         metrics = findings(lookups, classes, reasons, params, identity, near is not None)
         summary = summarise(status, metrics, kind, ref)
         return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics), list(LIMITATIONS))
+
+
+def hidden_forms(backend: CorpusBackend) -> list[str]:
+    """What in the corpus word matching cannot see into: documents in forms no reading restores,
+    and files made mostly of records too short to hold an n-gram (compared only in file order)."""
+    m = backend.index.manifest  # type: ignore[attr-defined]
+    out = [f"{n} corpus document(s) in {form}" for form, n in m.uncompared.items()]
+    out += [f"{src.name}: {src.short_records} of its {src.documents} records are shorter than {SHORT_RECORD_WORDS} words, so only its "
+            "file order is compared (text it stores out of order cannot be shown absent)"
+            for src in m.sources if src.documents and src.short_records >= 0.5 * src.documents]
+    return out
 
 
 FROM_FILES = "indexed here from the corpus files"
@@ -279,8 +298,15 @@ def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]
         return NO_WORDS, "no words to compare"
     contained = max((c for _, c, _ in item.near_duplicates or []), default=0.0)
     close = max((c for _, _, c in item.near_duplicates or []), default=0.0)
-    whole = item.verbatim or close >= params.near_duplicate
-    found = whole or contained >= params.near_duplicate or item.content_share >= params.present_share
+    # The document: verbatim, or a close copy in one place whose words lie, all but a few, inside
+    # verbatim n-grams (a copy with a word changed here and there). Its content: its own n-grams
+    # found. Words in order with others between them (containment alone) prove neither: another
+    # article filled into the same template looks like that too.
+    whole = item.verbatim or (close >= params.near_duplicate and item.word_coverage >= params.document_coverage)
+    # Every word of it, or all but a few, in order in one place with other words inserted between
+    # them: a copy disguised by insertion. Words replaced (another text of the same template) fall
+    # below this share and decide nothing.
+    found = whole or item.content_share >= params.present_share or contained >= params.inserted_copy
     if found and item.words < params.ngram:
         # A document shorter than one n-gram found in the corpus may be a common phrase, not a copy.
         return PARTIAL, f"shorter than one {params.ngram}-gram: found, but possibly a common phrase"
@@ -293,6 +319,10 @@ def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]
     shared_share = item.shared_words / item.words
     if shared_share > params.shared_max_share:
         return PARTIAL, f"{shared_share:.0%} of its words are text many corpus documents share; too little of its own to decide"
+    if item.longest_shared >= params.ngram:
+        # Set aside, shared text decides no presence; but a passage of an n-gram or more that
+        # several corpus documents hold may be the document quoted, so it is never absent either.
+        return PARTIAL, f"shares a {item.longest_shared}-word passage with several corpus documents (set aside: it proves neither presence nor absence)"
     # Clean needs every check the policy asks for to have run and found nothing (a remote index
     # cannot run the 50-character rule or the edited-copy check: its documents are never clean).
     checks_ran = item.near_duplicates is not None and not (params.fifty_char_rule and item.fifty_char is None)
@@ -300,16 +330,21 @@ def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]
         return PARTIAL, "the edited-copy check or the 50-character rule could not run on this index"
     if item.content_share <= params.clean_share and not (params.fifty_char_rule and item.fifty_char) and contained < params.near_overlap:
         return CLEAN, None
+    if contained >= params.near_overlap and item.content_share < params.present_share:
+        return PARTIAL, f"{contained:.0%} of its words are in one place of the corpus in order, with other words between them: an edited copy or another text from the same template"
     return PARTIAL, "overlaps the corpus below the presence thresholds"
 
 
-def decide(classes: Counter, n: int) -> str:
+def decide(classes: Counter, n: int, corpus_hides: bool = False) -> str:
+    """The route's status from the documents' classes; ``corpus_hides``: the corpus holds forms
+    the comparison cannot see into (``hidden_forms``), so documents clean in what was compared
+    are not shown absent."""
     if n and classes[PRESENT] == n:
         return "all_present"
     if classes[PRESENT] or classes[CONTENT]:
         return "some_present"
     if n and classes[CLEAN] == n:
-        return "all_clean"
+        return "corpus_hides_forms" if corpus_hides else "all_clean"
     return "partial_overlap"  # partial overlaps, or documents with no words to compare
 
 
@@ -371,6 +406,8 @@ def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -
                            "nor absence is established",
         "index_unchecked": f"the lookup ran on a {m['corpus']['provenance']}, so the policy grants no verdict on it "
                            "(give the corpus files, or a policy with trust_prebuilt / trust_remote)",
+        "corpus_hides_forms": "every document is clean in what could be compared, but absence is not established: "
+                              + "; ".join(m["corpus"].get("forms_not_compared", [])[:3]),
     }[status]
     trust = "" if m["corpus"]["provenance"] == FROM_FILES or status == "index_unchecked" else f" The lookup ran on a {m['corpus']['provenance']}."
     return (f"Corpus lookup: {found}; {why}. This verifies what the declared corpus contains; that the model was trained on it "
@@ -406,6 +443,7 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
         ["corpus digest the index records", c.get("corpus_sha256", "not available (remote)")],
         ["index digest", c.get("index_sha256", "-")],
         ["corpus digest", c["provenance"]],
+        ["not compared (absence cannot be verified there)", "; ".join(c.get("forms_not_compared") or []) or "-"],
         ["documents / text", f"{c.get('documents', '-')} / {c.get('text_bytes', '-')} bytes"],
     ])
     order = sorted(range(len(lookups)), key=lambda i: (classes[i] == CLEAN, -lookups[i].ngram_share, i))[:SHOWN_ITEMS]
