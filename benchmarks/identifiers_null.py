@@ -94,22 +94,22 @@ def main() -> None:
           f"{len(members)} member identifiers; {PER_AUDIT} identifiers an audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n")
     print("| audits | n | SUPPORTED | rate [Wilson 95%] | spread across 5 batches (sd) |\n|---|---|---|---|---|")
     rng = np.random.default_rng(2026)
-    plans = []
+    plans, refused, offered = [], 0, 0
     for a in range(args.audits):
         contexts = [outside[int(i)] for i in rng.choice(len(outside), PER_AUDIT, replace=False)]
-        plans.append((placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]),
-                      placed(contexts, [structured(rng, i) for i in range(PER_AUDIT)])))
+        built = [structured(rng, i) for i in range(PER_AUDIT)]
+        refused += sum(not identifiers.random_looking(x) for x in built)
+        offered += len(built)
+        plans.append((placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]), placed(contexts, built)))
     # Every text of every audit scored in one pass into the cache; the audits then read it.
     every = [text for plan in plans for texts in plan for t in identifier_trials(texts, SAMPLES, 32, 100)[0]
              for text in [t.published, *t.siblings]]
     scorer("warm", list(dict.fromkeys(every)), "log_likelihood")
-    null, refused, tested, structured_null = [], 0, 0, []
+    null, structured_null = [], []
     for unstructured_texts, structured_texts in plans:
         p, _ = audit(scorer, unstructured_texts)
         null.append(p is not None and p <= ALPHA)
-        p, n = audit(scorer, structured_texts)
-        refused += PER_AUDIT - n
-        tested += n
+        p, _ = audit(scorer, structured_texts)  # what is tested: the contexts' own natural identifiers, never trained on
         structured_null.append(p is not None and p <= ALPHA)
     print(rate("null: fresh identifiers in texts the model never saw", null))
     print(rate("null: structured identifiers (repeated or mirrored blocks)", structured_null))
@@ -119,7 +119,9 @@ def main() -> None:
         p, _ = audit(scorer, [t for t, _ in chosen])  # the member texts as trained
         positive.append(p is not None and p <= ALPHA)
     print(rate("alternative: identifiers the model was trained on (members)", positive))
-    print(f"\nstructured identifiers refused as self-predictable: {refused} of {refused + tested}")
+    p, n = audit(scorer, [t for t, _ in members])
+    print(f"\nalternative, every member identifier in one audit: {n} tested, Fisher p = {p:.2g}")
+    print(f"structured identifiers refused as self-predictable: {refused} of {offered}")
     if args.smollm2:
         smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=128), work / "cache", None)
         text = [r["text"] for r in rows][:args.smollm2]
