@@ -390,9 +390,44 @@ def test_publication_dates_never_confirm_a_collection_date(folder: Path) -> None
     published_late = [{"text": b, "date": "2024-01-09", "WARC-Date": "2023-04-01T10:00:00Z"} for b in BOOKS[:6]]
     impossible = run_audit(web_claim(folder, published_late, latest_collection="2023-06"), target_factory=never_load).findings
     assert impossible["verdict"] == "CONTRADICTED" and "publication date" in impossible["verdict_sentence"]
-    dumps = [{"text": b, "dump": "CC-MAIN-2023-14"} for b in BOOKS[:6]]  # week 14 of 2023: April
+    dumps = [{"text": b, "dump": "CC-MAIN-2023-14"} for b in BOOKS[:6]]  # a crawl ending in week 14 of 2023: March to April
     assert run_audit(web_claim(folder, dumps, latest_collection="2023-04"), target_factory=never_load).findings["verdict"] == "VERIFIED"
-    assert run_audit(web_claim(folder, dumps, latest_collection="2023-03"), target_factory=never_load).findings["verdict"] == "CONTRADICTED"
+    assert run_audit(web_claim(folder, dumps, latest_collection="2023-03"), target_factory=never_load).findings["verdict"] == "UNVERIFIABLE"
+    assert run_audit(web_claim(folder, dumps, latest_collection="2023-02"), target_factory=never_load).findings["verdict"] == "CONTRADICTED"
+
+
+@pytest.mark.parametrize("late", [
+    {"published": "July 4, 2023"}, {"date": "2023/07/04"}, {"date": "04.07.2023"}, {"date": "20230704"},
+    {"timestamp": "20230704120000"},                              # Wayback / CDX style
+    {"fetch_time": "Tue, 04 Jul 2023 10:00:00 GMT"},              # a second collection field, HTTP date
+    {"warc_headers": {"warc-date": "2023-07-04T10:00:00Z"}},      # OSCAR's lower-case WARC header, nested
+    {"crawl_date": "2023-05-31T23:30:00-05:00"},                  # 2023-06-01 in UTC, as WARC dates are
+])
+def test_every_date_field_in_every_format_can_contradict(folder: Path, late: dict) -> None:
+    """An outside attack: each of these later dates was skipped (an unread format, or a second
+    date field behind the first one read), and latest_collection 2023-05 was VERIFIED."""
+    records = [{"text": b, "crawl_date": "2023-05-02"} for b in BOOKS[:5]]
+    records[-1] |= late if "crawl_date" not in late else {"crawl_date": late["crawl_date"]}
+    findings = run_audit(web_claim(folder, records, latest_collection="2023-05"), target_factory=never_load).findings
+    assert findings["verdict"] == "CONTRADICTED", findings["verdict_sentence"]
+
+
+def test_a_date_field_that_is_no_calendar_date_leaves_the_date_unconfirmed(folder: Path) -> None:
+    records = [{"text": b, "crawl_date": "2023-05-02"} for b in BOOKS[:5]]
+    records[-1]["fetch_time"] = 1688472000000  # epoch milliseconds: read as no date, never as none
+    assert run_audit(web_claim(folder, records, latest_collection="2023-05"), target_factory=never_load).findings["verdict"] == "UNVERIFIABLE"
+
+
+def test_text_without_urls_that_could_move_the_cut_leaves_the_domains_unconfirmed(folder: Path) -> None:
+    """An outside attack: 600 bytes without a URL, less than either required domain, VERIFIED a
+    list whose second place a third domain 300 bytes behind could take with them."""
+    text = " ".join(BOOKS[0].split())
+    records = [{"text": text[:1500], "url": "https://aaa.com/"}, {"text": text[:1200], "url": "https://bbb.com/"},
+               {"text": text[:900], "url": "https://ccc.com/"}]
+    records += [{"text": text[:100 + i], "url": f"https://small{i}.org/"} for i in range(17)]
+    assert run_audit(web_claim(folder, records, crawled_domains=["aaa.com", "bbb.com"]), target_factory=never_load).findings["verdict"] == "VERIFIED"
+    records.append({"text": text[:600]})
+    assert run_audit(web_claim(folder, records, crawled_domains=["aaa.com", "bbb.com"]), target_factory=never_load).findings["verdict"] == "UNVERIFIABLE"
 
 
 def test_urls_in_nested_and_warc_fields_are_ranked(folder: Path) -> None:

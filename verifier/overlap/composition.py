@@ -24,7 +24,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timezone
 from email.utils import parsedate_to_datetime
 
 import numpy as np
@@ -33,54 +33,101 @@ from verifier.claims import hostname
 from verifier.overlap.index import CorpusIndex
 
 BANDS = {"<1B": (0, 1e9), "1B-10T": (1e9, 1e13), ">10T": (1e13, math.inf)}
-_DATE = re.compile(r"^(\d{4})(?:-(0[1-9]|1[0-2])(?:-\d{2}(?:[T ].*)?)?)?$")
+Month = tuple[int, int]
+_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_YEAR = re.compile(r"^(\d{4})$")
+_YEAR_MONTH = re.compile(r"^(\d{4})[-/.](0?[1-9]|1[0-2])$")
+_ISO_DAY = re.compile(r"^(\d{4})[-/.](0?[1-9]|1[0-2])[-/.](\d{1,2})$")
+_DAY_FIRST = re.compile(r"^(\d{1,2})\.(\d{1,2})\.(\d{4})$")  # 04.07.2023: day, month, year (European)
+_SLASHED = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")  # 07/04/2023: month/day or day/month - only the year is sure
+_COMPACT = re.compile(r"^(\d{4})(0[1-9]|1[0-2])(\d{2})(?:\d{2}(?:\d{2}(?:\d{2})?)?)?$")  # 20230704, Wayback 20230704120000
+_WORDS = re.compile(r"^(?:[a-z]+,?\s+)?(?:(\d{1,2})\s+([a-z]+)\.?|([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?)\s+(\d{4})$")
 _DUMP = re.compile(r"^CC-MAIN-(\d{4})-(\d{2})$")  # a Common Crawl dump: year and ISO week
 
 
-def parse_date(value: str) -> tuple[int, int | None] | None:
-    """(year, month or None) of a calendar date as crawls write them (ISO, HTTP dates, Common
-    Crawl dump names); None for anything else (timestamps, free text)."""
+def _month(year: int, month: int) -> tuple[Month, Month]:
+    return (year, month), (year, month)
+
+
+def parse_date(value: str) -> tuple[Month, Month] | None:
+    """The (earliest, latest) month a date as crawls write it can mean: ISO dates and timestamps
+    (offsets taken to UTC, as WARC dates are), ``2023/07/04``, ``04.07.2023``, ``20230704`` and
+    Wayback-style ``20230704120000``, ``July 4, 2023``, HTTP dates, a year alone (January to
+    December), ``07/04/2023`` (month or day first: only the year), a Common Crawl dump (the weeks
+    its crawl ran). None for anything else: a Unix timestamp or free text is no calendar date."""
     value = value.strip()
-    if match := _DATE.match(value):
-        return int(match.group(1)), int(match.group(2)) if match.group(2) else None
+    low = value.lower()
+    if match := _YEAR.match(value):
+        year = int(match.group(1))
+        return (year, 1), (year, 12)
+    if match := _YEAR_MONTH.match(value):
+        return _month(int(match.group(1)), int(match.group(2)))
+    if match := _ISO_DAY.match(value):
+        return _month(int(match.group(1)), int(match.group(2)))
+    if match := _DAY_FIRST.match(value):
+        return _month(int(match.group(3)), int(match.group(2))) if 1 <= int(match.group(2)) <= 12 else None
+    if match := _SLASHED.match(value):
+        year = int(match.group(3))
+        return (year, 1), (year, 12)
+    if match := _COMPACT.match(value):
+        return _month(int(match.group(1)), int(match.group(2)))
     if match := _DUMP.match(value):
-        try:
-            return int(match.group(1)), date.fromisocalendar(int(match.group(1)), int(match.group(2)), 7).month
+        year, week = int(match.group(1)), int(match.group(2))
+        try:  # named by a week of its crawl, which runs about two weeks: from two weeks before to that week's end
+            first, last = date.fromisocalendar(year, max(week - 2, 1), 1), date.fromisocalendar(year, week, 7)
         except ValueError:
             return None
-    if re.match(r"^[A-Z][a-z]{2}, \d", value):
+        return (first.year, first.month), (last.year, last.month)
+    if match := _WORDS.match(low):
+        name = (match.group(2) or match.group(3))[:3]
+        return _month(int(match.group(5)), _MONTHS[name]) if name in _MONTHS else None
+    if re.match(r"^[A-Za-z]{3}, \d", value):
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
-        return when.year, when.month
+        when = when.astimezone(timezone.utc) if when.tzinfo else when
+        return _month(when.year, when.month)
+    if re.match(r"^\d{4}-\d{2}-\d{2}[T ]\d", value):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        when = when.astimezone(timezone.utc) if when.tzinfo else when
+        return _month(when.year, when.month)
     return None
 
 
 @dataclass
-class Latest:
-    """The latest of a kind of date over the corpus: month-precise and year-only dates apart."""
+class Dates:
+    """One kind of date over the corpus: per document with such dates, the earliest and latest
+    month its dates can mean (the latest of its fields), and the documents whose fields could not
+    all be read (a date field holding a timestamp or free text)."""
 
-    month: tuple[int, int] | None = None
-    year: int | None = None
-    dated: int = 0
+    spans: list[tuple[Month, Month]] = field(default_factory=list)
+    unreadable: int = 0
 
-    def add(self, when: tuple[int, int | None] | None) -> None:
-        if when is None:
+    def add(self, values: list[str]) -> None:
+        if not values:
             return
-        self.dated += 1
-        year, month = when
-        if month is not None:
-            self.month = (year, month) if self.month is None or (year, month) > self.month else self.month
-        else:
-            self.year = year if self.year is None or year > self.year else self.year
+        parsed = [parse_date(v) for v in values]
+        if any(p is None for p in parsed):
+            self.unreadable += 1
+        readable = [p for p in parsed if p is not None]
+        if readable:
+            self.spans.append((max(lo for lo, _ in readable), max(hi for _, hi in readable)))
 
-    def after(self, year: int, month: int) -> str | None:
-        if self.month is not None and self.month > (year, month):
-            return f"{self.month[0]:04d}-{self.month[1]:02d}"
-        if self.year is not None and self.year > year:
-            return str(self.year)
-        return None
+    def certainly_after(self, declared: Month) -> Month | None:
+        """The latest month some document is certainly dated after ``declared`` (None: none is)."""
+        later = [lo for lo, _ in self.spans if lo > declared]
+        return max(later) if later else None
+
+    def possibly_after(self, declared: Month) -> bool:
+        return any(hi > declared for _, hi in self.spans)
+
+
+def _shown(month: Month | None) -> str | None:
+    return None if month is None else f"{month[0]:04d}-{month[1]:02d}"
 
 
 @dataclass
@@ -93,20 +140,29 @@ class Composition:
     domains: list[tuple[str, int]] = field(default_factory=list)  # (domain, bytes of text), largest first
     documents_with_url: int = 0
     urls_without_host: int = 0  # their domain is unknown: the domain list cannot be confirmed
-    latest_month: str | None = None  # YYYY-MM of the latest document whose collection date is known to the month
-    latest_year: int | None = None  # the latest collection year of a document dated to the year only
-    dated_documents: int = 0  # documents with a collection date
+    collected: Dates = field(default_factory=Dates)  # collection dates: they can confirm and contradict
+    published: Dates = field(default_factory=Dates)  # publication dates: they can only contradict
     no_url_bytes: int = 0  # text of documents with no URL in any field read: their domains are unknown
-    published: Latest = field(default_factory=Latest)  # publication dates: they can only contradict
+    no_url_documents: int = 0
     fields: dict[str, dict[str, int]] = field(default_factory=dict)  # url / collected / published: field -> documents
 
     def _required_count(self, sme: bool) -> int:
         n = len(self.domains)
         return min(math.ceil(0.05 * n), 1000) if sme else math.ceil(0.10 * n)
 
-    def cut_size(self, sme: bool) -> int:
-        """Bytes of text of the smallest domain a summary must list."""
-        return self.domains[self._required_count(sme) - 1][1]
+    def unknown_could_change_the_cut(self, sme: bool) -> bool:
+        """Whether the text of documents with no URL could change which domains must be listed:
+        added to the first domain below the cut it could lift that one past the last one above
+        it (or, as a domain of its own, enter), and as documents of new domains it could raise
+        the number of domains the top share holds."""
+        if not self.no_url_documents:
+            return False
+        k = self._required_count(sme)
+        edge = self.domains[k - 1][1]
+        below = self.domains[k][1] if k < len(self.domains) else 0
+        grown = len(self.domains) + self.no_url_documents
+        more = (min(math.ceil(0.05 * grown), 1000) if sme else math.ceil(0.10 * grown)) > k
+        return below + self.no_url_bytes >= edge or more
 
     def required_domains(self, sme: bool) -> tuple[list[str], list[str], int]:
         """The domains a summary must list - top 10% by size (SME: 5% or 1,000, whichever is
@@ -118,21 +174,33 @@ class Composition:
         tied = [d for d, size in self.domains if size == edge]
         return certain, tied, k - len(certain)
 
+    @property
+    def dated_documents(self) -> int:
+        """Documents with a readable collection date."""
+        return len(self.collected.spans)
+
+    @property
+    def latest_collected(self) -> tuple[str | None, str | None]:
+        """(earliest, latest) month the latest collection dates can mean, for the report."""
+        spans = self.collected.spans
+        return (_shown(max(lo for lo, _ in spans)), _shown(max(hi for _, hi in spans))) if spans else (None, None)
+
     def after(self, declared: str) -> str | None:
-        """The latest collection or publication date certainly after the declared YYYY-MM, if any."""
-        year, month = int(declared[:4]), int(declared[5:7])
-        if self.latest_month is not None and self.latest_month > declared:
-            return self.latest_month
-        if self.latest_year is not None and self.latest_year > year:
-            return str(self.latest_year)
-        later = self.published.after(year, month)
-        return None if later is None else f"{later} (a publication date)"
+        """A collection or publication date certainly after the declared YYYY-MM, if any."""
+        month = (int(declared[:4]), int(declared[5:7]))
+        if (later := self.collected.certainly_after(month)) is not None:
+            return _shown(later)
+        if (later := self.published.certainly_after(month)) is not None:
+            return f"{_shown(later)} (a publication date)"
+        return None
 
     def uncertain(self, declared: str) -> bool:
         """Whether some document could have been collected after the declared YYYY-MM without
-        being known to be: one without a collection date (a publication date does not say when
-        it was collected), or one collected in the declared year with no month."""
-        return self.dated_documents < self.documents or (self.latest_year is not None and self.latest_year >= int(declared[:4]))
+        being known to be: one without a readable collection date (a publication date does not
+        say when it was collected), or one whose date could mean a later month."""
+        month = (int(declared[:4]), int(declared[5:7]))
+        return (len(self.collected.spans) < self.documents or self.collected.unreadable > 0 or self.collected.possibly_after(month)
+                or self.published.possibly_after(month))
 
     def bands(self) -> list[str]:
         """The size bands the token range overlaps (one band: the size band is established)."""
@@ -141,8 +209,8 @@ class Composition:
 
 def composition(index: CorpusIndex) -> Composition:
     sizes: Counter[str] = Counter()
-    with_url = words = no_host = no_url = 0
-    collected, published = Latest(), Latest()
+    with_url = words = no_host = no_url = no_url_docs = 0
+    collected, published = Dates(), Dates()
     fields: dict[str, Counter[str]] = {"url": Counter(), "collected": Counter(), "published": Counter()}
     for shard in index.shards:
         text = np.asarray(shard.text)
@@ -153,8 +221,8 @@ def composition(index: CorpusIndex) -> Composition:
         for local, line in enumerate(raw.splitlines()):
             meta = json.loads(line)
             for kind, counter in fields.items():
-                if f"{kind}_field" in meta:
-                    counter[meta[f"{kind}_field"]] += 1
+                paths = meta.get(f"{kind}_field", [])
+                counter.update(dict.fromkeys([paths] if isinstance(paths, str) else paths, 1))
             if "url" in meta:
                 with_url += 1
                 if meta.get("domain"):
@@ -163,13 +231,13 @@ def composition(index: CorpusIndex) -> Composition:
                     no_host += 1
             else:
                 no_url += int(lengths[local])
-            collected.add(parse_date(str(meta.get("collected", ""))))
-            published.add(parse_date(str(meta.get("published", ""))))
+                no_url_docs += 1
+            collected.add(meta.get("collected", []))
+            published.add(meta.get("published", []))
     compared = index.manifest.text_bytes - 3 * index.manifest.documents  # frame spaces and separators left out
     raw = sum(src.text_bytes for src in index.manifest.sources)
     # Tokens: at least one per 8 bytes of compared text (English runs about 4-5 bytes a token,
     # Chinese about 4), at most two per byte of the text as read (punctuation and markup included).
     return Composition(index.manifest.documents, words, compared, compared // 8, 2 * raw,
                        sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])), with_url, no_host,
-                       None if collected.month is None else f"{collected.month[0]:04d}-{collected.month[1]:02d}", collected.year,
-                       collected.dated, no_url, published, {k: dict(sorted(v.items())) for k, v in fields.items()})
+                       collected, published, no_url, no_url_docs, {k: dict(sorted(v.items())) for k, v in fields.items()})

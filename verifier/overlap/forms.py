@@ -4,26 +4,25 @@ Corpora and benchmark files rarely store running text only: a web page keeps its
 tagging benchmark stores one token per line with its tags (CoNLL), a dump stores JSON. Compared
 as they stand, the tags and field names become words of their own and break every n-gram, so a
 copy in another form looks absent. ``read_form`` therefore reads both sides - every corpus
-document when an index is built and every suspect document when it is looked up - the same way:
-
-- markup (HTML, XML, TEI: at least three tags): all the text it holds - between the tags, and in
-  comments, CDATA sections, scripts and styles - with inline tags (``<b>``, ``<span>``, ...)
-  joining what they split;
-- token-per-line files (CoNLL, CoNLL-U, tab- or space-separated columns, one token a line): the
-  token column (the first column that is not a running number), comment lines dropped;
-- JSON (an object or array as the whole text): its string values in order.
+document when an index is built and every suspect document when it is looked up - the same way,
+in this order:
 
 - encoded text: percent-encoding, backslash escapes and base64 runs that decode to UTF-8 text;
+- JSON (an object or array as the whole text): its string values in order;
+- markup (HTML, XML, TEI, RSS: at least three tags): all the text it holds - between the tags,
+  and in comments, CDATA sections, scripts and styles - with inline tags (``<b>``, ``<span>``)
+  joining what they split; or else token-per-line files (CoNLL, CoNLL-U): the token column;
 - words hyphenated over a line end (``exam-`` / ``ple``) joined;
-- look-alike letters: in a word that holds Latin letters, letters of other scripts that Unicode
-  lists as confusable with a Latin letter (a Cyrillic "а" in "plаin") are read as that letter.
+- look-alike letters: in a word that holds Latin letters, and in a Latin text also in words made
+  of them only, letters Unicode lists as confusable with a Latin letter (a Cyrillic "а" in
+  "plаin") and Latin small capitals (ᴛʜᴇ) are read as that letter.
 
 Forms that can hide a copy but cannot be read back are named instead (``Reading.unread``): words
 still mixing letters of two scripts after that, words mostly of look-alike letters in a Latin
 text, encoded runs that did not decode, and forms no reading restores (``uncompared``: letters
-spaced apart, words run together, upside-down text). The index build counts corpus documents in
-such forms, so an absence is not verified against a corpus that may hide copies in them. A document in such a form can be
-found present, never clean: the lookup cannot establish that an encoded copy is absent.
+spaced apart, words run together, upside-down text). A suspect document in such a form can be
+found present, never clean; the index build counts corpus documents in such forms, so an absence
+is not verified against a corpus that may hide copies in them.
 """
 
 from __future__ import annotations

@@ -119,10 +119,12 @@ def _meta(record: dict[str, Any], fallback_id: str) -> dict[str, str]:
                 meta[key] = str(value)[:300]
                 break
     meta.setdefault("id", fallback_id)
-    for kind, keys in (("url", URL_KEYS), ("collected", COLLECTED_KEYS), ("published", PUBLISHED_KEYS)):
-        found = _nested(record, keys)
-        if found is not None:
-            meta[kind], meta[f"{kind}_field"] = found
+    if found := _nested(record, URL_KEYS):
+        meta["url"], meta["url_field"] = found[0]
+    for kind, keys in (("collected", COLLECTED_KEYS), ("published", PUBLISHED_KEYS)):
+        if found := _nested(record, keys):  # every date field a record has: one unreadable or later one counts
+            meta[kind] = [value for value, _ in found]
+            meta[f"{kind}_field"] = [path for _, path in found]
     if "url" in meta:
         meta["domain"] = url_host(meta["url"])
     return meta
@@ -132,20 +134,28 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool) and bool(str(value).strip())
 
 
-def _nested(record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str] | None:
-    """The first of ``keys`` holding a value, top level first, then nested objects breadth-first
-    (up to three levels): (value, the field's dotted path)."""
+def _nested(record: dict[str, Any], keys: tuple[str, ...], most: int = 8) -> list[tuple[str, str]]:
+    """Values of ``keys`` (compared lower-case, "-" as "_"), top level first, then nested objects
+    breadth-first (up to three levels), at most ``most``: (value, the field's dotted path). A list
+    holds a value only when every item is one (a list of dates is read as its dates)."""
+    found: list[tuple[str, str]] = []
     level: list[tuple[str, dict[str, Any]]] = [("", record)]
     for _ in range(NESTED_DEPTH):
         below: list[tuple[str, dict[str, Any]]] = []
         for prefix, obj in level:
             named = {str(k).lower().replace("-", "_"): k for k in obj}
             for key in keys:
-                if key in named and _scalar(obj[named[key]]):
-                    return str(obj[named[key]])[:300], prefix + str(named[key])
+                if key not in named:
+                    continue
+                value = obj[named[key]]
+                values = value if isinstance(value, list) else [value]
+                if values and all(_scalar(v) for v in values):
+                    found += [(str(v)[:300], prefix + str(named[key])) for v in values]
+                elif value is not None:
+                    found.append(("", prefix + str(named[key])))  # present but not a value: unreadable, never ignored
             below += [(f"{prefix}{k}.", v) for k, v in obj.items() if isinstance(v, dict)]
         level = below
-    return None
+    return found[:most]
 
 
 def url_host(url: str) -> str:

@@ -229,11 +229,11 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
     metrics: dict[str, Any] = {"corpus": identity, "documents": facts.documents, "words": facts.words,
                                "tokens_range": [facts.tokens_low, facts.tokens_high]}
     if "eu:2.3" in fields:
-        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host or facts.no_url_bytes >= facts.cut_size(declared.sme):
+        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host or facts.unknown_could_change_the_cut(declared.sme):
             why = ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs" if not facts.domains
                    else f"{facts.urls_without_host} documents have URLs without a host" if facts.urls_without_host
-                   else f"documents with no URL in any field read hold {facts.no_url_bytes:,} bytes of text, as much as a required "
-                        "domain: crawled, they could be one")
+                   else f"{facts.no_url_documents} documents with no URL in any field read hold {facts.no_url_bytes:,} bytes of text: "
+                        "crawled, they could change which domains are the largest")
             unchecked.append(f"2.3 domains: {why}")
         else:
             certain, tied, slots = facts.required_domains(declared.sme)
@@ -264,18 +264,22 @@ def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteCo
                 unchecked.append("1.3 size band: the token range spans two bands")
         if declared.latest_collection is not None:
             later = facts.after(declared.latest_collection)
-            metrics |= {"latest_month": facts.latest_month, "latest_year_only": facts.latest_year,
-                        "collection_dated_documents": facts.dated_documents, "date_fields": {k: facts.fields.get(k, {}) for k in ("collected", "published")}}
+            earliest, latest = facts.latest_collected
+            metrics |= {"latest_collection_between": [earliest, latest], "collection_dated_documents": facts.dated_documents,
+                        "unreadable_collection_dates": facts.collected.unreadable,
+                        "date_fields": {k: facts.fields.get(k, {}) for k in ("collected", "published")}}
             fields_read = "; ".join(f"{kind} from {', '.join(f'{f} ({n})' for f, n in facts.fields[kind].items())}"
                                     for kind in ("collected", "published") if facts.fields.get(kind)) or "no date fields"
-            rows.append(["1.3 latest collection date", f"latest collection date known to the month {facts.latest_month or 'none'}, to the year "
-                         f"only {facts.latest_year or 'none'} ({facts.dated_documents} of {facts.documents} with a collection date; {fields_read}); "
+            rows.append(["1.3 latest collection date", f"latest collection dates mean {earliest or 'none'}"
+                         + (f" to {latest}" if latest != earliest else "") + f" ({facts.dated_documents} of {facts.documents} with a "
+                         f"readable collection date, {facts.collected.unreadable} with a date field that is no calendar date; {fields_read}); "
                          f"declared {declared.latest_collection}. Publication dates can contradict a collection date, never confirm it"])
             if later is not None:
                 problems.append(f"documents are dated {later}, after the declared latest collection {declared.latest_collection}")
             elif facts.uncertain(declared.latest_collection):
-                unchecked.append("1.3 latest date: documents without a collection date (a publication date does not say when a page "
-                                 "was collected), or collected in the declared year with no month, could have been collected later")
+                unchecked.append("1.3 latest date: documents without a readable collection date (a publication date does not say "
+                                 "when a page was collected; a timestamp is no calendar date), or dated so that a later month is "
+                                 "possible (a year alone, a crawl spanning two months), could have been collected later")
     metrics |= {"problems": problems, "unchecked": unchecked}
     sections = [Table("EU summary fields against the declared corpus", ["field", "what the corpus shows"], rows or [["-", "nothing to compare"]]),
                 Notes("What this check shows", [LIMITATIONS[0], *(f"Not established: {u}." for u in unchecked)])]
