@@ -108,7 +108,7 @@ def test_marks_never_trained_on_give_uniform_p_values_and_never_support(trusted,
 
 
 @pytest.mark.parametrize("change, reason", [
-    ({"model": {"released": "2026-11-30"}}, "not before the model's declared release"),  # the registration's own day
+    ({"model": {"released": registered_on(EXAMPLE / REGISTRATION).isoformat()}}, "not before the model's declared release"),  # its own day
     ({"model": {"released": None, "training_cutoff": 2026}}, "not before the year of the model's declared training cutoff"),
     ({"model": {"released": None}}, "declares neither"),
     ({"suspect": {"path": "marks/published.jsonl", "limit": 20}}, "4 of the 24 registered documents are not in the suspect set"),

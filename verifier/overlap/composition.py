@@ -57,20 +57,12 @@ def parse_date(value: str) -> tuple[Month, Month] | None:
     its crawl ran). None for anything else: a Unix timestamp or free text is no calendar date."""
     value = value.strip()
     low = value.lower()
-    if match := _YEAR.match(value):
-        year = int(match.group(1))
-        return (year, 1), (year, 12)
-    if match := _YEAR_MONTH.match(value):
-        return _month(int(match.group(1)), int(match.group(2)))
-    if match := _ISO_DAY.match(value):
-        return _month(int(match.group(1)), int(match.group(2)))
-    if match := _DAY_FIRST.match(value):
-        return _month(int(match.group(3)), int(match.group(2))) if 1 <= int(match.group(2)) <= 12 else None
-    if match := _SLASHED.match(value):
-        year = int(match.group(3))
-        return (year, 1), (year, 12)
-    if match := _COMPACT.match(value):
-        return _month(int(match.group(1)), int(match.group(2)))
+    for pattern, year in ((_YEAR, 1), (_SLASHED, 3)):  # only the year is sure
+        if match := pattern.match(value):
+            return (int(match.group(year)), 1), (int(match.group(year)), 12)
+    for pattern, year, month in ((_YEAR_MONTH, 1, 2), (_ISO_DAY, 1, 2), (_COMPACT, 1, 2), (_DAY_FIRST, 3, 2)):
+        if match := pattern.match(value):
+            return _month(int(match.group(year)), int(match.group(month))) if 1 <= int(match.group(month)) <= 12 else None
     if match := _DUMP.match(value):
         year, week = int(match.group(1)), int(match.group(2))
         try:  # named by a week of its crawl, which runs about two weeks: from two weeks before to that week's end
