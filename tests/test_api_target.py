@@ -13,6 +13,7 @@ from conftest import ROOT, read_jsonl
 from fault_server import FaultServer
 from verifier.claims import ModelUnderTest
 from verifier.errors import VerifierError
+from verifier.peers import PeerAccess
 from verifier.serving import free_port
 from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, load_target
 from verifier.targets.cache import RESPONSES
@@ -101,19 +102,20 @@ def test_refusals_empty_and_traces(faults, cache):
 def test_api_key_is_sent_and_never_stored_or_shown(faults, cache, monkeypatch):
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("AUDIT_KEY", secret)
-    options = ApiOptions(api_key_env="AUDIT_KEY", timeout_s=2, retries=0)
-    target = OpenAICompatibleTarget(faults.spec("ok"), options)
+    options = ApiOptions(timeout_s=2, retries=0)
+    keyed = {"access": PeerAccess(api_key_env="AUDIT_KEY"), "key_env": "AUDIT_KEY"}
+    target = OpenAICompatibleTarget(faults.spec("ok"), options, **keyed)
     target.answer([Query(CHAT, "with key")], cache=cache)
     assert faults.requests[-1]["headers"]["Authorization"] == f"Bearer {secret}"
     assert secret.encode() not in cache.path.read_bytes() and secret not in repr(target.identity)
     # A server quoting the header back: scrubbed from the recorded failure, before it is shortened.
-    [echoed] = OpenAICompatibleTarget(faults.spec("echo_auth_400"), options).answer([Query(CHAT, "x")], cache=cache)
+    [echoed] = OpenAICompatibleTarget(faults.spec("echo_auth_400"), options, **keyed).answer([Query(CHAT, "x")], cache=cache)
     assert secret not in echoed.error and "[API key]" in echoed.error
     with pytest.raises(VerifierError, match="rejected the API key"):
-        OpenAICompatibleTarget(faults.spec("unauthorized"), options).answer([Query(CHAT, "x")], cache=cache)
+        OpenAICompatibleTarget(faults.spec("unauthorized"), options, **keyed).answer([Query(CHAT, "x")], cache=cache)
     monkeypatch.delenv("AUDIT_KEY")
     with pytest.raises(VerifierError, match="AUDIT_KEY is not set"):
-        OpenAICompatibleTarget(faults.spec("ok"), options)
+        OpenAICompatibleTarget(faults.spec("ok"), options, **keyed)
 
 
 def test_altered_cached_response_is_refused_and_asked_again(faults, cache):
@@ -140,8 +142,11 @@ def test_bad_specs_are_refused_at_load(spec, why):
 def test_api_block_only_for_api_targets():
     with pytest.raises(ValueError, match="model.api applies only"):
         ModelUnderTest(target="smollm2-135m", api={"concurrency": 2})
-    with pytest.raises(ValueError):
-        ModelUnderTest(target="openai-compatible:http://h/v1#m", api={"api_key_env": "not a name"})
+    # The claimant writes the claim; which of the auditor's secrets goes to the claim's server is not its to say.
+    with pytest.raises(ValueError, match="cannot choose which of the auditor's secrets"):
+        ModelUnderTest(target="openai-compatible:http://h/v1#m", api={"api_key_env": "HF_TOKEN"})
+    with pytest.raises(VerifierError, match="environment variable"):
+        PeerAccess(api_key_env="not a name")
     with pytest.raises(ValueError, match="extra"):
         ModelUnderTest(target="openai-compatible:http://h/v1#m", api={"api_key": "sk-123"})
 
@@ -253,7 +258,7 @@ def test_hostile_bodies_are_failed_items_or_one_line(faults, cache, monkeypatch)
 
     secret = "sk-echoed-0123456789abcdef"
     monkeypatch.setenv("ECHO_KEY", secret)
-    echo = OpenAICompatibleTarget(faults.spec("echo_key_model"), ApiOptions(api_key_env="ECHO_KEY", retries=0))
+    echo = OpenAICompatibleTarget(faults.spec("echo_key_model"), ApiOptions(retries=0), key_env="ECHO_KEY")
     assert echo.answer([Query(CHAT, "who answers?")], cache=cache)[0].ok
     assert secret not in json.dumps(echo.identity.as_finding()) and "[API key]" in json.dumps(echo.identity.details["served_as"])
     assert secret.encode() not in cache.path.read_bytes()

@@ -159,7 +159,7 @@ def findings_with(route: str, outcome: dict) -> dict:
             "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "released": None, "dtype": "fp32", "max_tokens": 256},
             "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": [],
                        "regulation_map_sha256": "0"},
-            "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "failed_routes": [], "path": [record], "inputs": [],
+            "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "path": [record], "inputs": [],
             "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
 
 

@@ -14,6 +14,7 @@ import yaml
 
 from verifier.audit import run_audit
 from verifier.errors import VerifierError
+from verifier.policy.engine import AuditIncomplete
 from verifier.overlap import build_index, digest_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,8 +155,8 @@ def test_links_in_corpus_evidence_are_refused(folder: Path, tmp_path_factory: py
     outside = tmp_path_factory.mktemp("outside") / "secret.jsonl"
     outside.write_text(json.dumps({"text": "private words"}) + "\n")
     (folder / "corpus" / "extra.jsonl").symlink_to(outside)
-    result = run_audit(claim(folder, BOOKS[:2], "trained_on"), target_factory=never_load).findings
-    assert "extra.jsonl: a link" in " ".join(result["failed_routes"]) and result["verdict"] == "UNVERIFIABLE"
+    with pytest.raises(VerifierError, match="extra.jsonl: a link; corpus evidence must be plain files"):
+        run_audit(claim(folder, BOOKS[:2], "trained_on"), target_factory=never_load)
 
 
 def test_partial_overlap_decides_nothing(folder: Path) -> None:
@@ -174,11 +175,12 @@ def test_short_common_phrases_are_never_present(folder: Path) -> None:
 
 
 def test_another_corpus_is_refused_as_evidence(folder: Path) -> None:
+    """The refusal is the headline: the audit stops, and the disclosure route never gets to say
+    'no published corpus' about a claim that named one."""
     path = claim(folder, BOOKS[:5], "trained_on", {"index": "corpus", "sha256": "0" * 64})
-    result = run_audit(path, target_factory=never_load).findings
-    record = lookup_of(result)
-    assert record["outcome"]["status"] == "evidence_refused" and "differs from the declared" in record["outcome"]["summary"]
-    assert result["verdict"] == "UNVERIFIABLE" and result["decided_by"] == "disclosure"
+    with pytest.raises(AuditIncomplete, match="route corpus_lookup failed: the corpus evidence is refused: the index's corpus "
+                                              "digest .* differs from the declared 0000000000000000"):
+        run_audit(path, target_factory=never_load)
 
 
 def trusting(folder: Path, **params) -> str:
@@ -194,8 +196,8 @@ def test_a_prebuilt_index_needs_a_pin_and_trust_and_a_forged_one_fails(folder: P
     again = build_index([folder / "corpus"], folder / "index-again")
     assert again.index_sha256 == built.index_sha256, "indexing is deterministic: a pinned digest can be re-derived from the files"
     contaminated = [r["text"] for r in BENCH if r["label"] == 1][:20]
-    unpinned = run_audit(claim(folder, contaminated, "decontaminated", {"index": "index", "sha256": declared}), target_factory=never_load).findings
-    assert lookup_of(unpinned)["outcome"]["status"] == "evidence_refused" and unpinned["verdict"] == "UNVERIFIABLE"
+    with pytest.raises(AuditIncomplete, match="a prebuilt index is accepted only when the claim pins it"):
+        run_audit(claim(folder, contaminated, "decontaminated", {"index": "index", "sha256": declared}), target_factory=never_load)
     pinned = {"index": "index", "sha256": declared, "index_sha256": built.index_sha256}
     untrusted = run_audit(claim(folder, contaminated, "decontaminated", pinned), target_factory=never_load).findings
     assert lookup_of(untrusted)["outcome"]["status"] == "index_unchecked" and untrusted["verdict"] == "INCONCLUSIVE"
@@ -246,7 +248,6 @@ def api(demo_index):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}/"
     server.shutdown()
-    server.server_close()
 
 
 def test_remote_index_gives_no_verdict_unless_the_policy_trusts_it(folder: Path, api: str, demo_index) -> None:
@@ -258,12 +259,11 @@ def test_remote_index_gives_no_verdict_unless_the_policy_trusts_it(folder: Path,
     assert "remote index" in trusted["verdict_sentence"]
 
 
-def test_unreachable_remote_index_is_not_available_never_absent(folder: Path) -> None:
+def test_unreachable_remote_index_stops_the_audit_never_absent(folder: Path) -> None:
+    """A peer that cannot be reached is not evidence about the claim: no verdict at all."""
     remote = {"index": "demo", "api": "http://127.0.0.1:9/", "sha256": "0" * 64}
-    result = run_audit(claim(folder, BOOKS[:2], "not_trained_on", remote), target_factory=never_load).findings
-    record = lookup_of(result)
-    assert record["outcome"]["status"] == "not_available" and "not available" in record["outcome"]["summary"]
-    assert result["verdict"] == "UNVERIFIABLE"
+    with pytest.raises(AuditIncomplete, match="route corpus_lookup failed: index API http://127.0.0.1:9/, index demo: not available"):
+        run_audit(claim(folder, BOOKS[:2], "not_trained_on", remote), target_factory=never_load)
 
 
 def summary_corpus(folder: Path, late: str | None = None, undated: bool = False) -> dict:

@@ -14,6 +14,7 @@ import yaml
 from conftest import ROOT
 from verifier.audit import run_audit
 from verifier.errors import VerifierError
+from verifier.policy.engine import AuditIncomplete
 from verifier.policy import departures_from_default, load_policy
 from verifier.routes.dataset_inference import DatasetInferenceRoute
 from verifier.targets import ScoreCache
@@ -176,13 +177,13 @@ def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path)
     assert (findings["verdict"], route["uncapped_verdict"]) == ("INCONCLUSIVE", "REJECTED-METHOD")
 
 
-def test_a_failing_route_names_no_private_path(claim_folder, tiny_model_dir, tmp_path):
+def test_a_failing_route_stops_the_audit_naming_no_private_path(claim_folder, tiny_model_dir, tmp_path):
     evidence = {"suspect": OLD_VS_NEW["suspect"], "heldout": dict(OLD_VS_NEW["heldout"], where={"label": 7})}
-    findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c"),
-                         target_factory=never_load).findings
-    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
-    assert route["status"] == "failed" and "no row has 'label' equal to 7" in route["reason"]
-    assert "<claim folder>/docs.jsonl" in route["reason"] and str(claim_folder) not in json.dumps(findings)
+    with pytest.raises(AuditIncomplete) as info:
+        run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c"), target_factory=never_load)
+    message = str(info.value)
+    assert message.startswith("the audit did not complete: route dataset_inference failed:") and "no row has 'label' equal to 7" in message
+    assert "<claim folder>/docs.jsonl" in message and str(claim_folder) not in message
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -198,17 +199,16 @@ def test_claim_level_policy_and_seed_errors(claim_folder, tiny_model_dir, edit, 
         run_audit(path, target_factory=never_load)
 
 
-def test_a_failing_route_is_recorded_and_the_walk_goes_on(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
+def test_a_route_bug_stops_the_audit_instead_of_letting_disclosure_decide(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
+    """A route that could not examine its evidence must not let the walk go on to the developer's
+    disclosure and hand the claim UNVERIFIABLE (or anything else) about evidence never examined."""
     def broken(self, ctx, params):
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(DatasetInferenceRoute, "run", broken)
-    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"),
-                         target_factory=never_load).findings
-    route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
-    assert route["status"] == "failed" and route["reason"] == "failed with an internal error (RuntimeError: boom)"
-    assert findings["decided_by"] == "disclosure" and findings["failed_routes"]
-    assert "Not counted: dataset_inference failed" in findings["verdict_sentence"]
+    with pytest.raises(AuditIncomplete, match=r"^the audit did not complete: route dataset_inference failed with an internal "
+                                              r"error \(RuntimeError: boom; a bug in verifier\)$"):
+        run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"), target_factory=never_load)
 
 
 # Two halves of the post-2023 texts: same population, same year (the blind check finds no shift).

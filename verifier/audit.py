@@ -22,6 +22,7 @@ from verifier import __version__
 from verifier.claims import ClaimManifest, load_claim
 
 from verifier.errors import VerifierError
+from verifier.peers import PeerAccess
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
 from verifier.resources import resource
@@ -48,27 +49,29 @@ def run_audit(
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
     target_factory: Callable[[str], Target] | None = None,
+    access: PeerAccess | None = None,
 ) -> AuditResult:
     """Validate the claim and its policy (against each other), walk the tree, and return the
     findings (nothing is written here).
 
     ``target_factory(role)`` supplies the model for "target" or "reference" (e.g. one already
     loaded); by default the claim's specs are loaded on first use, so routes that need no model
-    never load one.
+    never load one. ``access`` is the auditor's: which key goes to the claim's endpoint, and
+    whether plain http may leave this machine (never the claim's to choose).
     """
     claim, base = load_claim(claim_path)
     policy = load_policy(resolve_policy_path(claim.policy, base))
     check_against_claim(policy, claim)
     inputs = _input_digests(claim, base)  # before anything runs: the digests of what the routes then read
+    access = access or PeerAccess()
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
-                       target_factory=target_factory or _claim_targets(claim, base))
+                       target_factory=target_factory or _claim_targets(claim, base, access), access=access)
     records = walk(policy, ctx)
     decided = decision(records)
-    failed = [f"{r.route} {r.reason}" for r in records if r.status == "failed"]
     summary = decided.outcome.summary if decided.outcome else decided.reason
     looser, other = departures_from_default(policy)
     findings = {
-        "format": "verifier-findings/2",
+        "format": "verifier-findings/3",
         "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
@@ -76,8 +79,7 @@ def run_audit(
                    "regulation_map_sha256": hashlib.sha256(resource("policies", "regulation.yaml").read_bytes()).hexdigest()},
         "verdict": decided.verdict,
         "decided_by": decided.route,
-        "verdict_sentence": _sentence(claim, decided.verdict, summary, failed),
-        "failed_routes": failed,
+        "verdict_sentence": _sentence(claim, decided.verdict, summary),
         "failed_items": dict(ctx.failed_items),
         "failure_reasons": dict(ctx.failure_reasons),
         "signal_runs": dict(ctx.signal_runs),
@@ -107,13 +109,13 @@ def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
     return data
 
 
-def _claim_targets(claim: ClaimManifest, base: Path) -> Callable[[str], Target]:
+def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Callable[[str], Target]:
     """Load the claim's target or reference model by role; a relative path is relative to the claim."""
 
     def load(role: str) -> Target:
         spec = claim_model_spec(claim, base, role)
         if spec.startswith(API_PREFIX):
-            return load_target(spec, api=claim.model.api)
+            return load_target(spec, api=claim.model.api, access=access)
         return load_target(spec, claim_scoring_options(claim))
 
     return load
@@ -134,9 +136,8 @@ def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
                           stride=claim.model.stride)
 
 
-def _sentence(claim: ClaimManifest, verdict: str, summary: str, failed: list[str]) -> str:
-    failures = f" Not counted: {'; '.join(failed)}." if failed else ""
-    return f"{verdict}: the claim \u201c{claim.claim.statement}\u201d ({claim.claim.made_by}). {summary}{failures}"
+def _sentence(claim: ClaimManifest, verdict: str, summary: str) -> str:
+    return f"{verdict}: the claim \u201c{claim.claim.statement}\u201d ({claim.claim.made_by}). {summary}"
 
 
 def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict[str, Any]:

@@ -35,10 +35,14 @@ class HandledGroup(typer.core.TyperGroup):
     """The app's one error handler: every command runs inside ``invoke``."""
 
     def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's own signature
+        _stop_cleanly_on_sigterm()
         try:
             return super().invoke(ctx)
         except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except Terminated:
+            err.print("stopped by SIGTERM; nothing half-written was kept", highlight=False)
+            raise typer.Exit(143) from None
         except VerifierError as exc:
             err.print(f"[red]error:[/red] {escape(visible(str(exc), single_line=True))}", highlight=False, emoji=False, soft_wrap=True)
             raise typer.Exit(2) from None
@@ -54,6 +58,29 @@ class HandledGroup(typer.core.TyperGroup):
             err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first, single_line=True))} "
                       "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
+
+
+# Who may be sent what: the auditor's own choices, never a claim's (see verifier.peers).
+API_KEY_ENV = typer.Option(help="API targets: the environment variable holding the audited endpoint's key (never the key itself).")
+JUDGE_API_KEY_ENV = typer.Option(help="trace_judge with a separate judge endpoint: the environment variable holding its key.")
+ALLOW_HTTP = typer.Option("--allow-http", help="Allow plain http to servers on other machines (documents and keys travel unencrypted).")
+
+
+class Terminated(BaseException):
+    """SIGTERM (``timeout``, systemd, ``docker stop``), raised like Ctrl-C so that every cleanup
+    that removes half-written output (an index build's folder, a bundle's temporary) runs."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _stop_cleanly_on_sigterm() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 def say(console: Console, text: str) -> None:
@@ -116,7 +143,9 @@ def score(
                                                   "advancing by STRIDE tokens, stitched; default: cut at --max-tokens.")] = None,
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="API targets: the environment variable holding the key (never the key).")] = None,
+    api_key_env: Annotated[Optional[str], API_KEY_ENV] = None,
+    judge_api_key_env: Annotated[Optional[str], JUDGE_API_KEY_ENV] = None,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
     concurrency: Annotated[int, typer.Option(help="API targets: requests in flight at once.")] = 4,
     signal_param: Annotated[Optional[list[str]], typer.Option(help="A signal's parameter, SIGNAL.KEY=VALUE (repeatable), "
                                                               "e.g. blackspectrum.k=5 or trace_judge.judge=openai-compatible:URL#MODEL.")] = None,
@@ -133,15 +162,17 @@ def score(
     from pydantic import ValidationError
 
     from verifier.errors import first_validation_error
+    from verifier.peers import PeerAccess
     from verifier.scoring import score_file
     from verifier.targets import ApiOptions, ScoringOptions
 
     options = ScoringOptions(device=device, dtype=dtype, batch_tokens=batch_tokens, max_tokens=max_tokens, max_chars=max_chars,  # type: ignore[arg-type]
                              stride=stride, threads=threads)
     try:
-        api = ApiOptions(api_key_env=api_key_env, concurrency=concurrency)
+        api = ApiOptions(concurrency=concurrency)
     except ValidationError as exc:
-        raise VerifierError(f"--api-key-env / --concurrency: {first_validation_error(exc)}") from None
+        raise VerifierError(f"--concurrency: {first_validation_error(exc)}") from None
+    access = PeerAccess(api_key_env, judge_api_key_env, allow_http)
     params = parse_signal_params(signal_param or [])
     if unnamed := sorted(set(params) - set(signal or [])):
         raise VerifierError(f"--signal-param for {', '.join(unnamed)}: name the signal with --signal too (a parameter of a signal "
@@ -159,7 +190,7 @@ def score(
         raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
-                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, signal_params=params)
+                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, access=access, signal_params=params)
     say(err, f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
 
 
@@ -301,12 +332,21 @@ def index_build(
     shard_bytes: Annotated[int, typer.Option(help="Text bytes per shard (about 5 bytes of RAM each while building).")] = 512 << 20,
     minhash: Annotated[bool, typer.Option("--minhash/--no-minhash", help="Store MinHash signatures for near-duplicate queries (slower build).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing index folder.")] = False,
+    max_document_mb: Annotated[float, typer.Option(help="Largest record (a JSONL line, a Parquet value, a plain-text file), in MiB; "
+                                                   "a larger one stops the build naming it.")] = 32,
+    max_expansion: Annotated[int, typer.Option(help="Most decompressed bytes per byte of a .gz or .zst file (files under 64 MiB "
+                                               "decompressed always pass); a compression bomb stops the build.")] = 100,
 ) -> None:
     """Build a suffix-array index of a corpus; prints the corpus digest a developer declares."""
     from verifier.overlap import build_index
+    from verifier.overlap.sources import ReadLimits
 
+    if not 0.001 <= max_document_mb <= 4096:
+        raise VerifierError(f"--max-document-mb {max_document_mb}: from 0.001 to 4096")
+    limits = ReadLimits(max_document_bytes=int(max_document_mb * (1 << 20)), max_expansion=max_expansion)
     with progress_bars() as progress:
-        report = build_index(inputs, out_dir, text_field=text_field, shard_bytes=shard_bytes, minhash=minhash, force=force, progress=progress)
+        report = build_index(inputs, out_dir, text_field=text_field, shard_bytes=shard_bytes, minhash=minhash, force=force, progress=progress,
+                             limits=limits)
     empty = sum(s.empty_documents for s in report.sources)
     say(err, f"indexed {report.documents} documents ({report.input_bytes / 1e6:.1f} MB of files, {report.text_bytes / 1e6:.1f} MB of text) "
              f"in {report.shards} shard(s), {report.seconds:.1f} s" + (f"; {empty} empty documents not indexed" if empty else ""))
@@ -327,6 +367,28 @@ def index_digest(
     say(out, f"corpus sha256 {digest}")
 
 
+@index_app.command("check")
+def index_check(
+    index: Annotated[Path, typer.Argument(help="Index folder to check.")],
+    corpus: Annotated[Optional[list[Path]], typer.Option(help="The corpus files or folders it was built from (repeatable, in "
+                                                         "order): rebuild and compare the text too.")] = None,
+) -> None:
+    """Check an index someone else built: digests, every suffix array recomputed, and with --corpus its text against the files."""
+    import time
+
+    from verifier.overlap import CorpusIndex
+
+    started = time.perf_counter()
+    opened = CorpusIndex.open(index, structure="full")
+    say(err, f"digests and suffix arrays of {len(opened.shards)} shard(s) hold ({time.perf_counter() - started:.1f} s)")
+    if corpus:
+        started = time.perf_counter()
+        opened.check_text(corpus)
+        say(err, f"the corpus files rebuild the same index ({time.perf_counter() - started:.1f} s)")
+    say(out, f"OK: index sha256 {opened.sha256}; corpus sha256 {opened.corpus_sha256}"
+             + ("" if corpus else " (as its manifest declares: give --corpus to check the text against the files)"))
+
+
 @index_app.command("query")
 def index_query(
     index: Annotated[str, typer.Argument(help="Index folder, or http(s)://HOST/#NAME for an infini-gram-style API.")],
@@ -336,9 +398,11 @@ def index_query(
     min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
     documents: Annotated[int, typer.Option(help="Documents listed per match.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Count, documents, n-gram overlap, 50-character rule and longest verbatim spans of a text."""
     from verifier.overlap.backends import open_backend, query_report
+    from verifier.peers import PeerAccess
 
     if (text is None) == (file is None):
         raise VerifierError("give the text as an argument or with --file (one of them)")
@@ -347,7 +411,7 @@ def index_query(
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise VerifierError(f"{file.name}: not UTF-8 text") from None
-    backend = open_backend(index)
+    backend = open_backend(index, access=PeerAccess(allow_http=allow_http))
     result = query_report(backend, text or "", ngram=ngram, min_span_words=min_span_words, documents=documents)
     if as_json:
         json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
@@ -366,15 +430,17 @@ def index_trace(
     max_new_tokens: Annotated[int, typer.Option(help="Tokens generated per prompt (greedy).")] = 64,
     min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Generate from a model and attribute the long verbatim spans of its outputs to corpus documents."""
     from verifier.data import load_documents
     from verifier.overlap.backends import open_backend
     from verifier.overlap.trace import trace_outputs
+    from verifier.peers import PeerAccess
     from verifier.targets import load_target
 
     texts = load_documents(prompts, text_field=text_field).texts
-    traces = trace_outputs(open_backend(index), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
+    traces = trace_outputs(open_backend(index, access=PeerAccess(allow_http=allow_http)), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
     if as_json:
         json.dump([asdict(t) for t in traces], sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -400,10 +466,7 @@ def index_serve(
     opened = CorpusIndex.open(index)
     server = make_server(opened, name or opened.name, host, port)
     say(err, f"serving index {name or opened.name} (corpus sha256 {opened.corpus_sha256}) on http://{host}:{server.server_port}/")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        server.server_close()
+    server.serve_forever()  # uvicorn stops cleanly on SIGINT and SIGTERM
 
 
 @app.command()
@@ -590,11 +653,15 @@ def audit(
     address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address; default: a local Ray.")] = None,
     actors: Annotated[int, typer.Option(help="--engine ray: scoring actors.")] = 1,
     actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor.")] = 0.5,
+    api_key_env: Annotated[Optional[str], API_KEY_ENV] = None,
+    judge_api_key_env: Annotated[Optional[str], JUDGE_API_KEY_ENV] = None,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
     CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2)."""
     from verifier.job import audit_to_bundle
+    from verifier.peers import PeerAccess
     from verifier.ray_scoring import RayOptions
 
     if engine not in ("inprocess", "ray"):
@@ -602,7 +669,7 @@ def audit(
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
         result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray)
+                                 ray=ray, access=PeerAccess(api_key_env, judge_api_key_env, allow_http))
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
@@ -621,6 +688,8 @@ def verify(
     from verifier.evidence import verify_bundle
 
     pinned = None
+    if key is not None and key.resolve().is_relative_to(bundle.resolve()):
+        raise VerifierError(f"--key {key}: inside the bundle; a bundle cannot pin its own signer (use the signer's published key)")
     if key is not None:
         try:
             pinned = key.read_bytes()

@@ -13,6 +13,7 @@ from typing import Any
 
 from verifier.audit import run_audit
 from verifier.digests import findings_digest
+from verifier.peers import PeerAccess
 from verifier.scoring import Progress
 from verifier.ray_scoring import RayOptions, prescore_claim
 from verifier.targets import ScoreCache
@@ -54,6 +55,7 @@ def audit_to_bundle(
     progress: Progress | None = None,
     force: bool = False,
     ray: RayOptions | None = None,
+    access: PeerAccess | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
@@ -68,7 +70,7 @@ def audit_to_bundle(
     key, created = signing_key(sign_key) if sign else (None, None)
     prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
-    result = run_audit(claim, cache=cache, progress=progress)
+    result = run_audit(claim, cache=cache, progress=progress, access=access)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
     run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,

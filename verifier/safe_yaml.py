@@ -47,14 +47,16 @@ def load_yaml_file(path: Path, what: str) -> Any:
     return load_yaml_bytes(read_bounded(path, what), path)
 
 
-def read_bounded(path: Path, what: str) -> bytes:
-    """The file's bytes, read once (what is parsed is what is digested), at most ``MAX_BYTES``."""
+def read_bounded(path: Path, what: str, label: Path | None = None) -> bytes:
+    """The file's bytes, read once (what is parsed is what is digested), at most ``MAX_BYTES``;
+    errors name it as ``label`` (default: the path)."""
+    label = label or path
     if not path.is_file():
-        raise VerifierError(f"{path}: {what} file not found")
+        raise VerifierError(f"{label}: {what} file not found")
     with open(path, "rb") as handle:
         data = handle.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
-        raise VerifierError(f"{path}: {what} file larger than {MAX_BYTES // 1024} KiB")
+        raise VerifierError(f"{label}: {what} file larger than {MAX_BYTES // 1024} KiB")
     return data
 
 

@@ -24,7 +24,8 @@ from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
 from verifier.signals.base import QueryingSignal
-from verifier.targets import ApiOptions, ScoreCache, ScoringOptions, Target, load_target
+from verifier.peers import PeerAccess
+from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.queries import Answer, Query
 from verifier.targets.cache import text_digest
@@ -171,8 +172,9 @@ def signal_queries(signals: Sequence[QueryingSignal], texts: Sequence[str]) -> d
 
 def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:
     """What trace attacks may run besides the target: its answers, reference LMs, other endpoints."""
+    access = getattr(target, "access", None) or PeerAccess()  # the auditor's, as the target was loaded with it
     return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
-                       load_api=lambda spec, key_env: load_target(spec, api=ApiOptions(api_key_env=key_env or None)), cache=cache)
+                       load_api=lambda spec: OpenAICompatibleTarget(spec, access=access, key_env=access.judge_api_key_env), cache=cache)
 
 
 def _loaded_lm(spec: str) -> Target:
@@ -197,11 +199,12 @@ def score_file(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     api: ApiOptions | None = None,
+    access: PeerAccess | None = None,
     signal_params: dict[str, dict[str, object]] | None = None,
 ) -> ScoreTable:
     """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
     docs = load_documents(data, text_field=text_field, label_field=label_field)
-    target = load_target(model, options, api)
+    target = load_target(model, options, api, access)
     ref = load_target(reference, options) if reference else None
     table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
                             signal_params=signal_params)

@@ -72,8 +72,13 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     """
     digest = findings_digest(result.findings)
     folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise VerifierError(f"{folder}: exists and is {'a link' if folder.is_symlink() else 'not a folder'}; not replaced "
+                            "(--force replaces only a bundle folder)")
     if folder.exists() and not force:
         raise VerifierError(f"{folder}: a bundle of this claim and findings exists; refusing to replace it (--force replaces it)")
+    if folder.exists() and not ((folder / "manifest.json").is_file() or (folder / ENVELOPE).is_file()):
+        raise VerifierError(f"{folder}: exists and is not an evidence bundle; not replaced")
     scores = io.BytesIO()
     result.scores.to_parquet(scores, index=False)
     files = {
@@ -137,7 +142,13 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
     folder = Path(folder)
     if not folder.is_dir() or folder.is_symlink():
         raise VerifierError(f"{folder}: not a bundle folder")
-    entries = _entries(folder)
+    if trust_dir is not None and trust_dir.resolve().is_relative_to(folder.resolve()):
+        raise VerifierError(f"--trust-dir {trust_dir}: inside the bundle; a bundle cannot pin its own signer")
+    if not {ENVELOPE, *BUNDLE_FILES} & {p.name for p in folder.iterdir()}:
+        inner = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / ENVELOPE).is_file())
+        raise VerifierError(f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)"
+                            + (f"; it holds bundles: verify one of them, e.g. {folder.name}/{inner[0]}" if inner else ""))
+    digests, entries = _entries(folder)
     if ENVELOPE not in entries:
         raise VerifierError(f"{folder}: bundle is not signed (no {ENVELOPE})")
     envelope, subjects, claimed = _read_envelope(entries[ENVELOPE])
@@ -155,15 +166,15 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
             raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
         raise
-    for name in sorted(set(entries) - {ENVELOPE} | set(subjects)):
+    for name in sorted(set(digests) - {ENVELOPE} | set(subjects)):
         if name not in subjects:
             raise VerifierError(f"{name}: differs: file is not covered by the signature")
-        if name not in entries:
+        if name not in digests:
             raise VerifierError(f"{name}: differs: file is missing")
-        if sha256(entries[name]) != subjects[name]:
+        if digests[name] != subjects[name]:
             raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
     predicate = claimed["predicate"]
-    if predicate["findings_sha256"] != sha256(entries["findings.json"]):
+    if predicate["findings_sha256"] != digests["findings.json"]:
         raise VerifierError("findings.json: differs: its SHA-256 is not the findings digest the statement signs")
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
@@ -204,14 +215,20 @@ def _read_envelope(data: bytes) -> tuple[dict[str, Any], dict[str, str], dict[st
 MAX_FILE_BYTES = 4 << 30
 
 
-def _entries(folder: Path) -> dict[str, bytes]:
-    """Every entry of the bundle folder as name -> bytes; anything but a plain bundle file is refused.
+READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY})  # parsed by verify; every other file is only hashed
+MAX_READ_BYTES = 64 << 20
+
+
+def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Every entry of the bundle folder: name -> SHA-256, and the bytes of the files verify must
+    parse (the envelope and the key); anything but a plain bundle file is refused.
 
     Names are checked before anything is read, and each file is opened without following links
     and checked on the open descriptor, so a link or FIFO swapped in after the listing cannot be
-    read either. Read once, so what is hashed is what is reported.
+    read either. Files are hashed in pieces (a 3 GiB report costs no memory) and read once, so
+    what is hashed is what is reported.
     """
-    entries = {}
+    digests, entries = {}, {}
     with os.scandir(folder) as scan:
         listing = sorted(scan, key=lambda e: e.name)
     for entry in listing:
@@ -232,5 +249,11 @@ def _entries(folder: Path) -> dict[str, bytes]:
                 raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
             if info.st_size > MAX_FILE_BYTES:
                 raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
-            entries[entry.name] = handle.read()
-    return entries
+            if entry.name in READ_WHOLE:
+                if info.st_size > MAX_READ_BYTES:
+                    raise VerifierError(f"{entry.name}: differs: larger than any {entry.name} ({info.st_size} bytes)")
+                entries[entry.name] = handle.read(MAX_READ_BYTES + 1)
+                digests[entry.name] = sha256(entries[entry.name])
+            else:
+                digests[entry.name] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digests, entries

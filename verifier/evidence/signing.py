@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from verifier.atomic import atomic_output
 from verifier.errors import VerifierError
+from verifier.private_files import check_private
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -105,7 +106,9 @@ def key_id(public: bytes) -> str:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    """The Ed25519 key at ``path``, refused when other accounts can read it (they could sign as you)."""
     try:
+        check_private(Path(path), "signing key")
         key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:
         raise VerifierError(f"{path}: not a readable private key ({exc})") from None

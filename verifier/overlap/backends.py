@@ -8,8 +8,6 @@ know which one answers. A remote index that cannot be reached after retries rais
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
@@ -20,6 +18,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from verifier.errors import VerifierError
+from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry
 from verifier.overlap import queries
 from verifier.overlap.forms import read_form
 from verifier.overlap.index import CorpusIndex, Found, Hit
@@ -72,14 +71,13 @@ class RemoteBackend:
 
     Uses ``count``, ``search_docs`` and ``attribution`` (maximal spans with their documents, as
     OLMoTrace attributes model output); spans are read as word offsets of the compared text, as
-    ``verifier index serve`` returns them. Timeouts, connection errors, 429 and 5xx answers and
-    malformed JSON are retried with exponential backoff (``Retry-After`` honoured); requests are
-    spaced by ``min_interval`` seconds to stay polite."""
+    ``verifier index serve`` returns them. Sent through the shared peer client (no redirects, a
+    deadline for the whole answer, a streamed size cap, bounded retries; plain http only to this
+    machine unless the auditor allows it); requests are spaced by ``min_interval`` seconds to
+    stay polite."""
 
-    def __init__(self, url: str, name: str, *, timeout: float = 30.0, retries: int = 4, backoff: float = 0.5,
-                 min_interval: float = 0.05) -> None:
-        import requests
-
+    def __init__(self, url: str, name: str, *, access: PeerAccess | None = None, timeout: float = 30.0, retries: int = 4,
+                 backoff: float = 0.5, min_interval: float = 0.05) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise VerifierError(f"{url}: not an http(s) URL of an index API")
@@ -87,56 +85,30 @@ class RemoteBackend:
             raise VerifierError("the index API URL must not carry credentials")
         self.url = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
         self.name = name
-        self.timeout, self.retries, self.backoff, self.min_interval = timeout, retries, backoff, min_interval
-        self.session = requests.Session()
-        self.requests = 0
-        self.failures = 0
-        self._lock = threading.Lock()
-        self._last = 0.0
+        self.client = PeerClient(self.url, what="index API", access=access or PeerAccess(), timeout_s=timeout, retries=retries,
+                                 max_body=MAX_RESPONSE, rate_limit=1.0 / min_interval if min_interval > 0 else None, backoff_s=backoff)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "remote index", "name": self.name, "endpoint": self.url, "requests": self.requests, "retried_failures": self.failures}
+        usage = self.client.usage
+        return {"kind": "remote index", "name": self.name, "endpoint": self.url, "requests": usage.requests,
+                "retried_failures": usage.retries}
+
+    def _read(self, answer: Answer) -> dict[str, Any]:
+        try:
+            data = json.loads(answer.body, parse_constant=_no_constant)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
+            raise Retry("malformed JSON") from None
+        if not isinstance(data, dict):
+            raise Retry("an answer that is not a JSON object")
+        if "error" in data or answer.status >= 400:
+            raise VerifierError(f"index API {self.url}, index {self.name}: {' '.join(str(data.get('error', answer.status)).split())[:200]}")
+        return data
 
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        import requests
-
-        last = "no answer"
-        for attempt in range(self.retries + 1):
-            with self._lock:
-                wait = self._last + self.min_interval - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                self._last = time.monotonic()
-            self.requests += 1
-            delay = self.backoff * 2 ** attempt
-            try:
-                response = self.session.post(self.url, json={"index": self.name, **payload}, timeout=self.timeout)
-                body = response.content[:MAX_RESPONSE + 1]
-                if response.status_code == 429 or response.status_code >= 500:
-                    last = f"HTTP {response.status_code}"
-                    retry_after = response.headers.get("Retry-After", "")
-                    if retry_after.isdigit():
-                        delay = max(delay, min(float(retry_after), 30.0))
-                else:
-                    if len(body) > MAX_RESPONSE:
-                        raise VerifierError(f"index API {self.url}: answer larger than {MAX_RESPONSE >> 20} MiB")
-                    try:
-                        data = json.loads(body, parse_constant=_no_constant)
-                    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
-                        data = None
-                        last = "malformed JSON"
-                    if isinstance(data, dict):
-                        if "error" in data or response.status_code >= 400:
-                            raise VerifierError(f"index API {self.url}, index {self.name}: {str(data.get('error', response.status_code))[:200]}")
-                        return data
-                    if data is not None:
-                        last = "an answer that is not a JSON object"
-            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-                last = type(exc).__name__
-            self.failures += 1
-            if attempt < self.retries:
-                time.sleep(delay)
-        raise IndexUnavailable(f"index API {self.url}, index {self.name}: not available after {self.retries + 1} attempts ({last})")
+        try:
+            return self.client.post("", {"index": self.name, **payload}, self._read)
+        except ItemFailed as exc:
+            raise IndexUnavailable(f"index API {self.url}, index {self.name}: not available ({exc})") from None
 
     @staticmethod
     def _hit(doc: dict[str, Any]) -> Hit:
@@ -204,13 +176,13 @@ def _answer(url: str, query_type: str) -> Iterator[None]:
         raise VerifierError(f"index API {url}: a {query_type} answer of the wrong shape ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
-def open_backend(spec: str, *, verify: bool = True) -> CorpusBackend:
+def open_backend(spec: str, *, verify: bool = True, access: PeerAccess | None = None) -> CorpusBackend:
     """``http(s)://HOST/PATH#NAME`` for an API, anything else a local index folder."""
     if spec.startswith(("http://", "https://")):
         url, _, name = spec.partition("#")
         if not name:
             raise VerifierError(f"{spec}: name the index after '#', e.g. http://127.0.0.1:8000/#demo")
-        return RemoteBackend(url, name)
+        return RemoteBackend(url, name, access=access)
     return LocalBackend(CorpusIndex.open(Path(spec), verify=verify))
 
 

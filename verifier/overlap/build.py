@@ -26,7 +26,7 @@ from verifier.digests import canonical_json, file_sha256
 from verifier.errors import VerifierError
 from verifier.overlap.forms import read_form, uncompared
 from verifier.overlap.normalise import NORMALISATION, framed
-from verifier.overlap.sources import SourceStats, list_sources, read_documents
+from verifier.overlap.sources import ReadLimits, SourceStats, list_sources, read_documents
 
 FORMAT = "verifier-corpus-index/3"
 # Records of fewer words than this hold no default n-gram of their own: a file made mostly of them
@@ -135,15 +135,19 @@ def minhash_signature(frame: bytes) -> np.ndarray:
 
 
 def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard_bytes: int = DEFAULT_SHARD_BYTES,
-                minhash: bool = False, force: bool = False, progress: Progress | None = None, follow_links: bool = True) -> BuildReport:
+                minhash: bool = False, force: bool = False, progress: Progress | None = None, follow_links: bool = True,
+                limits: ReadLimits = ReadLimits()) -> BuildReport:
     """Index the documents of ``paths`` (files or folders) into the folder ``out``. ``force``
-    replaces an existing corpus index there, never any other folder."""
+    replaces an existing corpus index there, never any other folder. Every file is read within
+    ``limits``; an interrupt (Ctrl-C, or SIGTERM through the CLI) removes the unfinished folder."""
     if shard_bytes < 1 << 16:
         raise VerifierError(f"--shard-bytes {shard_bytes}: at least 65536")
     out = Path(out)
     if out.exists() and not force:
         raise VerifierError(f"{out}: exists (use --force to replace it)")
-    if out.exists() and not (out.is_dir() and (out / "manifest.json").is_file() and not out.is_symlink()):
+    if out.is_symlink():
+        raise VerifierError(f"{out}: a link; the index goes in a folder of its own (not replaced)")
+    if out.exists() and not (out.is_dir() and (out / "manifest.json").is_file()):
         raise VerifierError(f"{out}: exists and is not a corpus index; not replaced (choose another --out)")
     for path in paths:
         inside = Path(path).resolve()
@@ -163,7 +167,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
         for source in sources:
             stats = SourceStats(source.name, sha256=file_sha256(source.path), bytes=source.path.stat().st_size)
             previous_in_shard = False
-            for doc in read_documents(source, stats, text_field):
+            for doc in read_documents(source, stats, text_field, limits):
                 read = read_form(doc.text, look_for_unread=False).text
                 frame = framed(read)
                 if (hidden := uncompared(read)) is not None:
@@ -199,6 +203,7 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
             "text_field": text_field,
             "uncompared": dict(sorted(hidden_forms.items())),
             "built_with": f"verifier {__version__}",
+            "shard_bytes": shard_bytes,
         }
         body = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
         (work / "manifest.json").write_bytes(body)

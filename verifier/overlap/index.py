@@ -4,6 +4,16 @@ it answers: count, find, matching statistics, near-duplicates.
 Opening checks every file's SHA-256 and size against the manifest, so a corrupt, truncated or
 edited index stops with one line naming the file; the index's own digest is the SHA-256 of its
 manifest, which names every file's digest.
+
+Digests do not stop an index edited consistently (a suffix array rewritten and the manifest
+hashed again), so opening also checks the structure the queries depend on: ``structure="sampled"``
+(the default) checks that every suffix-array entry lies inside the text, and that 4,096 pairs of
+neighbouring entries, drawn afresh from the system's randomness each time, are in sorted order
+(an edit the draw can miss changes at most the counts of the strings it moved); ``"full"`` (what
+audits of a prebuilt index and ``verifier index check`` use) recomputes each shard's suffix array
+from its text and compares it entry by entry, at about the cost of building it. That the text is
+the declared corpus's text can be checked only against the corpus files:
+``verifier index check INDEX --corpus FILES`` rebuilds the index and compares.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.errors import VerifierError, first_validation_error
-from verifier.overlap.build import FORMAT, SEPARATOR, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
+from verifier.overlap.build import DEFAULT_SHARD_BYTES, FORMAT, SEPARATOR, corpus_digest, MINHASH_PERM, MINHASH_SCHEME, MINHASH_SEED, MINHASH_SHINGLE, minhash_signature
 from verifier.overlap.normalise import NORMALISATION
 from verifier.overlap.search import count_range, matching_lengths
 from verifier.digests import file_sha256
@@ -29,6 +39,8 @@ MAX_MANIFEST = 64 << 20
 MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond
 PROBES, PROBE_WORDS, PROBE_OCCURRENCES, NEAR_CANDIDATES, NEAR_WINDOWS = 24, 3, 2_000, 64, 16
 SNIPPET = 80
+SORT_SAMPLES, SORT_PREFIX = 4096, 256  # neighbouring suffix-array pairs checked on open, bytes compared of each
+STRUCTURE_CHECKS = ("sampled", "full")
 
 
 class _Strict(BaseModel):
@@ -66,6 +78,7 @@ class Manifest(_Strict):
     text_field: str
     uncompared: dict[str, int]  # corpus documents in forms no reading restores, by form
     built_with: str
+    shard_bytes: int | None = Field(None, ge=1 << 16)  # the build's shard size, so the files can rebuild the same shards
 
 
 REQUIRED_FILES = ("text.bin", "sa.bin", "docs.bin", "meta.jsonl", "meta.idx")
@@ -120,6 +133,27 @@ class Found:
     documents_exact: bool = True
 
 
+def check_structure(shard: Shard, label: str, how: str) -> None:
+    """Refuse a shard whose suffix array is not the sorted suffixes of its text (see the module)."""
+    sa, n = shard.sa, shard.entry.bytes
+    if int(sa.min()) < 0 or int(sa.max()) >= n:
+        raise VerifierError(f"{label}/sa.bin: entries outside the text (corrupt or altered index)")
+    if how == "full":
+        import pydivsufsort
+
+        expected = pydivsufsort.divsufsort(np.array(shard.text))  # a writable copy: the library refuses read-only memory
+        if not np.array_equal(expected, sa):
+            first = int(np.argmax(expected != sa))
+            raise VerifierError(f"{label}/sa.bin: entry {first} is not the suffix array of the text (altered index)")
+        return
+    raw = shard.scalar[0]
+    draws = np.random.default_rng(np.random.SeedSequence()).integers(0, n - 1, size=min(SORT_SAMPLES, n - 1)) if n > 1 else []
+    for i in draws:
+        a, b = int(sa[i]), int(sa[i + 1])
+        if raw[a:a + SORT_PREFIX] > raw[b:b + SORT_PREFIX] or a == b:
+            raise VerifierError(f"{label}/sa.bin: entries {i} and {i + 1} are not in sorted order (altered index)")
+
+
 def _map(path: Path) -> mmap.mmap:
     """A read-only memory map of a (non-empty) index file."""
     with open(path, "rb") as handle:
@@ -145,7 +179,10 @@ class CorpusIndex:
         return self.folder.name
 
     @classmethod
-    def open(cls, folder: str | Path, verify: bool = True) -> "CorpusIndex":
+    def open(cls, folder: str | Path, verify: bool = True, structure: str = "sampled") -> "CorpusIndex":
+        """Open and check an index folder: digests (``verify``) and structure (see the module)."""
+        if structure not in STRUCTURE_CHECKS:
+            raise ValueError(f"structure {structure!r}: one of {STRUCTURE_CHECKS}")
         folder = Path(folder)
         label = folder.name
         path = folder / "manifest.json"
@@ -173,6 +210,8 @@ class CorpusIndex:
         if corpus_digest([src.sha256 for src in manifest.sources]) != manifest.corpus_sha256:
             raise VerifierError(f"{label}/manifest.json: corpus_sha256 is not the digest of the listed source files (altered manifest)")
         shards = [cls._open_shard(folder, entry, manifest, verify) for entry in manifest.shards]
+        for shard in shards:
+            check_structure(shard, f"{label}/{shard.entry.name}", structure)
         expected_first = 0
         for shard in shards:
             if shard.entry.first_document != expected_first:
@@ -212,6 +251,30 @@ class CorpusIndex:
         return Shard(entry, np.frombuffer(maps["text.bin"], np.uint8), np.frombuffer(maps["sa.bin"], np.dtype(entry.sa_dtype)), starts,
                      offsets, np.frombuffer(maps["meta.jsonl"], np.uint8), minhash,
                      (maps["text.bin"], memoryview(maps["sa.bin"]).cast("i" if entry.sa_dtype == "int32" else "q")))
+
+    def check_text(self, inputs: list[Path], *, text_field: str | None = None) -> None:
+        """Rebuild the index from the corpus files ``inputs`` and compare every shard's text,
+        suffix array, boundaries and metadata: the one check that the index holds the corpus it
+        declares. Raises ``VerifierError`` naming the first difference."""
+        import tempfile
+
+        from verifier.overlap.build import build_index
+
+        shard_bytes = self.manifest.shard_bytes or DEFAULT_SHARD_BYTES
+        with tempfile.TemporaryDirectory(prefix="verifier-check-") as tmp:
+            rebuilt = build_index(inputs, Path(tmp) / "index", text_field=text_field or self.manifest.text_field,
+                                  shard_bytes=shard_bytes, minhash=self.manifest.minhash is not None)
+            again = json.loads((rebuilt.folder / "manifest.json").read_bytes())
+        if again["corpus_sha256"] != self.corpus_sha256:
+            raise VerifierError(f"{self.name}: the corpus files' digest {again['corpus_sha256'][:16]}... is not the index's "
+                                f"{self.corpus_sha256[:16]}... (other files, or another order)")
+        if len(again["shards"]) != len(self.shards):
+            raise VerifierError(f"{self.name}: the files make {len(again['shards'])} shard(s), the index has {len(self.shards)}")
+        for mine, theirs in zip(self.shards, again["shards"]):
+            for name, digest in sorted(theirs["files"].items()):
+                if mine.entry.files.get(name) != digest:
+                    raise VerifierError(f"{self.name}/{mine.entry.name}/{name}: differs from the one the corpus files make "
+                                        "(the index does not hold the declared corpus as verifier builds it)")
 
     # -- queries -----------------------------------------------------------------------------
     def count_frames(self, frames: list[bytes]) -> np.ndarray:

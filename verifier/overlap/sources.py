@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,48 @@ COLLECTED_KEYS = ("crawl_date", "crawled", "crawled_at", "crawl_time", "crawl_ti
 PUBLISHED_KEYS = ("date", "published", "published_at", "publication_date", "date_published", "date_publish", "created",
                   "created_at", "year", "timestamp", "last_modified", "date_modified", "modified")
 NESTED_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Bounds on what one corpus file may cost to read, stated and configurable (``verifier
+    index build --max-document-mb --max-expansion``). Corpus files are other parties' bytes: a
+    2 MB gzip can hold gigabytes, and one line can be larger than memory. A file past a bound
+    stops the build with one line naming it, as every other bad input does; nothing is skipped."""
+
+    max_document_bytes: int = 32 << 20  # one record's line, or one plain-text file (a long book is a few MB)
+    max_expansion: int = 100  # decompressed bytes per compressed byte (text compresses 3-10x; 100x is a bomb)
+    min_decompressed_bytes: int = 64 << 20  # the expansion bound never refuses less than this from a small file
+
+    def __post_init__(self) -> None:
+        if self.max_document_bytes < 1 << 10 or self.max_expansion < 2 or self.min_decompressed_bytes < 0:
+            raise VerifierError("read limits: a document of at least 1 KiB and an expansion of at least 2 are needed")
+
+    def decompressed_bound(self, compressed: int) -> int:
+        return max(self.min_decompressed_bytes, self.max_expansion * compressed)
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressed stream that stops with one line once it has given ``limit`` bytes."""
+
+    def __init__(self, stream: io.BufferedIOBase, limit: int, name: str) -> None:
+        self.stream, self.limit, self.name, self.given = stream, limit, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        data = self.stream.read(len(buffer))
+        self.given += len(data)
+        if self.given > self.limit:
+            raise VerifierError(f"{self.name}: decompresses to more than {self.limit:,} bytes (a compression bomb? "
+                                "raise --max-expansion if the file is real)")
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
 
 @dataclass(frozen=True)
 class Source:
@@ -63,19 +106,23 @@ class Document:
 
 def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
     """Files to read, in a stable order: each file given, and every file under each folder given
-    (sorted, hidden files excluded). Refuses a missing path or a folder with no files; with
-    ``follow_links`` off (corpus evidence of a claim), a link anywhere in a folder, which could
-    reach files outside the claim's folder."""
+    (sorted, hidden files excluded). Refuses a missing path, a folder with no files, and a link
+    anywhere in a folder (one could reach any file of the machine: a corpus folder is someone
+    else's); with ``follow_links`` off (corpus evidence of a claim), a link given by name too."""
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
             entries = sorted(p for p in path.rglob("*") if not any(part.startswith(".") for part in p.relative_to(path).parts))
-            if not follow_links and (link := next((p for p in entries if p.is_symlink()), None)):
+            if link := next((p for p in entries if p.is_symlink()), None):
                 raise VerifierError(f"{path.name}/{link.relative_to(path).as_posix()}: a link; corpus evidence must be plain files")
+            if odd := next((p for p in entries if not p.is_file() and not p.is_dir()), None):
+                raise VerifierError(f"{path.name}/{odd.relative_to(path).as_posix()}: not a plain file (a device, socket or pipe)")
             files = [p for p in entries if p.is_file()]
             if not files:
                 raise VerifierError(f"{path.name}: folder holds no files")
             sources += [Source(f"{path.name}/{p.relative_to(path).as_posix()}", p) for p in files]
+        elif path.exists() and not path.is_file():
+            raise VerifierError(f"{path.name}: not a plain file (a device, socket or pipe)")
         elif path.is_file():
             if not follow_links and path.is_symlink():
                 raise VerifierError(f"{path.name}: a link; corpus evidence must be plain files")
@@ -89,15 +136,15 @@ def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
     return sources
 
 
-def read_documents(source: Source, stats: SourceStats, text_field: str = "text") -> Iterator[Document]:
+def read_documents(source: Source, stats: SourceStats, text_field: str = "text", limits: ReadLimits = ReadLimits()) -> Iterator[Document]:
     """Documents of one file; ``stats`` counts them as they go."""
     name = source.name.lower()
     if name.endswith(JSONL_SUFFIXES):
-        yield from _jsonl(source, stats, text_field)
+        yield from _jsonl(source, stats, text_field, limits)
     elif name.endswith(PARQUET_SUFFIXES):
-        yield from _parquet(source, stats, text_field)
+        yield from _parquet(source, stats, text_field, limits)
     else:
-        yield from _plain(source, stats)
+        yield from _plain(source, stats, limits)
     if stats.documents == 0:
         raise VerifierError(f"{source.name}: empty (no document with text)")
 
@@ -179,25 +226,40 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def _open_text(source: Source) -> io.TextIOBase:
+def _open_text(source: Source, limits: ReadLimits) -> io.TextIOBase:
     name = source.name.lower()
     raw = open(source.path, "rb")
-    if name.endswith(".gz"):
-        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
-    elif name.endswith(".zst"):
-        import zstandard
+    if name.endswith((".gz", ".zst")):
+        if name.endswith(".gz"):
+            inner: io.BufferedIOBase = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+        else:
+            import zstandard
 
-        stream = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[assignment]
+            inner = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[assignment]
+        bound = limits.decompressed_bound(source.path.stat().st_size)
+        stream: io.BufferedIOBase = io.BufferedReader(_Bounded(inner, bound, source.name), 1 << 16)
     else:
         stream = raw
     return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="\n")
 
 
-def _jsonl(source: Source, stats: SourceStats, text_field: str) -> Iterator[Document]:
+def _lines(handle: io.TextIOBase, source: Source, limits: ReadLimits) -> Iterator[tuple[int, str]]:
+    """Numbered lines, none longer than the limit (read in bounded pieces: a 2 GB line is refused
+    after ``max_document_bytes`` characters, not after it has filled memory)."""
+    line_no = 0
+    while line := handle.readline(limits.max_document_bytes + 1):
+        line_no += 1
+        if len(line) > limits.max_document_bytes:
+            raise VerifierError(f"{source.name}: line {line_no}: longer than {limits.max_document_bytes:,} characters "
+                                "(raise --max-document-mb if the record is real)")
+        yield line_no, line
+
+
+def _jsonl(source: Source, stats: SourceStats, text_field: str, limits: ReadLimits) -> Iterator[Document]:
     line_no = 0
     try:
-        with _open_text(source) as handle:
-            for line_no, line in enumerate(handle, 1):
+        with _open_text(source, limits) as handle:
+            for line_no, line in _lines(handle, source, limits):
                 if not line.strip():
                     continue
                 try:
@@ -216,7 +278,7 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str) -> Iterator[Docu
                 yield Document(text, _meta(record, f"{source.name}:{line_no}"))
     except UnicodeDecodeError:
         raise VerifierError(f"{source.name}: line {line_no + 1}: not UTF-8 text") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:  # zlib.error: a corrupt deflate stream inside a gzip
         raise VerifierError(f"{source.name}: cannot be read as {'compressed ' if source.name.endswith(('.gz', '.zst')) else ''}JSONL ({exc})") from None
     except Exception as exc:  # zstandard raises its own error type for corrupt frames
         if type(exc).__module__.startswith("zstandard"):
@@ -224,7 +286,7 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str) -> Iterator[Docu
         raise
 
 
-def _parquet(source: Source, stats: SourceStats, text_field: str) -> Iterator[Document]:
+def _parquet(source: Source, stats: SourceStats, text_field: str, limits: ReadLimits) -> Iterator[Document]:
     import pyarrow.parquet as pq
 
     try:
@@ -246,11 +308,17 @@ def _parquet(source: Source, stats: SourceStats, text_field: str) -> Iterator[Do
                 stats.empty_documents += 1
                 continue
             text = _text(source, value, f"row {row}")
+            if len(text) > limits.max_document_bytes:
+                raise VerifierError(f"{source.name}: row {row}: longer than {limits.max_document_bytes:,} characters "
+                                    "(raise --max-document-mb if the record is real)")
             stats.documents += 1
             yield Document(text, _meta(record, f"{source.name}:{row}"))
 
 
-def _plain(source: Source, stats: SourceStats) -> Iterator[Document]:
+def _plain(source: Source, stats: SourceStats, limits: ReadLimits) -> Iterator[Document]:
+    if source.path.stat().st_size > limits.max_document_bytes:
+        raise VerifierError(f"{source.name}: a plain-text document larger than {limits.max_document_bytes:,} bytes "
+                            "(raise --max-document-mb if it is real)")
     data = source.path.read_bytes()
     if b"\x00" in data:
         raise VerifierError(f"{source.name}: binary file (NUL bytes), not text; corpus inputs are JSONL, Parquet or plain text")

@@ -5,9 +5,13 @@ target: a route that queries the model needs at least one signal the target can 
 Then the first route that reaches a verdict decides; that verdict is looked up in the route's
 table for the claim's kind and capped by what the policy grants it. Every other route is
 recorded with the reason it did not decide: its evidence was absent or it does not bear on this
-kind of claim (skipped), it is not implemented in this version (not available), it failed (the
-error is recorded and the walk goes on), it ran without reaching a verdict, or the tree was
-already decided (not reached).
+kind of claim (skipped), it is not implemented in this version (not available), it ran without
+reaching a verdict, or the tree was already decided (not reached).
+
+A route that fails - its model, server or files could not be reached or read, its evidence was
+refused, or a bug - stops the walk: ``AuditIncomplete``, before anything is written or signed.
+The walk must not go on to a later route (the developer's disclosure, say) and hand the claim a
+verdict about evidence that was never examined.
 """
 
 from __future__ import annotations
@@ -27,11 +31,15 @@ from verifier.targets.openai_compatible import OpenAICompatibleTarget
 from verifier.verdicts import Verdict, cap_verdict
 
 
+class AuditIncomplete(VerifierError):
+    """A route could not examine its evidence: the audit stops without a verdict or a bundle."""
+
+
 @dataclass
 class RouteRecord:
     route: str
     needs: list[str]
-    status: str  # decided | ran | failed | skipped | not_available | not_reached
+    status: str  # decided | ran | skipped | not_available | not_reached
     reason: str
     grants: list[str]
     verdict: str | None = None
@@ -101,13 +109,11 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             outcome = step.route().run(ctx, step.params)
             verdict = step.route.verdict(outcome.status, kind)
         except VerifierError as exc:
-            record.status, record.reason = "failed", redact_paths(f"failed: {exc}", ctx.base_dir)
-            continue
-        except Exception as exc:  # noqa: BLE001 - one route's bug must not abort the audit; it is recorded
+            raise AuditIncomplete(redact_paths(f"the audit did not complete: route {step.name} failed: {exc}", ctx.base_dir)) from None
+        except Exception as exc:  # a route's bug: named in one line, never a verdict
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            record.status = "failed"
-            record.reason = redact_paths(f"failed with an internal error ({type(exc).__name__}: {first})", ctx.base_dir)
-            continue
+            raise AuditIncomplete(redact_paths(f"the audit did not complete: route {step.name} failed with an internal error "
+                                               f"({type(exc).__name__}: {first}; a bug in verifier)", ctx.base_dir)) from None
         if step.route.needs_target and isinstance(ctx.loaded.get("target"), OpenAICompatibleTarget):
             outcome.limitations.append(API_LIMITATION)
         record.outcome = outcome

@@ -71,18 +71,28 @@ def resolve_policy_path(name: str | Path, base: Path) -> Path:
     return (base / text).resolve()
 
 
+def shown(path: Path) -> Path:
+    """How an error names a file: relative to the working folder when it is below it, else by
+    its name (a resolved or bundled path says where the auditor keeps things, and errors get pasted)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(path.name)
+
+
 def load_policy(path: Path) -> Policy:
     """The validated policy, with the SHA-256 of its file (recorded in the findings)."""
     from verifier.routes import PLANNED, ROUTES
 
-    data = read_bounded(path, "policy")
+    label = shown(path)
+    data = read_bounded(path, "policy", label)
     try:
-        raw = PolicyFile.model_validate(load_yaml_bytes(data, path))
+        raw = PolicyFile.model_validate(load_yaml_bytes(data, label))
     except ValidationError as exc:
-        raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
+        raise VerifierError(f"{label}: {first_validation_error(exc)}") from None
     steps, seen = [], set()
     for i, spec in enumerate(raw.routes):
-        where = f"{path}: routes.{i}"
+        where = f"{label}: routes.{i}"
         if spec.route in seen:
             raise VerifierError(f"{where}.route: {spec.route!r} appears twice")
         seen.add(spec.route)

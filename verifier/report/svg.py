@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 W, H, PAD = 320, 240, 36
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 BLIND = "#7f7f7f"
-STATUS_FILL = {"decided": "#1a7f37", "ran": "#9a6700", "failed": "#cf222e", "skipped": "#d0d7de", "not_available": "#eaeef2", "not_reached": "#f6f8fa"}
+STATUS_FILL = {"decided": "#1a7f37", "ran": "#9a6700", "skipped": "#d0d7de", "not_available": "#eaeef2", "not_reached": "#f6f8fa"}
 
 
 def _frame(title: str, x_label: str, y_label: str, body: str, x_ticks: Sequence[tuple[float, str]], y_ticks: Sequence[tuple[float, str]]) -> Markup:
@@ -105,7 +105,7 @@ def tree_svg(path: Sequence[dict[str, Any]]) -> Markup:
     for i, node in enumerate(path):
         y = i * (box_h + gap)
         fill = STATUS_FILL.get(node["status"], "#fff")
-        text_colour = "#fff" if node["status"] in ("decided", "ran", "failed") else "#24292f"
+        text_colour = "#fff" if node["status"] in ("decided", "ran") else "#24292f"
         verdict = f" \u2192 {node['verdict']}" if node.get("verdict") else ""
         label = f"{node['route']}  [{node['status'].replace('_', ' ')}]{verdict}"
         parts.append(f'<rect x="1" y="{y + 1}" width="{width - 2}" height="{box_h}" rx="6" fill="{fill}" stroke="#57606a"/>'

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
+from verifier.peers import PeerAccess
 from verifier.errors import VerifierError
 from verifier.scoring import FAILURE_PREFIX, Progress, score_documents
 from verifier.signals import REGISTRY, SignalNames, SignalParams, check_params_used, computable
@@ -142,6 +143,7 @@ class RouteContext:
     failed_items: dict[str, int] = field(default_factory=dict)  # "role signal" -> documents left without a score (failed queries)
     failure_reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # "role signal" -> {why: documents}
     signal_runs: dict[str, dict[str, object]] = field(default_factory=dict)  # what trace attacks read and ran, per "role signal" / model
+    access: PeerAccess = field(default_factory=PeerAccess)  # the auditor's keys and http allowance for the claim's servers
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
@@ -213,8 +215,8 @@ class RouteContext:
         tools = signal_tools(target, self.cache)
         for signal in querying:
             if isinstance(signal, TraceSignal) and (followup := signal.followup(docs)) is not None:
-                who, key_env, followups = followup
-                tools.ask(who, [followups[i] for i in rng.permutation(len(followups))], key_env)
+                who, followups = followup
+                tools.ask(who, [followups[i] for i in rng.permutation(len(followups))])
 
     def _progress(self, what: str, total: int) -> Callable[[int], None] | None:
         return self.progress(what, total) if self.progress else None

@@ -45,7 +45,9 @@ from pydantic import Field, model_validator
 
 from verifier.claims import ClaimKind, CorpusRef
 from verifier.overlap import CorpusIndex, Lookup, build_index
-from verifier.overlap.backends import CorpusBackend, IndexUnavailable, LocalBackend, RemoteBackend
+from verifier.errors import VerifierError
+from verifier.peers import PeerAccess
+from verifier.overlap.backends import CorpusBackend, LocalBackend, RemoteBackend
 from verifier.overlap.build import SHORT_RECORD_WORDS
 from verifier.overlap.composition import composition
 from verifier.overlap.normalise import NORMALISATION
@@ -129,8 +131,6 @@ class CorpusLookupRoute(Route):
         "summary_consistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.VERIFIED},
         "summary_inconsistent": dict.fromkeys(DOCUMENT_KINDS, Verdict.INCONCLUSIVE) | {ClaimKind.SUMMARY_FIELD: Verdict.CONTRADICTED},
         "summary_uncheckable": None,
-        "evidence_refused": None,
-        "not_available": None,
     }
 
     def run(self, ctx: RouteContext, params: CorpusLookupParams) -> RouteOutcome:  # type: ignore[override]
@@ -138,21 +138,16 @@ class CorpusLookupRoute(Route):
         assert ref is not None  # the engine runs this route only when the claim names a corpus
         texts = ctx.load(ctx.claim.evidence.suspect).texts
         with ExitStack() as stack:
-            backend, identity, refused = open_corpus(ref, ctx.base_dir, stack)
-            if refused:
-                return RouteOutcome("evidence_refused", f"The corpus evidence is refused: {refused}.", {"corpus": identity},
-                                    [Notes("Corpus evidence refused", [refused])])
+            backend, identity, refused = open_corpus(ref, ctx.base_dir, stack, ctx.access)
+            if refused:  # the audit stops: a refused corpus is no evidence, and no later route may decide in its place
+                raise VerifierError(f"the corpus evidence is refused: {refused}")
             local = isinstance(backend, LocalBackend)
             if ctx.claim.claim.kind == ClaimKind.SUMMARY_FIELD:
                 return check_summary(backend, identity | backend.describe(), ctx)
             near = params.near_overlap if local else None
-            try:
-                lookups = backend.lookup(texts, ngram=params.ngram, min_span_words=params.min_span_words, spans=5,
-                                         span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near,
-                                         shared_documents=params.shared_documents)
-            except IndexUnavailable as exc:
-                return RouteOutcome("not_available", f"The corpus index was not available ({exc}); nothing is concluded about "
-                                    "presence or absence.", {"corpus": identity})
+            lookups = backend.lookup(texts, ngram=params.ngram, min_span_words=params.min_span_words, spans=5,
+                                     span_documents=3, characters=local and params.fifty_char_rule, near_duplicates=near,
+                                     shared_documents=params.shared_documents)
             identity = backend.describe() | identity
         judged = [classify(item, params) for item in lookups]
         classes, reasons = [c for c, _ in judged], [r for _, r in judged]
@@ -184,15 +179,15 @@ PREBUILT = "prebuilt index pinned by the claim, taken as built from the declared
 REMOTE = "remote index, taken on trust (its contents cannot be checked)"
 
 
-def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack) -> tuple[CorpusBackend, dict[str, Any], str | None]:
+def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack, access: PeerAccess) -> tuple[CorpusBackend, dict[str, Any], str | None]:
     """The backend the claim names, what identifies it (``provenance``: how far its corpus digest
     was checked), and why it is refused (None: accepted)."""
     declared = {"declared_corpus_sha256": ref.sha256, "version": ref.version}
     if ref.api is not None:
-        return RemoteBackend(ref.api, ref.index), declared | {"provenance": REMOTE}, None
+        return RemoteBackend(ref.api, ref.index, access=access), declared | {"provenance": REMOTE}, None
     path = base / ref.index
     if (path / "manifest.json").is_file():
-        index = CorpusIndex.open(path)
+        index = CorpusIndex.open(path, structure="full")  # someone else built it: its suffix arrays are recomputed
         identity = declared | {"provenance": PREBUILT}
         if ref.index_sha256 is None:
             # Whoever built an index wrote its corpus digest; only the files can confirm it. A pinned

@@ -57,7 +57,7 @@ class SignalTools:
 
     ask_target: Callable[[list[Query]], list[Answer]]
     load_lm: Callable[[str], object]
-    load_api: Callable[[str, str], object]  # (spec, name of the variable holding its key) -> an API target
+    load_api: Callable[[str], object]  # spec -> an API target (sent the judge's key the auditor named, if any)
     cache: object | None = None
     used: dict[str, str] = field(default_factory=dict)  # models run -> SHA-256 of their weights (a judge: its spec)
     _embedded: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
@@ -80,9 +80,9 @@ class SignalTools:
         scores = lm.score(texts, cache=self.cache)
         return np.array([float(np.mean(s.logprob)) if s.n_scored else float("nan") for s in scores])
 
-    def ask(self, who: str, queries: list[Query], api_key_env: str = "") -> list[Answer]:
+    def ask(self, who: str, queries: list[Query]) -> list[Answer]:
         """Answers of the target (``who == "target"``) or of another OpenAI-compatible endpoint."""
         if who == TARGET:
             return self.ask_target(queries)
         self.used["judge"] = who  # an endpoint, not weights: its answers are cached like the target's
-        return self.load_api(who, api_key_env).answer(queries, cache=self.cache)
+        return self.load_api(who).answer(queries, cache=self.cache)

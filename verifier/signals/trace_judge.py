@@ -39,7 +39,6 @@ MAX_TRACE_CHARS = 4000
 class TraceJudge(TraceSignal):
     name = "trace_judge"
     judge: str = TARGET
-    judge_api_key_env: str = ""  # the variable holding a separate judge's key (never the key)
     judge_max_tokens: int = 1024  # room for a reasoning judge's own thinking before the number
 
     def __post_init__(self) -> None:
@@ -53,11 +52,11 @@ class TraceJudge(TraceSignal):
         return [Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=self.judge_max_tokens)
                 for _, traces in items for t in traces]
 
-    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, str, list[Query]]:
-        return self.judge, self.judge_api_key_env, self.judge_queries(self.usable(docs)[0])
+    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, list[Query]]:
+        return self.judge, self.judge_queries(self.usable(docs)[0])
 
     def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
-        answers = tools.ask(self.judge, self.judge_queries(items), self.judge_api_key_env)
+        answers = tools.ask(self.judge, self.judge_queries(items))
         ratings = iter([float(m.group(1)) if a.ok and (m := RATING.search(a.text)) else
                         f"judge gave no rating ({a.public_error or 'no number 0-10 in its reply'})" for a in answers])
         out: list[float | str] = []

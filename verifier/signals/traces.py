@@ -137,8 +137,8 @@ class TraceSignal(QueryingSignal):
             problems.append(found)
         return items, owners, problems, sources
 
-    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, str, list[Query]] | None:
-        """Queries made from the traces (the judge's), as (who answers, key variable, queries), so
+    def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, list[Query]] | None:
+        """Queries made from the traces (the judge's), as (who answers, queries), so
         an audit can ask them for every set together; None for attacks that ask nothing more."""
         return None
 

@@ -1,5 +1,6 @@
 """Audit targets: models whose training data a claim is about (see ``base`` for the contract)."""
 
+from verifier.peers import PeerAccess
 from verifier.targets.base import CAPABILITIES, Target, TargetIdentity
 from verifier.targets.cache import ScoreCache
 from verifier.targets.causal_lm import CausalLMTarget, ScoringOptions
@@ -23,7 +24,9 @@ def capabilities_of(spec: str) -> frozenset[str]:
     return target_class(spec).capabilities
 
 
-def load_target(spec: str, options: ScoringOptions | None = None, api: ApiOptions | None = None) -> Target:
+def load_target(spec: str, options: ScoringOptions | None = None, api: ApiOptions | None = None,
+                access: PeerAccess | None = None) -> Target:
+    """The target ``spec`` names; an API target is sent the key of ``access.api_key_env``."""
     if spec.startswith(API_PREFIX):
-        return OpenAICompatibleTarget(spec, api)
+        return OpenAICompatibleTarget(spec, api, access, access.api_key_env if access else None)
     return CausalLMTarget(spec, options)

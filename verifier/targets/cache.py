@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.errors import VerifierError
+from verifier.private_files import check_private
 from verifier.targets.token_scores import TokenScores
 
 # Bump when the meaning or layout of cached arrays changes, so stale rows are never reused.
@@ -68,9 +69,7 @@ def cache_secret(path: Path) -> bytes:
             pass
         finally:
             tmp.unlink()
-    info = path.stat()
-    if info.st_mode & 0o077 or info.st_uid != os.getuid():
-        raise VerifierError(f"{path}: the cache secret must be owned and readable by you only (chmod 600)")
+    check_private(path, "cache secret")
     secret = path.read_bytes()
     if len(secret) < 32:
         raise VerifierError(f"{path}: not a cache secret (fewer than 32 bytes)")

@@ -481,4 +481,9 @@ def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
         raise VerifierError(f"model {source.public_name}: cannot load ({reason})") from None
     if not getattr(tokenizer, "is_fast", False):
         raise VerifierError(f"model {source.public_name}: needs a fast tokenizer (character offsets); none was found")
+    # transformers builds an empty tokenizer for a folder without tokenizer files: every document
+    # would then be "too short", blamed on the data instead of the model.
+    if len(tokenizer.get_vocab()) < 2 or len(tokenizer("a b c d").input_ids) < 2:
+        raise VerifierError(f"model {source.public_name}: its tokenizer is empty (the folder holds no usable tokenizer files, "
+                            "e.g. tokenizer.json)")
     return model, tokenizer

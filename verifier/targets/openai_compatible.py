@@ -30,10 +30,11 @@ from urllib.parse import urlsplit
 import requests
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.errors import VerifierError
-from verifier.targets.api_client import ApiClient, ItemFailed
+from verifier.peers import ItemFailed, PeerAccess
+from verifier.targets.api_client import ApiClient
 from verifier.targets.base import ANSWERS, TargetIdentity
 from verifier.targets.cache import ScoreCache
 from verifier.targets.queries import CHAT, Answer, Query, failure_of
@@ -49,13 +50,11 @@ THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 
 
 class ApiOptions(BaseModel):
-    """How the API is called (``model.api`` in a claim). Nothing here is secret: the key itself
-    is only ever read from the environment variable named by ``api_key_env``."""
+    """How the API is called (``model.api`` in a claim). Which key is sent is not the claim's to
+    say: the auditor names the variable holding it (``--api-key-env``, ``PeerAccess``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$",
-                                    description="name of the environment variable holding the API key (never the key)")
     timeout_s: float = Field(120.0, gt=0, le=3600, description="seconds before a request counts as timed out")
     retries: int = Field(4, ge=0, le=20, description="retries of a request after a timeout, 429, 5xx or malformed body")
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
@@ -63,6 +62,14 @@ class ApiOptions(BaseModel):
     max_chars: int = Field(2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made")
     token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens", description="the request field limiting the answer's length (newer OpenAI models accept only max_completion_tokens)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key_variable(cls, data: object) -> object:
+        if isinstance(data, dict) and "api_key_env" in data:
+            raise ValueError("api_key_env: the claim cannot choose which of the auditor's secrets is sent to its server; "
+                             "the auditor names the variable: verifier audit CLAIM --api-key-env VAR")
+        return data
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -82,7 +89,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model")
     if parts.username or parts.password or parts.query:
         raise VerifierError(f"target {spec!r}: no credentials or query string in the URL (it enters the findings); "
-                            "put the key in an environment variable named by model.api.api_key_env")
+                            "the auditor gives the key in an environment variable: verifier audit --api-key-env VAR")
     if not model.strip() or len(model) > 300:
         raise VerifierError(f"target {spec!r}: name the served model after '#'")
     return url.rstrip("/"), model
@@ -94,12 +101,15 @@ class OpenAICompatibleTarget:
     capabilities = frozenset({ANSWERS})
     kind = "openai_compatible"
 
-    def __init__(self, spec: str, options: ApiOptions | None = None) -> None:
+    def __init__(self, spec: str, options: ApiOptions | None = None, access: PeerAccess | None = None,
+                 key_env: str | None = None) -> None:
+        """``key_env``: the variable holding this endpoint's key, as the auditor named it (the
+        target's is ``access.api_key_env``; a judge's, ``access.judge_api_key_env``)."""
         self.spec = spec
         self.endpoint, self.model = parse_spec(spec)
         self.options = options or ApiOptions()
-        self.client = ApiClient(self.endpoint, self.options.api_key_env, self.options.timeout_s, self.options.retries,
-                                self.options.rate_limit)
+        self.access = access = access or PeerAccess()
+        self.client = ApiClient(self.endpoint, access, key_env, self.options.timeout_s, self.options.retries, self.options.rate_limit)
         self._checked = False
         self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
         self._bodies: dict[str, dict] = {}  # every response read in this run, by cache key (an audit reads each set's answers again)
@@ -188,7 +198,7 @@ class OpenAICompatibleTarget:
         flight are waited for, and every answer received is cached before the error is raised; on
         an interrupt (Ctrl-C) the queued ones are cancelled and what arrived is cached."""
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency)
-        futures: dict[Future, str] = {pool.submit(self.client.post, *request): k for k, request in missing.items()}
+        futures: dict[Future, str] = {pool.submit(self.client.post_json, *request): k for k, request in missing.items()}
 
         def keep(future: Future) -> None:
             key = futures[future]
@@ -237,16 +247,18 @@ class OpenAICompatibleTarget:
         if self._checked:
             return
         try:
-            response = self.client.get("/models")
+            response = self.client.send("GET", "/models")
         except requests.ConnectionError:
             raise VerifierError(f"API endpoint {self.endpoint}: nothing answers there (is the server running?)") from None
         except requests.RequestException as exc:
             raise VerifierError(f"API endpoint {self.endpoint}: {type(exc).__name__} while listing models") from None
-        if response.status_code in (401, 403):
-            raise VerifierError(f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status_code})")
-        if response.status_code == 200:
+        except ItemFailed as exc:
+            raise VerifierError(f"API endpoint {self.endpoint}: listing models: {exc}") from None
+        if response.status in (401, 403):
+            raise VerifierError(f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status})")
+        if response.status == 200:
             try:
-                served = [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+                served = [str(m.get("id")) for m in json.loads(response.body).get("data", []) if isinstance(m, dict)]
             except (ValueError, AttributeError, TypeError, RecursionError):  # no usable list: the first answer tells
                 served = []
             if served and self.model not in served:
