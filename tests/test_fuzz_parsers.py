@@ -169,3 +169,17 @@ def test_dsse_envelopes_of_bundles_and_registrations(signed_envelope, claim_dir,
     refused_or_accepted(lambda: _read_envelope(raw))
     (claim_dir / "registration.dsse.json").write_bytes(raw)
     refused_or_accepted(lambda: read_registration(claim_dir / "registration.dsse.json", trust_dir=claim_dir / "no-trust"))
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(["<p>", "</p>", "<b>", "<![", "CDATA[", "]]>", "<!--", "-->", "<!", "%", "&amp;", "&#x", "<?", "?>",
+                                 "<script>", "</script>", "A-Z0-9", "if !IE", "\\n", "\\t", " word ", "'", '"', "=", ">", "<", "-"]),
+                max_size=60).map("".join))
+def test_stored_form_readings_of_markup_like_text(text):
+    """Corpus and suspect texts are read in their stored forms; a regex quoted in a page
+    (``<![A-Z0-9]``) once crashed the standard HTML parser inside an index build."""
+    from verifier.overlap.forms import read_form
+
+    reading = read_form(text)
+    assert isinstance(reading.text, str)
+    assert read_form('<p>a</p><b>x</b><i>y</i> pattern "<![A-Z0-9]+" <p>end</p>').form == "markup"

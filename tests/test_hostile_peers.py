@@ -448,3 +448,15 @@ def test_policy_errors_name_no_absolute_path(tmp_path, monkeypatch):
     with pytest.raises(VerifierError) as info:
         load_policy(tmp_path / "p.yaml")
     assert str(info.value).startswith("p.yaml: ") and str(tmp_path) not in str(info.value)
+
+
+def test_a_model_folder_without_tokenizer_files_is_blamed_on_the_model(tiny_model_dir, tmp_path):
+    from verifier.targets import CausalLMTarget
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for path in tiny_model_dir.iterdir():
+        if "token" not in path.name and path.name not in ("vocab.json", "merges.txt", "special_tokens_map.json"):
+            shutil.copy(path, folder / path.name)
+    with pytest.raises(VerifierError, match=r"^model model: (its tokenizer is empty|cannot load)"):
+        CausalLMTarget(str(folder))

@@ -349,3 +349,46 @@ def test_a_policy_outside_the_claim_folder_is_named_not_located(refused_claim, t
     result = run_audit(path, target_factory=never_load)
     assert str(tmp_path) not in json.dumps(result.findings) and str(tmp_path).encode() not in result.claim_bytes
     assert result.findings["claim"]["policy"] == "shared-policy.yaml" and result.policy_bytes == (tmp_path / "shared-policy.yaml").read_bytes()
+
+
+def test_a_bundle_cannot_pin_its_own_signer(genuine, keys, tmp_path):
+    """``--trust-dir`` or ``--key`` pointing inside the bundle would let the bundle vouch for itself."""
+    copy = tmp_path / "b"
+    shutil.copytree(genuine, copy)
+    code, lines = verify(str(copy), "--trust-dir", str(copy))
+    assert code == 2 and "inside the bundle; a bundle cannot pin its own signer" in lines[-1]
+    code, lines = verify(str(copy), "--key", str(copy / "public_key.pem"))
+    assert code == 2 and "inside the bundle" in lines[-1]
+
+
+def test_verify_says_when_a_folder_is_not_a_bundle(genuine, tmp_path):
+    shutil.copytree(genuine, tmp_path / "evidence" / genuine.name)
+    code, lines = verify(str(tmp_path / "evidence"))
+    assert code == 2 and "not an evidence bundle" in lines[-1] and f"verify one of them, e.g. evidence/{genuine.name}" in lines[-1]
+
+
+def test_a_huge_sparse_file_in_a_bundle_costs_no_memory(genuine, tmp_path):
+    import resource
+
+    copy = tmp_path / "b"
+    shutil.copytree(genuine, copy)
+    with open(copy / "report.pdf", "wb") as handle:
+        handle.truncate(1 << 30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, lines = verify(str(copy))
+    assert code == 2 and lines[-1].endswith("report.pdf: differs: SHA-256 does not match the signed statement")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB
+
+
+def test_force_never_replaces_a_link_or_a_folder_that_is_no_bundle(refused_claim, keys, tmp_path):
+    first = make_bundle(refused_claim, tmp_path / "a", keys["genuine"])
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / first.name).symlink_to(first, target_is_directory=True)
+    result = run_audit(refused_claim, target_factory=never_load)
+    with pytest.raises(VerifierError, match="exists and is a link; not replaced"):
+        write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF", tmp_path / "b", load_private_key(keys["genuine"]), force=True)
+    (tmp_path / "c" / first.name).mkdir(parents=True)
+    (tmp_path / "c" / first.name / "notes.txt").write_text("mine")
+    with pytest.raises(VerifierError, match="exists and is not an evidence bundle; not replaced"):
+        write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF", tmp_path / "c", load_private_key(keys["genuine"]), force=True)
+    assert (tmp_path / "c" / first.name / "notes.txt").read_text() == "mine"

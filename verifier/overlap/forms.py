@@ -94,13 +94,25 @@ class _Text(HTMLParser):
     def unknown_decl(self, data: str) -> None:
         self.parts.append(f" {data.removeprefix('CDATA[')} ")
 
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        """``<![`` with a keyword the parser does not know (``<![A-Z0-9]`` in a regex quoted by a
+        page) is text, as browsers read it; the standard library raises AssertionError instead."""
+        try:
+            return super().parse_marked_section(i, report)
+        except AssertionError:
+            self.handle_data("<![")
+            return i + 3
+
 
 def _markup(text: str) -> str | None:
     if text.count("<") < MIN_TAGS or len(_TAG.findall(text)) < MIN_TAGS:
         return None
     parser = _Text()
-    parser.feed(text)
-    parser.close()
+    try:
+        parser.feed(text)
+        parser.close()
+    except AssertionError:  # another construct the standard parser gives up on: the text is read as it is
+        return None
     return "".join(parser.parts)
 
 
