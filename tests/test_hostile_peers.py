@@ -318,6 +318,16 @@ def test_suffix_entries_out_of_range_or_swapped_are_refused_even_when_rehashed(s
         CorpusIndex.open(index)
 
 
+def test_the_sampled_order_check_passes_every_honest_pair(small_index, demo_index, monkeypatch):
+    """Drawn many times over (every neighbouring pair, near the text's end included), an honest
+    index is never called altered."""
+    import verifier.overlap.index as index_module
+
+    monkeypatch.setattr(index_module, "SORT_SAMPLES", 100_000)
+    for shard in [*CorpusIndex.open(small_index[0]).shards, *demo_index.shards]:
+        index_module.check_structure(shard, shard.entry.name, "sampled")
+
+
 def test_rewritten_text_with_a_rebuilt_suffix_array_is_caught_against_the_corpus_files(small_index, tmp_path):
     index, corpus = small_index
     edited = tmp_path / "edited"

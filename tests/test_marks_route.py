@@ -91,6 +91,16 @@ def test_example_marks_support_training_and_contradict_its_denial(trusted):
     assert denied["verdict"] == "CONTRADICTED" and denied["decided_by"] == "marks"
 
 
+def test_a_siblings_file_others_can_read_is_said_in_the_report(trusted):
+    """Siblings that reached training can only hide a mark: the finding stands, with the reason said."""
+    siblings = trusted / "marks" / "siblings.json"
+    for mode, said in ((0o600, False), (0o644, True)):
+        siblings.chmod(mode)
+        record = route(audit(trusted, f"siblings-{mode:o}"), "marks")
+        assert any("siblings file was readable by other accounts" in x for x in record["outcome"]["limitations"]) == said
+        assert record["outcome"]["metrics"].get("siblings_file_private", True) is not said
+
+
 def test_marks_never_trained_on_give_uniform_p_values_and_never_support(trusted, tmp_path_factory, monkeypatch):
     """60 canaries and traps published on carriers the testbed never saw: the control."""
     key = Ed25519PrivateKey.generate()

@@ -195,6 +195,14 @@ def test_digest_is_the_files_and_index_records_it(index: CorpusIndex, tmp_path: 
     assert digest_files([renamed])[0] == digest  # names do not enter the corpus digest; contents and order do
 
 
+def test_a_build_in_worker_processes_is_the_same_index(index: CorpusIndex, tmp_path: Path) -> None:
+    """Large corpora read their documents' forms in worker processes; the index must not depend on it."""
+    from verifier.overlap import build_index
+
+    parallel = build_index([CORPUS], tmp_path / "demo", shard_bytes=300_000, minhash=True, workers=2)
+    assert parallel.index_sha256 == index.sha256 and parallel.documents == index.manifest.documents
+
+
 @pytest.fixture()
 def small_copy(index: CorpusIndex, tmp_path: Path) -> Path:
     folder = tmp_path / "copy"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -37,12 +38,14 @@ from html.parser import HTMLParser
 FORMS_VERSION = "forms/6"
 # A word broken over a line end with a hyphen (``exam-\nple``, as printed books and OCR store
 # them) is read joined; the continuation must be a lower-case letter, so "Jean-\nPaul" stays two.
-_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_A-Z])")
+# (The pattern starts with its literal "-" so the engine skips to hyphens; the letter before is a lookbehind.)
+_LINE_HYPHEN = re.compile(r"-(?<=[^\W\d_]-)[ \t]*\r?\n[ \t]*(?=[^\W\d_A-Z])")
 MIN_TAGS = 3
 MIN_TABLE_LINES = 3
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
 _INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup "
                     "tt u var wbr hi".split())
+_LINE_BOUNDARIES = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")  # where str.splitlines splits
 _COMMENT_LINE = re.compile(r"^\s*(?:#|-DOCSTART-)")
 _RUNNING_NUMBER = re.compile(r"^\d+(?:[-.]\d+)?$")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -123,17 +126,33 @@ def _token_column(text: str) -> str | None:
     or more columns (CoNLL-U), or tags without lower-case letters (CoNLL-2003's ``NNP B-NP O``).
     Lines of running text in columns (a poem of three-word lines, a two-column glossary) are not
     read this way: their other columns are words."""
-    if text.count("\n") < MIN_TABLE_LINES - 1:
+    if (most := sum(map(text.count, _LINE_BOUNDARIES)) + 1) < MIN_TABLE_LINES:  # at least the lines splitlines makes
         return None
-    lines = [line for line in text.splitlines() if line.strip() and not _COMMENT_LINE.match(line)]
+    # A width shared by 90% of the lines leaves at most a tenth of ``most`` (which bounds the lines
+    # counted) to other widths, in any prefix too: a text whose first lines already hold more
+    # lines of other widths than that (prose, source code) is refused there - exactly, never a table.
+    lines: list[str] = []
+    slack = 0.1 * most
+    counts: tuple[Counter, Counter] = (Counter(), Counter())
+    best = [0, 0]
+    for line in text.splitlines():
+        if not line.strip() or _COMMENT_LINE.match(line):
+            continue
+        lines.append(line)
+        for mode, width in enumerate((line.count("\t") + 1, len(line.split()))):
+            if width >= 2:
+                counts[mode][width] += 1
+                best[mode] = max(best[mode], counts[mode][width])
+        if len(lines) - max(best) > slack:
+            return None
     if len(lines) < MIN_TABLE_LINES:
         return None
     for tabs in (True, False):
-        rows = [line.split("\t") if tabs else line.split() for line in lines]
-        widths = [len(r) for r in rows]
-        width = max(set(widths), key=widths.count)
-        if width < 2 or widths.count(width) < 0.9 * len(rows):
+        widths = [line.count("\t") + 1 for line in lines] if tabs else [len(line.split()) for line in lines]
+        width, share = Counter(widths).most_common(1)[0]
+        if width < 2 or share < 0.9 * len(lines):
             continue
+        rows = [line.split("\t") if tabs else line.split() for line in lines]
         table = [[cell.strip() for cell in r] for r in rows if len(r) == width]
         column = next((c for c in range(width) if not all(_RUNNING_NUMBER.match(r[c]) for r in table)), None)
         if column is None:
@@ -174,6 +193,8 @@ def _base64(text: str) -> str | None:
     import base64
     import binascii
 
+    if max(map(len, text.split()), default=0) < 80:  # a run holds no space: no token that long, no run (checked in C)
+        return None
     changed = False
 
     def decode(match: re.Match[str]) -> str:
@@ -238,29 +259,39 @@ def _script(ch: str) -> str | None:
 
 def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     """``text`` with look-alike letters read as Latin in words holding Latin letters, and what
-    still hides words: a word mixing scripts after that, or look-alike-only words in Latin text."""
+    still hides words: a word mixing scripts after that, or look-alike-only words in Latin text.
+
+    Work is per distinct character and per distinct non-ASCII word (an index build reads every
+    corpus document): a text whose non-ASCII letters are all Latin and none a look-alike (accents,
+    typographic quotes) has nothing to fold and no second script, and is returned at once."""
     table = _lookalikes()
+    odd = {ch for ch in set(text) if not ch.isascii()}
+    if not odd & table.keys() and not {_script(ch) for ch in odd if ch.isalpha()} - {None, "LATIN"}:
+        return text, []
+    latin = {ch: ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii() for ch in odd}  # a look-alike, or Latin with marks
     word = re.compile(r"[^\W\d_]+")
-
-    def fold(match: re.Match[str]) -> str:
-        return "".join(table.get(ch, ch) for ch in match.group(0))
-
-    def latin(ch: str) -> bool:  # ASCII, a look-alike, or a Latin letter with marks NFKD takes off
-        return ch.isascii() or ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii()
-
     words = word.findall(text)
-    latin_text = sum(all(latin(ch) for ch in w) for w in words) >= 0.9 * len(words)
+    counts = Counter(w for w in words if not w.isascii())
+    latin_words = len(words) - sum(counts.values()) + sum(k for w, k in counts.items() if all(ch.isascii() or latin[ch] for ch in w))
+    latin_text = latin_words >= 0.9 * len(words)
     # Look-alikes are read as Latin inside words holding Latin letters, and in a Latin text also in
     # words made of them only ("а" for "a", small capitals "ᴛʜᴇ").
-    folded = word.sub(lambda m: fold(m) if any(ch.isascii() for ch in m.group(0)) or latin_text and all(latin(ch) for ch in m.group(0))
-                      else m.group(0), text)
-    words = word.findall(folded)
+    folded_words: dict[str, str] = {}
     mixed = hidden = 0
-    for w in word.findall(folded):
-        if w.isascii():
+    for w, k in counts.items():
+        f = w
+        if any(ch.isascii() for ch in w) or latin_text and all(ch.isascii() or latin[ch] for ch in w):
+            f = "".join(table.get(ch, ch) for ch in w)
+            if f != w:
+                folded_words[w] = f
+        if f.isascii():
             continue
-        mixed += len({_script(ch) for ch in w} - {None}) > 1
-        hidden += latin_text and sum(ch in table for ch in w) >= len(w) / 2
+        mixed += k * (len({_script(ch) for ch in f} - {None}) > 1)
+        hidden += k * (latin_text and sum(ch in table for ch in f) >= len(f) / 2)
+    folded = text
+    if folded_words:
+        parts = re.split(r"([^\W\d_]+)", text)
+        folded = "".join(folded_words.get(part, part) for part in parts)
     unread = []
     if mixed >= max(2, 0.01 * len(words)):  # one stylised name ("ЯUSSKAJA") is no disguise
         unread.append("words mixing letters of two scripts (look-alike letters)")
@@ -269,7 +300,8 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     return folded, unread
 
 
-_UNSEGMENTED = re.compile(r"[^\W\d_]{60,}")
+_UNSEGMENTED = re.compile(r"[^\W\d_]{60}")
+_LETTER = re.compile(r"[^\W\d_]")
 _TURNED = re.compile(r"[\u0250-\u02af\u01dd\u1d00-\u1d7f]")  # IPA extensions, turned e, phonetic extensions
 
 
@@ -278,13 +310,15 @@ def uncompared(text: str) -> str | None:
     letter spaced apart (a PDF's letter-spacing), text run together without spaces, or text in
     turned or phonetic letters (upside-down text). None for ordinary text."""
     words = text.split()
-    if len(words) >= 10 and sum(len(w) == 1 and w.isalpha() for w in words) >= 0.6 * len(words):
+    lengths = Counter(map(len, words))  # counted in C: the checks below look only at the tokens that can matter
+    if len(words) >= 10 and lengths[1] >= 0.6 * len(words) and sum(len(w) == 1 and w.isalpha() for w in words) >= 0.6 * len(words):
         return "letters spaced apart"
-    if _UNSEGMENTED.search(text):
+    if any(n >= 60 for n in lengths) and any(_UNSEGMENTED.search(w) for w in words if len(w) >= 60):  # a run of letters is inside one token
         return "words run together without spaces"
-    letters = sum(ch.isalpha() for ch in text)
-    if letters >= 20 and len(_TURNED.findall(text)) >= 0.2 * letters:
-        return "turned or phonetic letters"
+    if (turned := len(_TURNED.findall(text))) >= 4:  # letters counted only where turned ones are (a pass per character)
+        letters = len(_LETTER.findall(text))
+        if letters >= 20 and turned >= 0.2 * letters:
+            return "turned or phonetic letters"
     return None
 
 

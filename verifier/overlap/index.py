@@ -39,7 +39,7 @@ MAX_MANIFEST = 64 << 20
 MAX_OCCURRENCES = 100_000  # positions mapped to documents per query; counts stay exact beyond
 PROBES, PROBE_WORDS, PROBE_OCCURRENCES, NEAR_CANDIDATES, NEAR_WINDOWS = 24, 3, 2_000, 64, 16
 SNIPPET = 80
-SORT_SAMPLES, SORT_PREFIX = 4096, 256  # neighbouring suffix-array pairs checked on open, bytes compared of each
+SORT_SAMPLES, SORT_PREFIX = 4096, 64  # neighbouring suffix-array pairs checked on open, bytes compared of each
 STRUCTURE_CHECKS = ("sampled", "full")
 
 
@@ -105,13 +105,15 @@ class Shard:
     def words_of(self, local: int) -> str:
         return bytes(self.text[self.starts[local]:self.starts[local + 1]]).rstrip(SEPARATOR).decode("utf-8").strip()
 
-    def stream_bounds(self, position: int) -> tuple[int, int]:
+    def stream_bounds(self, position: int, reach: int) -> tuple[int, int]:
         """[begin, end) of the run of joined records (one corpus file's records in this shard)
-        around a text position: the reach of a match or an edited copy."""
+        around a text position, looked for at most ``reach`` bytes either side (a corpus of one
+        file is one run: searching the whole shard for its ends cost a scan per hit)."""
         raw = self.scalar[0]
-        begin = raw.rfind(SEPARATOR, 0, position) + 1
-        end = raw.find(SEPARATOR, position)
-        return begin, len(raw) if end < 0 else end
+        low, high = max(0, position - reach), min(len(raw), position + reach)
+        begin = raw.rfind(SEPARATOR, low, position)
+        end = raw.find(SEPARATOR, position, high)
+        return (low if begin < 0 else begin + 1), (high if end < 0 else end)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,8 @@ class Found:
 def check_structure(shard: Shard, label: str, how: str) -> None:
     """Refuse a shard whose suffix array is not the sorted suffixes of its text (see the module)."""
     sa, n = shard.sa, shard.entry.bytes
-    if int(sa.min()) < 0 or int(sa.max()) >= n:
+    # One pass: as unsigned integers, negative entries are larger than any text length.
+    if int(sa.view(np.uint32 if sa.dtype == np.int32 else np.uint64).max()) >= n:
         raise VerifierError(f"{label}/sa.bin: entries outside the text (corrupt or altered index)")
     if how == "full":
         import pydivsufsort
@@ -146,12 +149,21 @@ def check_structure(shard: Shard, label: str, how: str) -> None:
             first = int(np.argmax(expected != sa))
             raise VerifierError(f"{label}/sa.bin: entry {first} is not the suffix array of the text (altered index)")
         return
-    raw = shard.scalar[0]
-    draws = np.random.default_rng(np.random.SeedSequence()).integers(0, n - 1, size=min(SORT_SAMPLES, n - 1)) if n > 1 else []
-    for i in draws:
-        a, b = int(sa[i]), int(sa[i + 1])
-        if raw[a:a + SORT_PREFIX] > raw[b:b + SORT_PREFIX] or a == b:
-            raise VerifierError(f"{label}/sa.bin: entries {i} and {i + 1} are not in sorted order (altered index)")
+    if n < 2:
+        return
+    # Neighbouring pairs compared on their first SORT_PREFIX bytes, all at once: a suffix that ends
+    # first is the smaller (bytes past the end read as -1, below every byte value).
+    draws = np.random.default_rng(np.random.SeedSequence()).integers(0, n - 1, size=min(SORT_SAMPLES, n - 1))
+    pairs = np.stack([sa[draws], sa[draws + 1]]).astype(np.int64)
+    positions = pairs[:, :, None] + np.arange(SORT_PREFIX)
+    read = np.where(positions < n, shard.text[np.minimum(positions, n - 1)].astype(np.int16), np.int16(-1))
+    differs = read[0] != read[1]
+    first = differs.argmax(axis=1)
+    rows = np.arange(draws.size)
+    wrong = (differs.any(axis=1) & (read[0, rows, first] > read[1, rows, first])) | (pairs[0] == pairs[1])
+    if wrong.any():
+        i = int(draws[wrong.argmax()])
+        raise VerifierError(f"{label}/sa.bin: entries {i} and {i + 1} are not in sorted order (altered index)")
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -322,7 +334,7 @@ class CorpusIndex:
 
     def _hit(self, shard: Shard, local: int, pos: int, length: int) -> Hit:
         begin = int(shard.starts[local])
-        stream_begin, stream_end = shard.stream_bounds(pos)
+        stream_begin, stream_end = shard.stream_bounds(pos, length + SNIPPET)
         lo, hi = max(stream_begin, pos - SNIPPET), min(stream_end, pos + length + SNIPPET)
         snippet = bytes(shard.text[lo:hi]).decode("utf-8", errors="ignore").strip()
         return Hit(shard.entry.first_document + local, shard.meta_of(local), pos - begin, snippet)
@@ -419,7 +431,7 @@ class CorpusIndex:
         """The compared text from ``size`` bytes before ``anchor`` to twice that after, within the
         run of joined records holding it: an edited copy split over neighbouring records is
         compared whole."""
-        begin, end = shard.stream_bounds(anchor)
+        begin, end = shard.stream_bounds(anchor, 2 * size)
         return bytes(shard.text[max(begin, anchor - size):min(end, anchor + 2 * size)]).decode("utf-8", errors="ignore")
 
     def _lsh_neighbours(self, words: str, threshold: float) -> list[int]:

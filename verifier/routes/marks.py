@@ -14,11 +14,17 @@ otherwise INCONCLUSIVE with the number of marks that would be needed.
 from __future__ import annotations
 
 from verifier.errors import VerifierError
+from verifier.private_files import readable_by_others
 from verifier.marks.evaluate import registered_trials, run_rank_tests
 from verifier.marks.checks import checked_registration
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
 from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 
+# Said, not refused: a sibling seen by whoever trains the model can only hide a mark (trained on
+# too, it ranks like the mark), never make an untrained mark rank first.
+SIBLINGS_READABLE = ("The siblings file was readable by other accounts of the auditor's machine when the audit ran (marks make "
+                     "writes it mode 0600): siblings that reached the model's training can only hide a mark, so a finding of "
+                     "training stands, but a test that finds nothing may have been blinded.")
 NULL = "the model was not trained on the published marks (each is exchangeable with its unpublished siblings)"
 LIMITATIONS = [
     "A significant result shows the model was trained on the published marks, hence on text that carried them; which copy "
@@ -78,5 +84,9 @@ class MarksRoute(Route):
             ["declared release / training cutoff", f"{model.released or '-'} / {model.training_cutoff or '-'}"],
         ])
         summary = describe(finding, "marks")
+        limitations = list(LIMITATIONS)
+        if readable_by_others(ctx.base_dir / marks.siblings):
+            metrics["siblings_file_private"] = False
+            limitations.append(SIBLINGS_READABLE)
         return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".", metrics, [facts, *sections(finding, "marks")],
-                            list(LIMITATIONS))
+                            limitations)
