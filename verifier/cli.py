@@ -458,13 +458,15 @@ def index_serve(
     name: Annotated[Optional[str], typer.Option(help="Index name clients ask for (default: the folder name).")] = None,
     host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Queries computed at once (CPU-bound: one per core).")] = 2,
+    max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="Open connections; beyond them requests get 503.")] = 256,
 ) -> None:
-    """Answer infini-gram-style JSON queries (count, search_docs, attribution) over HTTP."""
+    """Answer infini-gram-style JSON queries (count, search_docs, attribution) over HTTP, with limits for exposure."""
     from verifier.overlap import CorpusIndex
-    from verifier.overlap.server import make_server
+    from verifier.overlap.server import Limits, make_server
 
     opened = CorpusIndex.open(index)
-    server = make_server(opened, name or opened.name, host, port)
+    server = make_server(opened, name or opened.name, host, port, Limits(workers=workers, connections=max_connections))
     say(err, f"serving index {name or opened.name} (corpus sha256 {opened.corpus_sha256}) on http://{host}:{server.server_port}/")
     server.serve_forever()  # uvicorn stops cleanly on SIGINT and SIGTERM
 
