@@ -134,6 +134,25 @@ class HostileIndex(BaseHTTPRequestHandler):
                     time.sleep(0.05)
             except OSError:
                 pass
+        elif self.mode == "drip_headers":  # the status line and headers a byte at a time: no per-read timeout trips
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: " + b"x" * 400:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            self.close_connection = True
+        elif self.mode == "retry_after_hours":
+            self.send_response(429)
+            self.send_header("Retry-After", "36000")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.mode in ("duplicate_keys", "spans_in_no_document", "found_nowhere"):
+            data = {"duplicate_keys": b'{"count": 0, "count": 99, "approx": false}',
+                    "spans_in_no_document": json.dumps({"spans": [{"l": 0, "r": 4, "length": 4, "count": 7, "docs": []}]}).encode(),
+                    "found_nowhere": json.dumps({"cnt": 12, "approx": False, "documents_total": 0, "documents": []}).encode()}[self.mode]
+            self._send(200, data)
         elif self.mode == "declared_huge":
             self.send_response(200)
             self.send_header("Content-Length", str(300 << 20))
@@ -200,6 +219,81 @@ def test_a_remote_index_cannot_hold_the_auditor_for_hours_or_fill_its_memory(mod
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_headers_dripped_a_byte_at_a_time_are_cut_at_the_deadline():
+    """Socket timeouts are per read: a server sending its headers a byte every 50 ms held a query forever."""
+    server = hostile("drip_headers")
+    try:
+        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", timeout=1.0, retries=2)
+        started = time.monotonic()
+        with pytest.raises(IndexUnavailable, match="not complete within the timeout"):
+            client.count("words")
+        assert time.monotonic() - started < 4
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_retry_after_pauses_are_bounded_in_all_not_per_attempt():
+    server = hostile("retry_after_hours")
+    try:
+        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", retries=4)
+        started = time.monotonic()
+        with pytest.raises(IndexUnavailable, match=r"asked to wait 36000 s more \(at most 120 s in all\)"):
+            client.count("words")
+        assert time.monotonic() - started < 5
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("mode, call, why", [
+    ("duplicate_keys", lambda c: c.count("the words"), "malformed JSON"),
+    ("spans_in_no_document", lambda c: c.lookup(["one two three four five"], ngram=2, min_span_words=2), "found 7 time.s. with 0 document"),
+    ("found_nowhere", lambda c: c.find("the words"), "12 occurrence.s. in 0 document"),
+])
+def test_index_answers_that_contradict_themselves_are_refused(mode, call, why):
+    """A span found 7 times in no document gave a signed VERIFIED under trust_remote."""
+    server = hostile(mode)
+    try:
+        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", retries=0)
+        with pytest.raises(VerifierError, match=why):
+            call(client)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_number_too_long_to_read_in_corpus_or_document_files_is_one_line(tmp_path):
+    from verifier.data import load_documents
+
+    (tmp_path / "big.jsonl").write_text('{"text": "hi there friend", "n": ' + "9" * 100_000 + "}\n")
+    with pytest.raises(VerifierError, match=r"big.jsonl: line 1: holds a number too long to read"):
+        build_index([tmp_path / "big.jsonl"], tmp_path / "index")
+    with pytest.raises(VerifierError, match=r"big.jsonl line 1: holds a number too long to read"):
+        load_documents(tmp_path / "big.jsonl")
+
+
+def test_one_address_cannot_take_every_connection_of_index_serve(demo_index):
+    server = make_server(demo_index, "demo", limits=Limits(header_timeout_s=5.0, per_client=8))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        held = [socket.create_connection(("127.0.0.1", server.server_port)) for _ in range(8)]
+        for sock in held:
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        extra = socket.create_connection(("127.0.0.1", server.server_port))
+        extra.settimeout(2)
+        assert extra.recv(100) == b""  # closed at once: the ninth connection of one address
+        for sock in held:
+            sock.close()
+        time.sleep(0.3)
+        assert ask(f"http://127.0.0.1:{server.server_port}/", {"index": "demo", "query_type": "count", "query": "of the"}).status_code == 200
+    finally:
+        server.shutdown()
+        thread.join(10)
 
 
 # -- hostile corpus files --------------------------------------------------------------------
@@ -361,7 +455,7 @@ def test_index_check_cli(small_index):
 
 @pytest.fixture()
 def served(demo_index):
-    server = make_server(demo_index, "demo", limits=Limits(header_timeout_s=1.0, body_timeout_s=1.0, connections=64))
+    server = make_server(demo_index, "demo", limits=Limits(header_timeout_s=1.0, body_timeout_s=1.0, connections=96, per_client=64))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_port}/"

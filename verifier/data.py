@@ -168,6 +168,8 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 raise VerifierError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
             except RecursionError:
                 raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
+            except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+                raise VerifierError(f"{path} line {number}: holds a number too long to read") from None
             except ValueError as exc:  # e.g. an integer past Python's digit limit
                 raise VerifierError(f"{path} line {number}: not valid JSON ({str(exc)[:200]})") from None
             if not isinstance(row, dict):

@@ -5,9 +5,13 @@ answers that decide verdicts. Whatever such a server does - redirect the query e
 byte a minute, send a gigabyte, ask for a pause of a day - must cost the auditor a bounded time
 and memory and leave the findings naming the server that really answered. So every request is
 sent without following redirects (a redirect is refused, naming where it points), within a
-deadline for the whole answer (not per socket read), with the body read in pieces under a size
-cap, and retried after transient failures with a bounded backoff (a server's ``Retry-After``
-pauses every worker, up to ``MAX_RETRY_AFTER_S``). TLS certificates are verified; plain http is
+deadline for the whole answer - status line and headers included: a watchdog shuts the socket
+of a request still unanswered at its deadline, since socket timeouts are per read and a byte
+every second never trips them - with the body read in pieces under a size cap, and retried after
+transient failures with a bounded backoff, all attempts of one request within one budget (a
+server's ``Retry-After`` pauses every worker, but the pauses of one request add up to at most
+``MAX_RETRY_AFTER_S``). Answers are parsed strictly (``read_json``): a key given twice, NaN, or
+a number too long to read is a malformed answer, never one reading chosen silently. TLS certificates are verified; plain http is
 allowed only to this machine (loopback) unless the auditor passes ``--allow-http``.
 
 Secrets are the auditor's: ``PeerAccess`` carries the names of the environment variables the
@@ -19,7 +23,9 @@ and scrubbed from every message that may quote a server.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import socket
 import random
 import re
 import threading
@@ -37,8 +43,30 @@ from verifier.errors import VerifierError
 
 RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, *range(520, 530)})  # 52x: proxies' and providers' "overloaded"
 MAX_RETRY_AFTER_S = 120.0
+WATCHDOG_GRACE_S = 0.5
 KEY_VARIABLE = r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"
 T = TypeVar("T")
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_json(body: bytes) -> object:
+    """A peer's JSON, strictly: raises ``ValueError`` for malformed JSON, a key given twice
+    (readers disagree on which value counts), NaN or Infinity, numbers too long to read, or
+    nesting deeper than the parser holds."""
+    try:
+        return json.loads(body, object_pairs_hook=_unique, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 class ItemFailed(Exception):
@@ -123,12 +151,14 @@ class PeerClient:
 
     def __init__(self, base_url: str, *, what: str, access: PeerAccess, key_env: str | None = None, timeout_s: float = 30.0,
                  retries: int = 4, max_body: int = 8 << 20, rate_limit: float | None = None, backoff_s: float = 0.5,
-                 max_backoff_s: float = 30.0) -> None:
+                 max_backoff_s: float = 30.0, budget_s: float | None = None) -> None:
         check_endpoint(base_url, what, access)
         self.base_url = base_url.rstrip("/")
         self.what = what
         self.key_env = key_env
         self.timeout_s, self.retries, self.max_body, self.rate_limit = timeout_s, retries, max_body, rate_limit
+        # Every attempt of one request, its backoffs and pauses: bounded together.
+        self.budget_s = budget_s if budget_s is not None else 2 * timeout_s + MAX_RETRY_AFTER_S
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
         self.usage = Usage()
         self._local = threading.local()
@@ -150,6 +180,8 @@ class PeerClient:
             session = requests.Session()
             session.trust_env = False  # no proxy or netrc credentials picked up behind the auditor's back
             session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or True  # a private CA still works
+            for adapter in session.adapters.values():  # connections are registered so the watchdog can shut them
+                adapter.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
             self._local.session = session
         return self._local.session
 
@@ -159,14 +191,33 @@ class PeerClient:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def send(self, method: str, path: str, body: object = None) -> Answer:
-        """One attempt, no retries: the whole answer within the deadline and the size cap.
+    def send(self, method: str, path: str, body: object = None, deadline: float | None = None) -> Answer:
+        """One attempt, no retries: the whole answer within ``timeout_s`` (and ``deadline``, a
+        ``time.monotonic()`` the whole request must end by) and the size cap.
         Raises ``requests`` errors for timeouts and dropped connections, ``ItemFailed`` for an
         answer too large or too slow, ``VerifierError`` for a redirect."""
-        deadline = time.monotonic() + self.timeout_s
-        response = self._session().request(method, f"{self.base_url}{path}", json=body, headers=self._headers(body is not None),
-                                            timeout=self.timeout_s, allow_redirects=False, stream=True)
-        raw = _read_body(response, deadline, self.max_body)
+        seconds = self.timeout_s if deadline is None else max(0.01, min(self.timeout_s, deadline - time.monotonic()))
+        ends = time.monotonic() + seconds
+        session = self._session()
+        # Just after the socket timeout: a silent server times out (and is tried again); one that
+        # keeps a request alive a byte at a time is shut (and is not).
+        fired = threading.Event()
+        watchdog = threading.Timer(seconds + WATCHDOG_GRACE_S, _shut, (threading.get_ident(), fired))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            response = session.request(method, f"{self.base_url}{path}", json=body, headers=self._headers(body is not None),
+                                       timeout=seconds, allow_redirects=False, stream=True)
+            raw = _read_body(response, ends, self.max_body)
+        except requests.RequestException:
+            if fired.is_set():  # the watchdog shut it: the answer was too slow as a whole
+                raise ItemFailed("response not complete within the timeout") from None
+            raise
+        finally:
+            watchdog.cancel()
+            _CONNECTIONS.pop(threading.get_ident(), None)
+        if fired.is_set():  # shut mid-headers, a parser may still make an (empty) answer of what came
+            raise ItemFailed("response not complete within the timeout")
         if 300 <= response.status_code < 400:  # the answers would come from somewhere the findings do not name
             where = self.scrub(response.headers.get("Location", "elsewhere"))[:200]
             raise VerifierError(f"{self.what} {self.base_url}: the server redirects ({response.status_code}) to {where}; "
@@ -201,14 +252,19 @@ class PeerClient:
         the retried statuses and answers ``read`` rejects with ``Retry`` are tried again; ``read``
         decides every other status. Raises ``ItemFailed`` when every attempt failed."""
         last = "no attempt"
+        deadline = time.monotonic() + self.budget_s
+        paused = 0.0
         for attempt in range(self.retries + 1):
             if attempt:
                 self.count(retries=1)
-                time.sleep(self._delay(attempt))
+                time.sleep(min(self._delay(attempt), max(0.0, deadline - time.monotonic())))
             self._wait_turn()
+            if time.monotonic() >= deadline:
+                last = f"{last}; no time left of the {self.budget_s:.0f} s all attempts may take"
+                break
             self.count(requests=1)
             try:
-                answer = self.send("POST", path, body)
+                answer = self.send("POST", path, body, deadline)
             except requests.Timeout:
                 last = "timeout"
                 continue
@@ -224,6 +280,10 @@ class PeerClient:
             if answer.status in RETRIED_STATUS:
                 last = f"HTTP {answer.status}"
                 if (wait := _retry_after(answer)) is not None and attempt < self.retries:
+                    if paused + wait > MAX_RETRY_AFTER_S or time.monotonic() + wait > deadline:
+                        last = f"HTTP {answer.status}, asked to wait {wait:.0f} s more (at most {MAX_RETRY_AFTER_S:.0f} s in all)"
+                        break
+                    paused += wait
                     self._pause_all(wait)
                 continue
             try:
@@ -231,11 +291,42 @@ class PeerClient:
             except Retry as exc:
                 last = str(exc)
         self.fail(last)
-        raise ItemFailed(f"{last} after {self.retries + 1} attempts")
+        raise ItemFailed(f"{last} after {attempt + 1} attempt{'s' if attempt else ''}")
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with jitter (a server's Retry-After is honoured by ``_wait_turn``)."""
         return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+
+
+# The connection each thread's request is using, so its watchdog can shut it.
+_CONNECTIONS: dict[int, object] = {}
+
+
+class _Registered:
+    def _get_conn(self, timeout: float | None = None):  # noqa: ANN202 - urllib3's connection
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        _CONNECTIONS[threading.get_ident()] = conn
+        return conn
+
+
+class _WatchedHTTPPool(_Registered, urllib3.HTTPConnectionPool):
+    pass
+
+
+class _WatchedHTTPSPool(_Registered, urllib3.HTTPSConnectionPool):
+    pass
+
+
+def _shut(thread: int, fired: threading.Event) -> None:
+    """The watchdog: shut the socket the request of ``thread`` is blocked on."""
+    fired.set()
+    conn = _CONNECTIONS.get(thread)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _read_body(response: requests.Response, deadline: float, limit: int) -> bytes:
@@ -270,4 +361,4 @@ def _retry_after(answer: Answer) -> float | None:
         wait = float(answer.headers.get("Retry-After", ""))
     except ValueError:
         return None
-    return min(max(0.0, wait), MAX_RETRY_AFTER_S) if wait == wait else None  # NaN is no pause
+    return max(0.0, wait) if wait == wait else None  # NaN is no pause; the caller bounds the total

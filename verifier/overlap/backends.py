@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from verifier.errors import VerifierError
-from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry
+from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, read_json
 from verifier.overlap import queries
 from verifier.overlap.forms import read_form
 from verifier.overlap.index import CorpusIndex, Found, Hit
@@ -26,10 +26,6 @@ from verifier.overlap.normalise import normalise
 from verifier.overlap.queries import Lookup, Span, covered_from_spans, summarise
 
 MAX_RESPONSE = 32 << 20
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 class IndexUnavailable(VerifierError):
@@ -76,7 +72,7 @@ class RemoteBackend:
     machine unless the auditor allows it); requests are spaced by ``min_interval`` seconds to
     stay polite."""
 
-    def __init__(self, url: str, name: str, *, access: PeerAccess | None = None, timeout: float = 30.0, retries: int = 4,
+    def __init__(self, url: str, name: str, *, access: PeerAccess | None = None, timeout: float = 10.0, retries: int = 3,
                  backoff: float = 0.5, min_interval: float = 0.05) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -95,8 +91,8 @@ class RemoteBackend:
 
     def _read(self, answer: Answer) -> dict[str, Any]:
         try:
-            data = json.loads(answer.body, parse_constant=_no_constant)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
+            data = read_json(answer.body)
+        except ValueError:  # malformed, a key given twice, NaN, too deep
             raise Retry("malformed JSON") from None
         if not isinstance(data, dict):
             raise Retry("an answer that is not a JSON object")
@@ -125,7 +121,13 @@ class RemoteBackend:
         data = self._post({"query_type": "search_docs", "query": text, "maxnum": limit})
         with _answer(self.url, "search_docs"):
             docs = [self._hit(d) for d in data.get("documents", [])][:limit]
-            return Found(_count(data.get("cnt", 0)), docs, _count(data.get("documents_total", len(docs))), data.get("approx", False) is False)
+            found = Found(_count(data.get("cnt", 0)), docs, _count(data.get("documents_total", len(docs))), data.get("approx", False) is False)
+            # An answer that contradicts itself is no evidence: occurrences without documents, more
+            # documents than occurrences, fewer listed than asked for while more hold it.
+            if found.documents_total < len(docs) or found.count < found.documents_total or \
+                    (found.count and not docs) or len(docs) < min(limit, found.documents_total):
+                raise ValueError(f"{found.count} occurrence(s) in {found.documents_total} document(s) with {len(docs)} listed")
+            return found
 
     def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
                characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]:
@@ -143,6 +145,10 @@ class RemoteBackend:
             data = self._post({"query_type": "attribution", "query": reading.text, "min_len": shortest, "max_cnt": span_documents})
             with _answer(self.url, "attribution"):
                 raw = [s for s in data["spans"] if isinstance(s, dict)]
+                for s in raw:  # a span in the corpus occurs somewhere, in documents the answer names
+                    found, listed = _count(s.get("count", 0)), len(s.get("docs", []))
+                    if found < 1 or listed > found or listed < min(span_documents, found, 1):
+                        raise ValueError(f"a span found {found} time(s) with {listed} document(s) named")
                 bounds = [(_count(s["l"]), _count(s["r"]) - _count(s["l"])) for s in raw]
                 if any(k < 1 or first + k > words for first, k in bounds):
                     raise ValueError("attribution spans outside the text (another normalisation?)")

@@ -39,10 +39,11 @@ MAX_DOCS = 100
 class Limits:
     """What one client may cost the server."""
 
-    header_timeout_s: float = 10.0  # from connecting to the end of the request's headers
+    header_timeout_s: float = 5.0  # from connecting to the end of the request's headers
     body_timeout_s: float = 10.0  # to send the whole body
     max_body: int = MAX_BODY
-    connections: int = 256  # open connections; beyond them new requests get 503
+    connections: int = 1024  # open connections (idle ones cost a socket, not a thread); beyond them new requests get 503
+    per_client: int = 32  # open connections from one address; beyond them new ones are closed at once
     workers: int = 2  # queries computed at once (CPU-bound; one per core)
     waiting: int = 64  # queries queued for a worker; beyond them 503
 
@@ -163,15 +164,25 @@ class IndexApp:
 
 
 class IndexProtocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline for a request's headers: a client that
+    """uvicorn's HTTP/1.1 protocol with a deadline for a request's headers - a client that
     connects and sends nothing, or a byte at a time, is disconnected after ``header_timeout_s``
-    (uvicorn times only idle keep-alive connections; every connection here serves one request)."""
+    (uvicorn times only idle keep-alive connections; every connection here serves one request) -
+    and at most ``per_client`` open connections per address, so one client holding half-sent
+    requests cannot take every connection (clients behind one proxy share an address: a server
+    exposed behind a proxy should set its per-client limits there)."""
 
     header_timeout_s = Limits.header_timeout_s
+    per_client = Limits.per_client
+    open_by_address: dict[str, int] = {}  # per bound subclass: one server's counts
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        self._address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        self.open_by_address[self._address] = self.open_by_address.get(self._address, 0) + 1
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._too_slow)
+        if self.open_by_address[self._address] > self.per_client:
+            transport.close()
 
     def _too_slow(self) -> None:
         if self.cycle is None and not self.transport.is_closing():
@@ -179,6 +190,11 @@ class IndexProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._header_timer.cancel()
+        left = self.open_by_address.get(self._address, 1) - 1
+        if left > 0:
+            self.open_by_address[self._address] = left
+        else:
+            self.open_by_address.pop(self._address, None)
         super().connection_lost(exc)
 
 
@@ -190,7 +206,8 @@ class IndexServer:
 
         import uvicorn
 
-        protocol = type("BoundIndexProtocol", (IndexProtocol,), {"header_timeout_s": limits.header_timeout_s})
+        protocol = type("BoundIndexProtocol", (IndexProtocol,), {"header_timeout_s": limits.header_timeout_s,
+                                                                 "per_client": limits.per_client, "open_by_address": {}})
         config = uvicorn.Config(IndexApp(index, name, limits), host=host, port=port, http=protocol, lifespan="off", access_log=False,
                                 log_level="critical", limit_concurrency=limits.connections, timeout_keep_alive=1,
                                 h11_max_incomplete_event_size=16 << 10, server_header=False, date_header=False)

@@ -265,7 +265,9 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str, limits: ReadLimi
                 try:
                     record = json.loads(line, object_pairs_hook=_unique_keys)
                 except (json.JSONDecodeError, RecursionError):
-                    raise VerifierError(f"{source.name}: line {line_no}: not a JSON object") from None
+                    raise VerifierError(f"{source.name}: line {line_no}: not a JSON object (malformed, or nested too deeply)") from None
+                except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+                    raise VerifierError(f"{source.name}: line {line_no}: holds a number too long to read") from None
                 except KeyError as exc:
                     raise VerifierError(f"{source.name}: line {line_no}: key {exc.args[0]!r} given twice (readers disagree on which counts)") from None
                 if not isinstance(record, dict) or text_field not in record:

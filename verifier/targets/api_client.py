@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 
 from verifier.errors import VerifierError
-from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, Usage
+from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, Usage, read_json
 
 __all__ = ["ApiClient", "ItemFailed", "Usage"]
 
@@ -46,8 +46,8 @@ class ApiClient(PeerClient):
             self.fail(f"HTTP {answer.status}")
             raise ItemFailed(f"HTTP {answer.status}: {_detail(answer.body, answer.reason, self.scrub)}")
         try:
-            payload = json.loads(answer.body)
-        except (ValueError, RecursionError):  # not JSON, or nested past what the parser can hold
+            payload = read_json(answer.body)
+        except ValueError:  # not JSON, a key given twice, NaN, nested past what the parser can hold
             raise Retry("malformed response (not JSON)") from None
         if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list) or not payload["choices"]:
             raise Retry("malformed response (no choices)")
