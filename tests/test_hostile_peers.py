@@ -503,7 +503,8 @@ def test_half_sent_requests_are_dropped_and_others_are_still_answered(served, ca
 def test_hostile_bodies_get_json_errors_and_no_tracebacks(served, capfd):
     _, url = served
     huge_number = b'{"index": "demo", "query_type": "search_docs", "query": "x", "maxnum": ' + b"9" * 5000 + b"}"
-    for body, status in [(huge_number, 400), (b"[" * 100_000, 400), (b"\xff\xfe", 400), (b'{"index": "demo"}', 400),
+    twice = b'{"index": "demo", "query_type": "count", "query": "x", "query": "of the"}'
+    for body, status in [(huge_number, 400), (b"[" * 100_000, 400), (b"\xff\xfe", 400), (b'{"index": "demo"}', 400), (twice, 400),
                          (json.dumps({"index": "demo", "query_type": "count", "query": "x" * 30_000}).encode(), 400),
                          (b"x" * (2 << 20), 413)]:
         answer = ask(url, body)

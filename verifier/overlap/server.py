@@ -29,6 +29,7 @@ from verifier.errors import VerifierError
 from verifier.overlap import queries
 from verifier.overlap.index import CorpusIndex
 from verifier.overlap.normalise import framed
+from verifier.peers import read_json
 
 MAX_BODY = 1 << 20
 MAX_QUERY = 20_000  # characters: a query costs a search per word (and an attribution one per character)
@@ -94,10 +95,11 @@ def attribution(index: CorpusIndex, text: str, min_words: int, documents: int) -
 
 
 def parse_body(body: bytes) -> Any:
-    """The request's JSON, or None: malformed, nested past the parser, numbers too long to read."""
+    """The request's JSON, or None: malformed, nested past the parser, numbers too long to read,
+    NaN, or a key given twice (which query was meant is not the server's to guess)."""
     try:
-        return json.loads(body, parse_constant=lambda name: None)
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError and "exceeds the limit (4300 digits)"
+        return read_json(body)
+    except ValueError:
         return None
 
 
