@@ -80,6 +80,15 @@ def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
     assert "internal error: RuntimeError: something broke" in lines[0] and "VERIFIER_DEBUG" in lines[0]
 
 
+@pytest.mark.parametrize("args, message", [(["plan", "x.yaml"], "No such command 'plan'"), (["verify"], "Missing argument"),
+                                           (["index", "query", "--ngram", "x", "i"], "Invalid value for '--ngram'")])
+def test_usage_errors_are_the_users_with_the_usage_line_and_exit_2(args, message):
+    """typer ships its own copy of click; its usage errors were reported as bugs ("internal error: UsageError")."""
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and message in result.output and "internal error" not in result.output
+    assert "Usage: " in result.output and "Try " in result.output
+
+
 def test_bundled_example_names_are_checked():
     result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
     assert result.exit_code == 2 and "no such bundled example; bundled: example:api-wikimia, example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output

@@ -31,6 +31,17 @@ err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 120)
 
 
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """What click raises for a mistyped command, a missing argument or an exit - and typer's own
+    copy of click, which recent typer ships (its errors derive from ``typer.TyperException``): the
+    user's errors, printed by the framework with the usage line and exit 2, never called a bug."""
+    found: list[type[BaseException]] = [click.exceptions.Exit, click.exceptions.Abort, click.ClickException]
+    return tuple(found + [getattr(typer, name) for name in ("Exit", "Abort", "TyperException") if hasattr(typer, name)])
+
+
+USAGE_ERRORS = _usage_errors()
+
+
 class HandledGroup(typer.core.TyperGroup):
     """The app's one error handler: every command runs inside ``invoke``."""
 
@@ -38,7 +49,7 @@ class HandledGroup(typer.core.TyperGroup):
         _stop_cleanly_on_sigterm()
         try:
             return super().invoke(ctx)
-        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except USAGE_ERRORS:
             raise
         except Terminated:
             err.print("stopped by SIGTERM; nothing half-written was kept", highlight=False)
