@@ -18,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -178,27 +180,27 @@ class HostileIndex(BaseHTTPRequestHandler):
         return
 
 
-def hostile(mode: str) -> ThreadingHTTPServer:
+@contextmanager
+def hostile(mode: str) -> Iterator[str]:
+    """The URL of a loopback index server behaving as ``mode`` says, for the block's duration."""
     handler = type(f"Hostile{mode}", (HostileIndex,), {"mode": mode})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_remote_index_that_redirects_is_refused_and_the_query_never_reaches_the_second_server():
-    elsewhere = hostile("elsewhere")
-    HostileIndex.elsewhere_port = elsewhere.server_address[1]
     HostileIndex.elsewhere_seen.clear()
-    first = hostile("redirect")
-    try:
-        client = RemoteBackend(f"http://127.0.0.1:{first.server_address[1]}/", "demo", retries=0)
+    with hostile("elsewhere") as elsewhere, hostile("redirect") as first:
+        HostileIndex.elsewhere_port = int(elsewhere.rsplit(":", 1)[1].strip("/"))
+        client = RemoteBackend(first, "demo", retries=0)
         with pytest.raises(VerifierError, match=r"redirects \(307\) to http://127.0.0.1:\d+/; name the final endpoint"):
             client.count("private suspect words")
         assert HostileIndex.elsewhere_seen == []
-    finally:
-        for server in (first, elsewhere):
-            server.shutdown()
-            server.server_close()
 
 
 @pytest.mark.parametrize("mode, why", [("drip", "not complete within the timeout"), ("declared_huge", "larger than 32 MiB"),
@@ -207,45 +209,33 @@ def test_a_remote_index_cannot_hold_the_auditor_for_hours_or_fill_its_memory(mod
     """A 1 byte/s answer hung for hours and a 300 MB one took 682 MB: whole-answer deadline, streamed cap."""
     import resource
 
-    server = hostile(mode)
-    try:
-        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", timeout=1.0, retries=0)
+    with hostile(mode) as url:
+        client = RemoteBackend(url, "demo", timeout=1.0, retries=0)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
         with pytest.raises(IndexUnavailable, match=why):
             client.count("words")
         assert time.monotonic() - started < 5
         assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: the cap, not the answer
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_headers_dripped_a_byte_at_a_time_are_cut_at_the_deadline():
     """Socket timeouts are per read: a server sending its headers a byte every 50 ms held a query forever."""
-    server = hostile("drip_headers")
-    try:
-        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", timeout=1.0, retries=2)
+    with hostile("drip_headers") as url:
+        client = RemoteBackend(url, "demo", timeout=1.0, retries=2)
         started = time.monotonic()
         with pytest.raises(IndexUnavailable, match="not complete within the timeout"):
             client.count("words")
         assert time.monotonic() - started < 4
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_retry_after_pauses_are_bounded_in_all_not_per_attempt():
-    server = hostile("retry_after_hours")
-    try:
-        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", retries=4)
+    with hostile("retry_after_hours") as url:
+        client = RemoteBackend(url, "demo", retries=4)
         started = time.monotonic()
         with pytest.raises(IndexUnavailable, match=r"asked to wait 36000 s more \(at most 120 s in all\)"):
             client.count("words")
         assert time.monotonic() - started < 5
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize("mode, call, why", [
@@ -255,14 +245,10 @@ def test_retry_after_pauses_are_bounded_in_all_not_per_attempt():
 ])
 def test_index_answers_that_contradict_themselves_are_refused(mode, call, why):
     """A span found 7 times in no document gave a signed VERIFIED under trust_remote."""
-    server = hostile(mode)
-    try:
-        client = RemoteBackend(f"http://127.0.0.1:{server.server_address[1]}/", "demo", retries=0)
+    with hostile(mode) as url:
+        client = RemoteBackend(url, "demo", retries=0)
         with pytest.raises(VerifierError, match=why):
             call(client)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_number_too_long_to_read_in_corpus_or_document_files_is_one_line(tmp_path):

@@ -74,11 +74,7 @@ class RemoteBackend:
 
     def __init__(self, url: str, name: str, *, access: PeerAccess | None = None, timeout: float = 10.0, retries: int = 3,
                  backoff: float = 0.5, min_interval: float = 0.05) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise VerifierError(f"{url}: not an http(s) URL of an index API")
-        if parts.username or parts.password:
-            raise VerifierError("the index API URL must not carry credentials")
+        parts = urlsplit(url)  # scheme, host and credentials are checked by the peer client
         self.url = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
         self.name = name
         self.client = PeerClient(self.url, what="index API", access=access or PeerAccess(), timeout_s=timeout, retries=retries,

@@ -138,9 +138,7 @@ class CorpusLookupRoute(Route):
         assert ref is not None  # the engine runs this route only when the claim names a corpus
         texts = ctx.load(ctx.claim.evidence.suspect).texts
         with ExitStack() as stack:
-            backend, identity, refused = open_corpus(ref, ctx.base_dir, stack, ctx.access)
-            if refused:  # the audit stops: a refused corpus is no evidence, and no later route may decide in its place
-                raise VerifierError(f"the corpus evidence is refused: {refused}")
+            backend, identity = open_corpus(ref, ctx.base_dir, stack, ctx.access)
             local = isinstance(backend, LocalBackend)
             if ctx.claim.claim.kind == ClaimKind.SUMMARY_FIELD:
                 return check_summary(backend, identity | backend.describe(), ctx)
@@ -179,33 +177,37 @@ PREBUILT = "prebuilt index pinned by the claim, taken as built from the declared
 REMOTE = "remote index, taken on trust (its contents cannot be checked)"
 
 
-def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack, access: PeerAccess) -> tuple[CorpusBackend, dict[str, Any], str | None]:
-    """The backend the claim names, what identifies it (``provenance``: how far its corpus digest
-    was checked), and why it is refused (None: accepted)."""
+def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack, access: PeerAccess) -> tuple[CorpusBackend, dict[str, Any]]:
+    """The backend the claim names and what identifies it (``provenance``: how far its corpus
+    digest was checked). Corpus evidence that cannot stand raises: the audit stops, since a
+    refused corpus is no evidence and no later route may decide in its place."""
     declared = {"declared_corpus_sha256": ref.sha256, "version": ref.version}
     if ref.api is not None:
-        return RemoteBackend(ref.api, ref.index, access=access), declared | {"provenance": REMOTE}, None
+        return RemoteBackend(ref.api, ref.index, access=access), declared | {"provenance": REMOTE}
     path = base / ref.index
     if (path / "manifest.json").is_file():
-        index = CorpusIndex.open(path, structure="full")  # someone else built it: its suffix arrays are recomputed
-        identity = declared | {"provenance": PREBUILT}
         if ref.index_sha256 is None:
             # Whoever built an index wrote its corpus digest; only the files can confirm it. A pinned
             # index digest is a public commitment anyone holding the files can check by rebuilding.
-            return LocalBackend(index), identity, (
-                "a prebuilt index is accepted only when the claim pins it (evidence.corpus.index_sha256, printed by "
-                "'verifier index build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
+            raise _refused("a prebuilt index is accepted only when the claim pins it (evidence.corpus.index_sha256, printed by "
+                           "'verifier index build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
+        index = CorpusIndex.open(path, structure="full")  # someone else built it: its suffix arrays are recomputed
+        identity = declared | {"provenance": PREBUILT}
     else:  # corpus files: indexed now, so the corpus digest is computed from the files themselves
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="verifier-index-")))
         build_index([path], folder / Path(ref.index).name, minhash=False, follow_links=False)
         index = CorpusIndex.open(folder / Path(ref.index).name)
         identity = declared | {"provenance": FROM_FILES}
     if index.corpus_sha256 != ref.sha256:
-        return LocalBackend(index), identity, (f"the index's corpus digest {index.corpus_sha256[:16]}... differs from the declared "
-                                               f"{ref.sha256[:16]}... (another corpus, or another version of it)")
+        raise _refused(f"the index's corpus digest {index.corpus_sha256[:16]}... differs from the declared "
+                       f"{ref.sha256[:16]}... (another corpus, or another version of it)")
     if ref.index_sha256 is not None and index.sha256 != ref.index_sha256:
-        return LocalBackend(index), identity, f"the index digest {index.sha256[:16]}... differs from the pinned {ref.index_sha256[:16]}..."
-    return LocalBackend(index), identity, None
+        raise _refused(f"the index digest {index.sha256[:16]}... differs from the pinned {ref.index_sha256[:16]}...")
+    return LocalBackend(index), identity
+
+
+def _refused(why: str) -> VerifierError:
+    return VerifierError(f"the corpus evidence is refused: {why}")
 
 
 def check_summary(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteContext) -> RouteOutcome:
