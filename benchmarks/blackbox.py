@@ -11,7 +11,7 @@ Prints, per attack:
    given set sizes (members vs non-members) and the member-free FPR (non-members vs non-members),
    each as the rate over independent draws of the sets with its spread across five batches.
 
-Both models are served by ``transformers serve`` on 127.0.0.1 (``verifier.serving``), queried with
+Both models are served by ``transformers serve`` on 127.0.0.1 (``verifier.targets.serving``), queried with
 the real client and its response cache: a second run pays nothing.
 
     python benchmarks/blackbox.py       # the finetune preset: cheap attacks on 400 documents (200 on WikiMIA), sampled ones on 20, DE-COP on 24
@@ -32,14 +32,14 @@ from pathlib import Path
 import numpy as np
 
 from verifier.baselines import bag_of_words_scores
+from verifier.boundary.resources import resource
 from verifier.data import Documents
-from verifier.resources import resource
-from verifier.scoring import score_documents
-from verifier.serving import model_folder, start_server
+from verifier.dataset_inference.statistic import trial_p_values
+from verifier.scoring.table import score_documents
 from verifier.stats import evaluate_scores
-from verifier.stats.dataset_inference import trial_p_values
 from verifier.stats.metrics import fill_failed
 from verifier.targets import ApiOptions, ScoreCache, load_target
+from verifier.targets.serving import model_folder, start_server
 from verifier.testbed import PRESETS, build_testbed
 
 DEFAULT_RUNS = ["prefix_lcs_word,prefix_lcs_token,name_cloze,familiarity:400", "samia,cdd:20", "decop:24"]

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
+from verifier.dataset_inference.power import wilson
 from verifier.marks import identifiers
 from verifier.marks.evaluate import identifier_trials, run_rank_tests
 from verifier.marks.run import TargetScorer
-from verifier.stats.power import wilson
 from verifier.targets import ScoringOptions
 from verifier.testbed import PRESETS, build_testbed
 

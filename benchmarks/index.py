@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from verifier.overlap import CorpusIndex, build_index, count, find, lookup, normalise
-from verifier.overlap.index import check_structure
+from verifier.corpus import CorpusIndex, build_index, count, find, lookup, normalise
+from verifier.corpus.index import check_structure
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "verifier" / "examples" / "data"

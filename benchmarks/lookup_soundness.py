@@ -1,7 +1,7 @@
 """Corpus lookup soundness: verdicts per transformation class on real text.
 
 For each class, real texts are put into a corpus (or asked about) in one of the forms the same
-text takes in real corpora (``verifier.overlap.stored_forms``), and each text is the subject of
+text takes in real corpora (``verifier.corpus.stored_forms``), and each text is the subject of
 single-document claims (``not_trained_on`` and ``trained_on``) decided by the corpus_lookup
 route's own rules. The truth is known, so every VERIFIED / CONTRADICTED is either right or wrong:
 
@@ -30,13 +30,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from verifier.boundary.resources import resource
 from verifier.claims import ClaimKind
-from verifier.overlap import CorpusIndex, build_index
-from verifier.overlap import stored_forms as forms
-from verifier.overlap.queries import lookup
-from verifier.resources import resource
-from verifier.overlap.backends import LocalBackend
-from verifier.routes.corpus_lookup import CorpusLookupParams, CorpusLookupRoute, classify, decide, hidden_forms
+from verifier.corpus import CorpusIndex, build_index
+from verifier.corpus import stored_forms as forms
+from verifier.corpus.backends import LocalBackend
+from verifier.corpus.queries import lookup
+from verifier.routes.corpus import CorpusLookupParams, CorpusLookupRoute, classify, decide, hidden_forms
 
 DATA = resource("examples", "data")
 KINDS = (ClaimKind.NOT_TRAINED_ON, ClaimKind.TRAINED_ON)

@@ -29,15 +29,15 @@ from pathlib import Path
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from verifier.evidence.signing import public_pem
+from verifier.boundary.resources import resource
+from verifier.dataset_inference.power import wilson
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.marks.rephrase import OfflineRephraser
 from verifier.marks.run import TargetScorer, test_identifiers, test_registered
-from verifier.resources import resource
-from verifier.stats.power import wilson
 from verifier.targets import ScoringOptions
 from verifier.testbed import PRESETS, build_testbed
+from verifier.trust.envelopes import public_pem
 
 COUNTS = [1, 4, 16, 64]
 PER_COUNT, CONTROLS, SIBLINGS, LEVEL = 4, 24, 19, 0.05

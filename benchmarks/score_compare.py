@@ -41,14 +41,14 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
     import torch
 
     from verifier.data import load_documents
-    from verifier.scoring import score_documents
+    from verifier.scoring.table import score_documents
     from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
 
     texts = load_documents(data).texts[:n]
     subset = work / "docs.jsonl"
     subset.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     if config.startswith("ray"):
-        from verifier.ray_scoring import RayOptions, score_file_ray
+        from verifier.scoring.ray import RayOptions, score_file_ray
 
         start = time.perf_counter()
         ray = RayOptions(actors=actors, batch_docs=max(1, n // (4 * actors)))  # batches enough for every actor

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from verifier.data import Documents, load_documents
-from verifier.scoring import score_documents
-from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.dataset_inference.power import draw, wilson
+from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.dataset_inference.statistic import trial_p_values
+from verifier.scoring.table import score_documents
 from verifier.stats import evaluate_scores
-from verifier.stats.dataset_inference import trial_p_values
-from verifier.stats.power import draw, wilson
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
 from verifier.testbed import NEW, OLD, PRESETS, build_testbed
 

@@ -15,7 +15,7 @@ WikiMIA-64 against the base SmolLM2 (date-shifted, beside the blind baseline):
    FPR over independent draws, spread across five batches).
 
 SmolLM2-135M does not reason natively: it is prompted to write its reasoning before the answer
-(``verifier.signals.traces``), and every trace attack reads the same ``--traces`` traces per
+(``verifier.signals.traces.base``), and every trace attack reads the same ``--traces`` traces per
 document (cached; a re-run sends nothing).
 
     python benchmarks/traces.py --docs 32 --wikimia-docs 32 --anchors 5 --sizes 8 --draws 100
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from blackbox import attack_rows, power_table, print_rows  # noqa: I001 - run as a script beside it
-from verifier.resources import resource
-from verifier.serving import model_folder, start_server
+
+from verifier.boundary.resources import resource
 from verifier.targets import ApiOptions, ScoreCache
+from verifier.targets.serving import model_folder, start_server
 from verifier.testbed import PRESETS, build_testbed
 
 TRACE_SIGNALS = ["blackspectrum", "thinking_tokens", "trace_compression", "trace_consistency_char", "trace_consistency_token",
@@ -78,7 +78,7 @@ def main() -> None:
                  "encoder SmolLM2 mean-pooled": {"encoder": str(smollm2_encoder(model_folder("smollm2-135m")))}}
 
     if args.force_axis:
-        import verifier.signals.blackspectrum as bs
+        import verifier.signals.traces.blackspectrum as bs
 
         bs.AXIS_ALPHA = 1.0
         print("DIAGNOSTIC: BlackSpectrum scored on whatever axis its anchors give, separated or not")

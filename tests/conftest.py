@@ -81,7 +81,7 @@ CORPUS = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
 def demo_index(tmp_path_factory: pytest.TempPathFactory):
     """The bundled demo corpus (PG-19 openings, Wikipedia event texts) indexed in three shards,
     with MinHash signatures: built once per session (about a second)."""
-    from verifier.overlap import CorpusIndex, build_index
+    from verifier.corpus import CorpusIndex, build_index
 
     out = tmp_path_factory.mktemp("index") / "demo"
     report = build_index([CORPUS], out, shard_bytes=300_000, minhash=True)
@@ -93,7 +93,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory):
 def smollm2_server(tmp_path_factory: pytest.TempPathFactory):
     """A real OpenAI-compatible server (``transformers serve``) serving SmolLM2-135M-Instruct on
     127.0.0.1, converted once from the bundled GGUF; stopped at the end of the session."""
-    from verifier.serving import model_folder, start_server
+    from verifier.targets.serving import model_folder, start_server
 
     folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served"))
     with start_server(folder, log=tmp_path_factory.mktemp("server-log") / "server.log") as server:

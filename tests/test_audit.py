@@ -9,15 +9,15 @@ import subprocess
 
 import pytest
 import yaml
+from conftest import ROOT, read_jsonl
 from typer.testing import CliRunner
 
-from conftest import ROOT, read_jsonl
 from verifier.audit import run_audit
-from verifier.digests import findings_digest
 from verifier.cli import app
 from verifier.errors import VerifierError
 from verifier.report import render_html
 from verifier.targets import ScoreCache
+from verifier.trust.digests import findings_digest
 
 runner = CliRunner()
 EXAMPLES = ROOT / "verifier" / "examples"

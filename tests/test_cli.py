@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ROOT, WIKIMIA
 from typer.testing import CliRunner
 
-from conftest import ROOT, WIKIMIA
 from verifier.cli import app
 
 runner = CliRunner()
@@ -68,12 +68,12 @@ def test_evaluate_refuses_unlabelled_and_foreign_files(tiny_model_dir, sample, t
 
 
 def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
-    import verifier.job
+    import verifier.audit
 
     def broken(*args, **kwargs):
         raise RuntimeError("something broke\nmore detail")
 
-    monkeypatch.setattr(verifier.job, "audit_to_bundle", broken)
+    monkeypatch.setattr(verifier.audit, "audit_to_bundle", broken)
     result = runner.invoke(app, ["audit", "example:wikimia-smollm2", "--no-sign"])
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1

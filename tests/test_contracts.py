@@ -1,85 +1,104 @@
-"""Contract checks over every registered signal and route, in the spirit of scikit-learn's
-check_estimator: a new signal or route is held to these without writing a test of its own."""
+"""The conformance kits (``verifier.conformance``) over every registered route, signal and target
+kind, as scikit-learn runs check_estimator: a new part is held to them without a test of its own.
+Then what needs a model: every route runs to a status of its table and renders."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from verifier.claims import ClaimKind, Evidence
+from verifier.conformance import NonConformance, check_discovery, check_route, check_signal, check_target
 from verifier.report.svg import FIGURES
 from verifier.routes import PLANNED, ROUTES
-from verifier.signals import LOWER, REFERENCE, REGISTRY, ScoredDocument, computable
-from verifier.signals.base import QueryingSignal
-from verifier.targets import CAPABILITIES, CausalLMTarget, OpenAICompatibleTarget
-from verifier.targets.token_scores import TokenScores
+from verifier.routes.base import Route
+from verifier.signals import REGISTRY, Signal
+from verifier.targets import KINDS, TargetKind
 from verifier.verdicts import Verdict
 
 
-def token_scores(rng: np.random.Generator, n: int = 60, shift: float = 0.0) -> TokenScores:
-    """Plausible arrays: top-1 log p near -0.5, the actual token at or below it, mu below both."""
-    top1 = -rng.uniform(0.1, 1.0, n)
-    logprob = np.minimum(top1, top1 - rng.exponential(2.0, n) + shift)
-    return TokenScores(token_ids=rng.integers(0, 500, n + 1), logprob=logprob, mu=top1 - rng.uniform(3, 6, n),
-                       sigma=rng.uniform(0.5, 2.0, n), top1=top1, char_start=0, char_end=4 * n)
-
-
-def document(seed: int, shift: float = 0.0) -> ScoredDocument:
-    """A document; ``shift`` raises the target's log p of the actual tokens (more member-like)."""
-    rng = np.random.default_rng(seed)
-    target = token_scores(rng, shift=shift)
-    lower = token_scores(np.random.default_rng(seed + 1000))
-    reference = token_scores(np.random.default_rng(seed + 2000))
-    return ScoredDocument(text="An ordinary sentence about an event in 2016. " * 5, target=target, lower=lower, reference=reference)
-
-
-GRAY_BOX = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, QueryingSignal))
-
-
-@pytest.mark.parametrize("name", GRAY_BOX)
-def test_signal_contract(name):
-    cls = REGISTRY[name]
-    signal = cls()
-    assert cls.needs <= CAPABILITIES | {LOWER, REFERENCE}, "needs must name capabilities or views"
-    json.dumps(signal.params())  # recorded with every result
-    scores = [signal.score(document(seed)) for seed in range(20)]
-    assert np.isfinite(scores).all()
-    # Orientation: raising the log p of the actual tokens never makes a document less member-like,
-    # and on average makes it more member-like.
-    raised = [signal.score(document(seed, shift=1.0)) for seed in range(20)]
-    assert all(r >= s - 1e-12 for r, s in zip(raised, scores)) and np.mean(raised) > np.mean(scores)
-
-
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_signal_is_not_computable_without_what_it_needs(name):
-    needs = REGISTRY[name].needs
-    usable, why = computable([name], CausalLMTarget.capabilities | OpenAICompatibleTarget.capabilities | {REFERENCE})
-    assert usable == [name]
-    usable, why = computable([name], frozenset())
-    assert usable == [] and "not computable" in why[name]
+def test_every_signal_conforms(name):
+    check_signal(REGISTRY[name])
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))
-def test_route_contract(name):
-    route = ROUTES[name]
-    evidence_keys = set(Evidence.model_fields)
-    assert route.requires <= evidence_keys
-    assert route.claim_kinds <= set(ClaimKind) and route.claim_kinds
-    json.dumps(route.Params.model_json_schema())  # parameters are serialisable, bounds included
-    for status, row in route.verdicts.items():
-        assert isinstance(status, str)
-        if row is None:
-            continue
-        assert set(row) == set(route.claim_kinds)
-        assert all(isinstance(verdict, Verdict) for verdict in row.values())
-    if route.needs_target:  # what the engine checks against the target before the walk
+def test_every_route_conforms(name):
+    check_route(ROUTES[name])
+    if ROUTES[name].needs_target:  # the default policy names signals the registry holds
+        from verifier.boundary.resources import resource
         from verifier.policy import load_policy
-        from verifier.resources import resource
 
         params = next(s for s in load_policy(resource("policies", "default.yaml")).routes if s.name == name).params
-        assert route.signals_of(params) and set(route.signals_of(params)) <= set(REGISTRY)
+        assert ROUTES[name].signals_of(params) and set(ROUTES[name].signals_of(params)) <= set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_target_kind_conforms(name):
+    check_target(KINDS[name])
+
+
+def test_every_module_of_the_part_folders_registers_a_part(monkeypatch):
+    check_discovery()
+    modules = REGISTRY.modules()
+    monkeypatch.setattr(REGISTRY, "_modules", lambda: modules + ["verifier.signals.tools"])  # a module that registers nothing
+    with pytest.raises(NonConformance, match="signals: verifier.signals.tools registered nothing"):
+        check_discovery()
+
+
+def test_the_kits_catch_broken_parts():
+    """Each kit fails on a part that breaks its contract (the kits are tests that can fail)."""
+
+    @dataclass(frozen=True)
+    class Reversed(Signal):  # oriented the wrong way round, needing a view nobody offers, not registered
+        name = "reversed_loss"
+        needs = frozenset({"prompt_logprobs", "telepathy"})
+
+        def score(self, doc):
+            return -float(np.mean(doc.target.logprob))
+
+    with pytest.raises(NonConformance) as caught:
+        check_signal(Reversed)
+    assert all(part in str(caught.value) for part in ("not registered as 'reversed_loss'", "neither a capability nor a view: ['telepathy']"))
+
+    @dataclass(frozen=True)
+    class Upside(Signal):
+        name = "upside"
+
+        def score(self, doc):
+            return -float(np.mean(doc.target.logprob))
+
+    with pytest.raises(NonConformance, match="oriented higher = more member-like"):
+        check_signal(Upside)
+
+    class Loose(Route):
+        name = "loose"
+        Params = dict  # not a RouteParams model
+        requires = frozenset({"diary"})
+        claim_kinds = frozenset({ClaimKind.TRAINED_ON})
+        verdicts = {"significant": {ClaimKind.TRAINED_ON: "SUPPORTED"}}
+
+        def run(self, ctx, params):
+            raise NotImplementedError
+
+    with pytest.raises(NonConformance) as caught:
+        check_route(Loose)
+    assert all(part in str(caught.value) for part in ("not registered", "['diary']", "Params must subclass", "verdicts['significant']"))
+
+    class Careless:
+        kind = "careless"
+        capabilities = frozenset({"mind_reading"})
+        limitations = ()
+        remote = True
+        load = check_spec = unloaded_identity = classmethod(lambda cls, *a: None)
+
+    with pytest.raises(NonConformance) as caught:
+        check_target(TargetKind(Careless, "careless", None))
+    assert all(part in str(caught.value) for part in ("not registered", "mind_reading", "must state what its answers attest to",
+                                                      "prefix must end with ':'"))
 
 
 def test_planned_routes_declare_known_evidence():
@@ -102,11 +121,11 @@ def route_context(tmp_path_factory, tiny_model_dir):
     import shutil
 
     import yaml
-
     from conftest import CORPUS, WIKIMIA
+
+    from verifier.boundary.resources import resource
     from verifier.claims import load_claim
-    from verifier.overlap import digest_files
-    from verifier.resources import resource
+    from verifier.corpus import digest_files
     from verifier.routes import RouteContext
     from verifier.targets import ScoreCache, load_target
 
@@ -131,9 +150,9 @@ def route_context(tmp_path_factory, tiny_model_dir):
 def test_every_route_runs_to_a_status_of_its_table_and_renders(name, route_context):
     from dataclasses import asdict
 
+    from verifier.boundary.resources import resource
     from verifier.policy import load_policy
     from verifier.report import render_html
-    from verifier.resources import resource
 
     step = next(s for s in load_policy(resource("policies", "default.yaml")).routes if s.name == name)
     outcome = ROUTES[name]().run(route_context, step.params)
@@ -179,8 +198,8 @@ def test_highlighted_spans_and_notes_render_marked_and_escaped():
 
 def test_same_population_halves_reach_inconclusive_not_a_verdict(route_context):
     """The route-level INCONCLUSIVE: exchangeable halves of one population, a model that saw neither."""
+    from verifier.boundary.resources import resource
     from verifier.policy import load_policy
-    from verifier.resources import resource
 
     step = next(s for s in load_policy(resource("policies", "default.yaml")).routes if s.name == "dataset_inference")
     outcome = ROUTES["dataset_inference"]().run(route_context, step.params)

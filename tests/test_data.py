@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import WIKIMIA
+
 from verifier.data import load_documents
 from verifier.errors import VerifierError
 

@@ -80,7 +80,7 @@ CORPUS = "".join(json.dumps({"text": f"document {i} of the corpus with words", "
 @FUZZ
 @given(st.one_of(mutated(CORPUS), st.binary(max_size=200)), st.sampled_from(["c.jsonl", "c.jsonl.gz", "c.txt", "c.parquet"]))
 def test_corpus_files(claim_dir, data, name):
-    from verifier.overlap.sources import ReadLimits, Source, SourceStats, read_documents
+    from verifier.corpus.sources import ReadLimits, Source, SourceStats, read_documents
 
     path = claim_dir / name
     path.write_bytes(gzip.compress(data) if name.endswith(".gz") and len(data) % 2 else data)
@@ -89,7 +89,7 @@ def test_corpus_files(claim_dir, data, name):
 
 @pytest.fixture(scope="module")
 def built_index(claim_dir: Path) -> Path:
-    from verifier.overlap import build_index
+    from verifier.corpus import build_index
 
     (claim_dir / "corpus.jsonl").write_bytes(CORPUS)
     build_index([claim_dir / "corpus.jsonl"], claim_dir / "index")
@@ -99,7 +99,7 @@ def built_index(claim_dir: Path) -> Path:
 @FUZZ
 @given(st.data())
 def test_index_manifests_and_files(built_index, data):
-    from verifier.overlap import CorpusIndex
+    from verifier.corpus import CorpusIndex
 
     work = Path(tempfile.mkdtemp(prefix="fuzz-index-"))
     try:
@@ -123,10 +123,10 @@ INDEX_ANSWER = json.dumps({"spans": [{"l": 0, "r": 3, "count": 2, "docs": [{"doc
 @given(st.one_of(mutated(ANSWER), mutated(INDEX_ANSWER), st.binary(max_size=200), json_values.map(lambda v: json.dumps(v).encode())),
        st.sampled_from([200, 400, 404, 413, 422, 500]))
 def test_http_answers(data, status):
-    from verifier.overlap.backends import RemoteBackend
-    from verifier.peers import Answer, ItemFailed, PeerAccess, Retry
+    from verifier.boundary.peers import Answer, ItemFailed, PeerAccess, Retry
+    from verifier.corpus.backends import RemoteBackend
     from verifier.targets.api_client import ApiClient
-    from verifier.targets.openai_compatible import parse_answer
+    from verifier.targets.kinds.openai_compatible import parse_answer
     from verifier.targets.queries import CHAT, TEXT
 
     answer = Answer(status, {}, data)
@@ -150,7 +150,7 @@ def test_http_answers(data, status):
 def signed_envelope() -> bytes:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from verifier.evidence.signing import sign_envelope, statement
+    from verifier.trust.envelopes import sign_envelope, statement
 
     body = json.dumps(statement({"claim.yaml": "0" * 64}, {"claim_id": "c", "verdict": "INCONCLUSIVE", "findings_sha256": "0" * 64,
                                                            "verifier": "0"})).encode()
@@ -160,8 +160,8 @@ def signed_envelope() -> bytes:
 @FUZZ
 @given(st.data())
 def test_dsse_envelopes_of_bundles_and_registrations(signed_envelope, claim_dir, data):
-    from verifier.evidence.bundle import _read_envelope
     from verifier.marks.registration import read_registration
+    from verifier.trust.bundle import _read_envelope
 
     raw = data.draw(st.one_of(mutated(signed_envelope), st.binary(max_size=100),
                               json_values.map(lambda v: json.dumps({"payload": base64.b64encode(json.dumps(v).encode()).decode(),
@@ -178,7 +178,7 @@ def test_dsse_envelopes_of_bundles_and_registrations(signed_envelope, claim_dir,
 def test_stored_form_readings_of_markup_like_text(text):
     """Corpus and suspect texts are read in their stored forms; a regex quoted in a page
     (``<![A-Z0-9]``) once crashed the standard HTML parser inside an index build."""
-    from verifier.overlap.forms import read_form
+    from verifier.corpus.forms import read_form
 
     reading = read_form(text)
     assert isinstance(reading.text, str)

@@ -4,18 +4,17 @@ route, failing routes recorded, model-free refusals that never load the model, c
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from verifier.audit import run_audit
 from verifier.errors import VerifierError
-from verifier.policy.engine import AuditIncomplete
 from verifier.policy import departures_from_default, load_policy
+from verifier.policy.engine import AuditIncomplete
 from verifier.routes.dataset_inference import DatasetInferenceRoute
 from verifier.targets import ScoreCache
 from verifier.verdicts import Verdict, cap_verdict

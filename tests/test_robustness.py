@@ -15,11 +15,11 @@ from verifier.baselines.latest_year import latest_year_baseline
 from verifier.cli import app
 from verifier.data import load_documents
 from verifier.errors import VerifierError
-from verifier.evidence.signing import generate_key
-from verifier.signals.gap_k import GapK
-from verifier.signals.min_k import MinK
-from verifier.signals.min_k_plus_plus import MinKPlusPlus
+from verifier.signals.gray_box.gap_k import GapK
+from verifier.signals.gray_box.min_k import MinK
+from verifier.signals.gray_box.min_k_plus_plus import MinKPlusPlus
 from verifier.stats import evaluate_scores
+from verifier.trust.envelopes import generate_key
 
 runner = CliRunner()
 
@@ -108,7 +108,7 @@ def test_testbed_build_into_a_folder_of_another_testbed_is_one_clear_error(tmp_p
 @pytest.mark.parametrize("signal", [MinK, GapK, MinKPlusPlus])
 @pytest.mark.parametrize("k", [2, 0, -0.1, math.nan])
 def test_lowest_k_signals_refuse_k_outside_zero_one(signal, k):
-    with pytest.raises(VerifierError, match=rf"^signal {signal.name}: k must be in \(0, 1\], got {k}$"):
+    with pytest.raises(VerifierError, match=rf"^signal {signal.name}: k: Input should be (greater than 0|less than or equal to 1) \(got {k}\)$"):
         signal(k=k)
     assert signal(k=1).k == 1 and signal().k == 0.2
 

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 import verifier.testbed.build as build_module
 from verifier.cli import app
 from verifier.data import load_documents
+from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.errors import VerifierError
-from verifier.scoring import score_documents
-from verifier.set_membership import DocumentSet, SetStatus, SetTestParams, run_set_membership
+from verifier.scoring.table import score_documents
 from verifier.stats import evaluate_scores
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
 from verifier.testbed import NEW, OLD, PRESETS, build_testbed
@@ -148,8 +148,8 @@ def test_dataset_inference_through_the_api_on_the_finetuned_testbed(finetuned_te
     import yaml
 
     from verifier.audit import run_audit
-    from verifier.resources import resource
-    from verifier.serving import start_server
+    from verifier.boundary.resources import resource
+    from verifier.targets.serving import start_server
 
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     rows = [json.loads(line) for line in finetuned_testbed.documents.read_text().splitlines()]

@@ -1,5 +1,9 @@
 """The main job: claim manifest -> policy walk -> findings -> report -> signed evidence bundle.
 
+``run_audit`` gives the findings (nothing written); ``audit_to_bundle`` is the whole job as one
+library call - the CLI's ``audit`` command is a thin wrapper over it, and scripts and notebooks
+call it directly and get the same bundle.
+
 Findings are plain JSON-serialisable data and deterministic: the same inputs, policy and seed give
 the same findings digest. They name input files by file name and SHA-256 only, and a local
 model by its file or folder name and weight digest, so no private path enters a bundle.
@@ -9,28 +13,31 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
 
 from verifier import __version__
+from verifier.boundary.peers import PeerAccess
+from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, load_claim
-
 from verifier.errors import VerifierError
-from verifier.peers import PeerAccess
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
-from verifier.resources import resource
 from verifier.routes import RouteContext
-from verifier.scoring import Progress
-from verifier.targets import API_PREFIX, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, load_target, resolve_model, target_class
-from verifier.targets.openai_compatible import parse_spec
+from verifier.scoring.table import Progress
+from verifier.targets import ScoreCache, ScoringOptions, Target, kind_of, kind_of_target, load_target
 from verifier.targets.model_source import BUNDLED
+from verifier.trust.digests import findings_digest
+
+if TYPE_CHECKING:
+    from verifier.scoring.ray import RayOptions
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
 
@@ -90,7 +97,7 @@ def run_audit(
     }
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
     claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
-    usage = {role: target.usage for role, target in ctx.loaded.items() if isinstance(target, OpenAICompatibleTarget)}
+    usage = {role: target.usage for role, target in ctx.loaded.items() if (target_kind := kind_of_target(target)) and target_kind.remote}
     return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage)
 
 
@@ -114,9 +121,7 @@ def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Call
 
     def load(role: str) -> Target:
         spec = claim_model_spec(claim, base, role)
-        if spec.startswith(API_PREFIX):
-            return load_target(spec, api=claim.model.api, access=access)
-        return load_target(spec, claim_scoring_options(claim))
+        return load_target(spec, claim_scoring_options(claim), claim.model.api, access)
 
     return load
 
@@ -127,7 +132,7 @@ def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> 
     if spec is None:
         raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
     local = base / spec
-    return str(local) if not spec.startswith(API_PREFIX) and local.exists() else spec
+    return str(local) if not kind_of(spec).remote and local.exists() else spec
 
 
 def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
@@ -153,14 +158,7 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
         if role in ctx.loaded:
             identity[role] = ctx.loaded[role].identity.as_finding()
             continue
-        if spec.startswith(API_PREFIX):
-            endpoint, model = parse_spec(spec)
-            identity[role] = {"kind": OpenAICompatibleTarget.kind, "spec": model, "endpoint": endpoint, "digests": {}, "loaded": False}
-            continue
-        local = base / spec
-        source = resolve_model(str(local) if local.exists() else spec)
-        identity[role] = {"kind": target_class(spec).kind, "spec": source.public_name,
-                          "digests": {"weights": source.digest()} if source.is_local else {}, "loaded": False}
+        identity[role] = kind_of(spec).cls.unloaded_identity(spec, base)
     return identity
 
 
@@ -186,3 +184,73 @@ def _environment() -> dict[str, Any]:
         except PackageNotFoundError:
             packages[name] = None
     return {"verifier": __version__, "python": platform.python_version(), "packages": packages}
+
+
+def default_key_path() -> Path:
+    return Path.home() / ".config" / "verifier" / "signing.key"
+
+
+def signing_key(path: Path | None):  # noqa: ANN201 - an Ed25519PrivateKey
+    """The key at ``path``, else the default key, created (mode 0600) if it does not exist yet;
+    returns it with the path of a key this call created (None if none was)."""
+    from verifier.trust import generate_key, load_private_key
+
+    key_path = path or default_key_path()
+    created = None
+    if path is None and not key_path.exists():
+        generate_key(key_path)
+        created = key_path
+    return load_private_key(key_path), created
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    folder: Path
+    findings: dict[str, Any]
+    signed: bool
+    created_key: Path | None  # the default key, when this run created it
+    html_seconds: float
+    pdf_seconds: float
+
+
+def audit_to_bundle(
+    claim: str | Path,
+    out_dir: Path = Path("evidence"),
+    sign_key: Path | None = None,
+    sign: bool = True,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+    ray: RayOptions | None = None,
+    access: PeerAccess | None = None,
+) -> BundleResult:
+    """Audit ``claim`` and write its evidence bundle under ``out_dir``.
+
+    Signing uses ``sign_key``, else the default key (created, mode 0600, if it does not exist yet).
+    The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
+    An existing bundle of the same claim and findings is replaced only with ``force``.
+    """
+    from verifier.report import render_html, render_pdf
+    from verifier.trust import write_bundle
+    from verifier.trust.envelopes import key_id, public_pem
+
+    key, created = signing_key(sign_key) if sign else (None, None)
+    from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
+
+    prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
+    cache = ScoreCache(cache_dir)
+    result = run_audit(claim, cache=cache, progress=progress, access=access)
+    # How this run got its numbers: signed in the manifest and shown in the report, but outside the
+    # findings, whose digest must not depend on what the cache held before.
+    run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,
+           **({"prescored": prescored} if prescored else {})}
+    digest = findings_digest(result.findings)
+    started = time.perf_counter()
+    signer = key_id(public_pem(key.public_key())) if key is not None else None
+    html = render_html(result.findings, digest, signer, run)
+    html_s = time.perf_counter() - started
+    started = time.perf_counter()
+    pdf = render_pdf(html)
+    pdf_s = time.perf_counter() - started
+    folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run)
+    return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s)

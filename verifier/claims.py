@@ -7,7 +7,6 @@ the key (``evidence.heldout.path: field required``), never a traceback.
 from __future__ import annotations
 
 import functools
-
 import re
 from datetime import date
 from enum import Enum
@@ -16,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
+from verifier.boundary.resources import resolve_claim_path
+from verifier.boundary.safe_yaml import load_yaml_file
 from verifier.errors import VerifierError, first_validation_error
-from verifier.resources import resolve_claim_path
-from verifier.safe_yaml import load_yaml_file
-from verifier.targets.openai_compatible import PREFIX as API_PREFIX
-from verifier.targets.openai_compatible import ApiOptions, parse_spec
+from verifier.targets import ApiOptions, kind_of
+from verifier.targets.base import PROMPT_LOGPROBS
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -112,16 +111,16 @@ class ModelUnderTest(Strict):
 
     @model_validator(mode="after")
     def _api_target(self) -> ModelUnderTest:
-        if self.target.startswith(API_PREFIX):
-            try:
-                parse_spec(self.target)
-            except VerifierError as exc:
-                raise ValueError(str(exc)) from None
-            if {"max_chars", "stride"} & self.model_fields_set:
-                raise ValueError("model.max_chars and model.stride apply to open-weight targets; an API target's cut is model.api.max_chars")
-        elif self.api is not None:
-            raise ValueError("model.api applies only to an openai-compatible: target")
-        if self.reference and self.reference.startswith(API_PREFIX):
+        kind = kind_of(self.target)
+        try:
+            kind.cls.check_spec(self.target)
+        except VerifierError as exc:
+            raise ValueError(str(exc)) from None
+        if kind.remote and {"max_chars", "stride"} & self.model_fields_set:
+            raise ValueError("model.max_chars and model.stride apply to open-weight targets; an API target's cut is model.api.max_chars")
+        if self.api is not None and kind.options is not type(self.api):
+            raise ValueError(f"model.api applies only to an openai-compatible: target, not to a {kind.name} target")
+        if self.reference and PROMPT_LOGPROBS not in kind_of(self.reference).capabilities:
             raise ValueError("model.reference must be a local or hub model (its prompt log-probs are read)")
         if self.stride is not None and self.stride >= self.max_tokens:
             raise ValueError(f"stride {self.stride} must be below max_tokens ({self.max_tokens}): each window needs context from the one before")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from verifier.errors import VerifierError
-from verifier.marks.identifiers import find_identifiers, fresh_draws, words_before
+from verifier.identifiers.formats import find_identifiers, fresh_draws, words_before
 from verifier.marks.registration import Registration, Secrets
 from verifier.stats.rank import Combine, combine, marks_needed, paired_tests, rank_p_value, smallest_p
 from verifier.targets.cache import text_digest

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from verifier.resources import resource
+from verifier.boundary.resources import resource
 
 Kind = Literal["canary", "trap", "rephrasing"]
 CanaryFormat = Literal["words", "hex", "base32", "sentence"]

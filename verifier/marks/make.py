@@ -23,13 +23,13 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import __version__
-from verifier.atomic import atomic_output
+from verifier.boundary.atomic import atomic_output
 from verifier.errors import VerifierError
-from verifier.evidence.signing import public_pem, sign_envelope, statement
 from verifier.marks.generators import MarkSpec, draw_distinct, word_list_sha256
 from verifier.marks.registration import PREDICATE_TYPE, REGISTRATION_FORMAT, SECRETS_FORMAT, Registration, Secrets, commitment
 from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
+from verifier.trust.envelopes import public_pem, sign_envelope, statement
 
 PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
 INSERT_AFTER_WORDS = 12

@@ -25,14 +25,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.errors import VerifierError, first_validation_error
-from verifier.evidence.signing import (
+from verifier.marks.generators import CanaryFormat, Kind
+from verifier.trust.envelopes import (
     PAYLOAD_TYPE,
     STATEMENT_TYPE,
     load_public_key,
     pinned_public_keys,
     verify_envelope,
 )
-from verifier.marks.generators import CanaryFormat, Kind
 
 PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"
 REGISTRATION_FORMAT = "verifier-marks-registration/1"

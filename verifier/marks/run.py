@@ -7,17 +7,17 @@ from pathlib import Path
 
 import numpy as np
 
+from verifier.audit import signing_key
 from verifier.data import Documents, load_documents, load_identified
 from verifier.errors import VerifierError
-from verifier.job import signing_key
+from verifier.marks.checks import checked_registration
 from verifier.marks.evaluate import MarksFinding, identifier_trials, registered_trials, run_rank_tests
 from verifier.marks.generators import MarkSpec
-from verifier.marks.checks import checked_registration
 from verifier.marks.make import make_marks, write_marks
 from verifier.marks.rephrase import make_rephraser
 from verifier.routes.identifiers import NULL as IDENTIFIERS_NULL
 from verifier.routes.marks import NULL as MARKS_NULL
-from verifier.scoring import Progress, score_documents
+from verifier.scoring.table import Progress, score_documents
 from verifier.targets import ScoreCache, ScoringOptions, load_target
 
 

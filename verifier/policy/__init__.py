@@ -4,6 +4,6 @@
 tree (it imports the routes), so it is not imported here.
 """
 
-from verifier.policy.schema import Policy, PolicyRoute, load_policy, resolve_policy_path, departures_from_default
+from verifier.policy.schema import Policy, PolicyRoute, departures_from_default, load_policy, resolve_policy_path
 
 __all__ = ["Policy", "PolicyRoute", "load_policy", "resolve_policy_path", "departures_from_default"]

@@ -26,8 +26,7 @@ from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
 from verifier.routes import RouteContext, RouteOutcome
 from verifier.routes.base import offered_capabilities
 from verifier.signals import computable
-from verifier.targets.openai_compatible import LIMITATION as API_LIMITATION
-from verifier.targets.openai_compatible import OpenAICompatibleTarget
+from verifier.targets import kind_of_target
 from verifier.verdicts import Verdict, cap_verdict
 
 
@@ -114,8 +113,8 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise AuditIncomplete(redact_paths(f"the audit did not complete: route {step.name} failed with an internal error "
                                                f"({type(exc).__name__}: {first}; a bug in verifier)", ctx.base_dir)) from None
-        if step.route.needs_target and isinstance(ctx.loaded.get("target"), OpenAICompatibleTarget):
-            outcome.limitations.append(API_LIMITATION)
+        if step.route.needs_target and (target_kind := kind_of_target(ctx.loaded.get("target"))):
+            outcome.limitations.extend(target_kind.limitations)
         record.outcome = outcome
         if verdict is None:
             record.status, record.reason = "ran", "ran without reaching a verdict; the decision passes on"

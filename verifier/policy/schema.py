@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from verifier.boundary.resources import resource
+from verifier.boundary.safe_yaml import load_yaml_bytes, load_yaml_file, read_bounded
 from verifier.errors import VerifierError, first_validation_error
-from verifier.resources import resource
-from verifier.safe_yaml import load_yaml_bytes, load_yaml_file, read_bounded
 from verifier.verdicts import ALWAYS_ALLOWED, Verdict
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from markupsafe import Markup
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
+from verifier.boundary.display import visible
+from verifier.boundary.resources import resource
 from verifier.policy.schema import load_regulation_map
-from verifier.display import visible
-from verifier.resources import resource
 from verifier.report.svg import FIGURES, tree_svg
 
 TEMPLATES = resource("templates")

@@ -7,7 +7,6 @@ evidence is given, and nothing pretends to run them.
 
 from dataclasses import dataclass
 
-from verifier.routes import corpus_lookup, dataset_inference, date_shift, disclosure, identifiers, marks  # noqa: F401
 from verifier.routes.base import ROUTES, Route, RouteContext, RouteOutcome, RouteParams
 from verifier.verdicts import Verdict
 

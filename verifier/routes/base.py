@@ -30,11 +30,12 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from verifier.boundary.peers import PeerAccess
 from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
-from verifier.peers import PeerAccess
 from verifier.errors import VerifierError
-from verifier.scoring import FAILURE_PREFIX, Progress, score_documents
+from verifier.plugins import Registry, part_modules
+from verifier.scoring.table import FAILURE_PREFIX, Progress, score_documents
 from verifier.signals import REGISTRY, SignalNames, SignalParams, check_params_used, computable
 from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
@@ -196,10 +197,10 @@ class RouteContext:
         the run - an update, load, a routing change - would separate the sets with no training
         (an outside attack got SUPPORTED that way). Queries made from the traces (the judge's)
         are asked the same way, for every set together."""
-        from verifier.scoring import signal_queries, signal_tools
+        from verifier.scoring.table import signal_queries, signal_tools
         from verifier.signals import ScoredDocument, make_signals
         from verifier.signals.base import QueryingSignal
-        from verifier.signals.traces import TraceSignal
+        from verifier.signals.traces.base import TraceSignal
 
         names = [n for n in signals if issubclass(REGISTRY[n], QueryingSignal)]
         if not names:
@@ -231,9 +232,9 @@ class RouteContext:
 
 
 def offered_capabilities(claim: ClaimManifest) -> frozenset[str]:
-    from verifier.targets import capabilities_of
+    from verifier.targets import kind_of
 
-    offered = set(capabilities_of(claim.model.target))
+    offered = set(kind_of(claim.model.target).capabilities)
     if claim.model.reference:
         offered.add("reference")
     return frozenset(offered)
@@ -276,15 +277,14 @@ def same_for(kinds: frozenset[ClaimKind], verdict: Verdict) -> dict[ClaimKind, V
     return dict.fromkeys(kinds, verdict)
 
 
-ROUTES: dict[str, type[Route]] = {}
+# Every module of this folder but ``base``, then plugins: discovered when first read.
+ROUTES: Registry[type[Route]] = Registry("routes", lambda: part_modules("verifier.routes"))
 
 
 def register(cls: type[Route]) -> type[Route]:
     """Class decorator: make a route available to policies by its ``name``; checks its table."""
-    if cls.name in ROUTES:
-        raise ValueError(f"route {cls.name!r} registered twice")
     for status, row in cls.verdicts.items():
         if row is not None and set(row) != set(cls.claim_kinds):
             raise ValueError(f"route {cls.name!r}: verdicts[{status!r}] must give a verdict for exactly {sorted(cls.claim_kinds)}")
-    ROUTES[cls.name] = cls
+    ROUTES.add(cls.name, cls)
     return cls

@@ -20,15 +20,27 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-
 from pydantic import Field
 
 from verifier.claims import ClaimKind, DocumentRef
 from verifier.data import normalised_value
-from verifier.routes.base import Cell, Figure, Notes, Route, RouteContext, RouteOutcome, Section, SignalChoice, Table, TooFewScored, register, same_for
-from verifier.routes.comparison import best_signal, compare_sets, num, pval, shift_rows
-from verifier.set_membership import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
-from verifier.stats.set_power import power_curve, size_needed
+from verifier.dataset_inference.comparison import best_signal, compare_sets, num, pval, shift_rows
+from verifier.dataset_inference.planning import power_curve, size_needed
+from verifier.dataset_inference.rules import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
+from verifier.routes.base import (
+    Cell,
+    Figure,
+    Notes,
+    Route,
+    RouteContext,
+    RouteOutcome,
+    Section,
+    SignalChoice,
+    Table,
+    TooFewScored,
+    register,
+    same_for,
+)
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import Field
 
 from verifier.baselines.exchangeability import DEFAULT_ALPHA, DEFAULT_PERMUTATIONS, check_exchangeable
+from verifier.dataset_inference.comparison import best_signal, compare_sets, shift_rows
+from verifier.dataset_inference.rules import dates_reason
 from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, SignalChoice, Table, register, same_for
-from verifier.routes.comparison import best_signal, compare_sets, shift_rows
-from verifier.set_membership import dates_reason
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [

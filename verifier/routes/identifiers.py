@@ -17,8 +17,8 @@ from datetime import date
 from pydantic import Field
 
 from verifier.marks.evaluate import identifier_trials, run_rank_tests
+from verifier.marks.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
-from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 
 NULL = "the model was not trained on text containing these identifiers (each is exchangeable with fresh draws of its format)"
 LIMITATIONS = [

@@ -14,11 +14,11 @@ otherwise INCONCLUSIVE with the number of marks that would be needed.
 from __future__ import annotations
 
 from verifier.errors import VerifierError
-from verifier.private_files import readable_by_others
-from verifier.marks.evaluate import registered_trials, run_rank_tests
 from verifier.marks.checks import checked_registration
+from verifier.marks.evaluate import registered_trials, run_rank_tests
+from verifier.marks.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
-from verifier.routes.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
+from verifier.trust.private_files import readable_by_others
 
 # Said, not refused: a sibling seen by whoever trains the model can only hide a mark (trained on
 # too, it ranks like the mark), never make an untrained mark rank first.

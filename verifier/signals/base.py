@@ -12,12 +12,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import asdict, dataclass, field, fields
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_type_hints
 
 import numpy as np
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from verifier.errors import VerifierError
+from verifier.plugins import Registry, part_modules, subpackages
 from verifier.targets.base import ANSWERS, PROMPT_LOGPROBS
 from verifier.targets.queries import Answer, Query
 from verifier.targets.token_scores import TokenScores
@@ -67,6 +70,33 @@ class Signal(ABC):
     def params(self) -> dict[str, object]:
         return asdict(self)
 
+    def __post_init__(self) -> None:
+        """Every parameter checked against its annotation - strict types and ``Field`` bounds, the
+        constraint language of route parameters - so a bad value fails when the signal is made
+        (from a policy, the CLI or code), not in the middle of scoring. Subclasses add only rules
+        that tie two parameters together, after calling this."""
+        for name, adapter in param_adapters(type(self)).items():
+            value = getattr(self, name)
+            try:
+                adapter.validate_python(value)
+            except ValidationError as exc:
+                raise VerifierError(f"signal {self.name}: {name}: {exc.errors()[0]['msg']} (got {value!r})") from None
+
+    @classmethod
+    def params_schema(cls) -> dict[str, Any]:
+        """The JSON schema of the parameters (the documentation's signal pages are generated from it)."""
+        return TypeAdapter(cls).json_schema(mode="validation")
+
+
+STRICT = ConfigDict(strict=True)  # 5.5 is not an int, "no" is not a bool, True is not an int
+
+
+@cache
+def param_adapters(cls: type[Signal]) -> dict[str, TypeAdapter]:
+    """One validator per parameter of a signal class, from its annotations (bounds included)."""
+    hints = get_type_hints(cls, include_extras=True)
+    return {f.name: TypeAdapter(hints[f.name], config=STRICT) for f in fields(cls)}
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -85,11 +115,7 @@ class LowestKSignal(Signal):
     not in the middle of scoring.
     """
 
-    k: float = 0.2
-
-    def __post_init__(self) -> None:
-        if not 0 < self.k <= 1:  # also refuses NaN, for which every comparison is false
-            raise VerifierError(f"signal {self.name}: k must be in (0, 1], got {self.k}")
+    k: Annotated[float, Field(gt=0, le=1)] = 0.2  # NaN fails both bounds
 
 
 @dataclass(frozen=True)
@@ -105,12 +131,8 @@ class QueryingSignal(Signal):
 
     needs: ClassVar[frozenset[str]] = frozenset({ANSWERS})
     by_default: ClassVar[bool] = False  # queries cost money: run only when named
-    passage_words: int = 64
-    passages: int = 1
-
-    def __post_init__(self) -> None:
-        if self.passage_words < 8 or not 1 <= self.passages <= 100:
-            raise VerifierError(f"signal {self.name}: passage_words must be >= 8 and passages in [1, 100]")
+    passage_words: Annotated[int, Field(ge=8)] = 64
+    passages: Annotated[int, Field(ge=1, le=100)] = 1
 
     def split(self, text: str) -> list[str]:
         """The passages queried: consecutive runs of ``passage_words`` words (a shorter last run
@@ -156,14 +178,13 @@ class QuerySignal(QueryingSignal):
         return errors.most_common(1)[0][0] if errors else ("nothing to ask" if not answers else "answers gave no score")
 
 
-REGISTRY: dict[str, type[Signal]] = {}
+# Every module of the family folders (gray_box, output_only, traces), then plugins: discovered when first read.
+REGISTRY: Registry[type[Signal]] = Registry("signals", lambda: [m for family in subpackages("verifier.signals") for m in part_modules(family)])
 
 
 def register(cls: type[Signal]) -> type[Signal]:
     """Class decorator: make a signal available by its ``name``."""
-    if cls.name in REGISTRY:
-        raise ValueError(f"signal {cls.name!r} registered twice")
-    REGISTRY[cls.name] = cls
+    REGISTRY.add(cls.name, cls)
     return cls
 
 

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible API's reading of answers, over the shared peer client (``verifier.peers``).
+"""The OpenAI-compatible API's reading of answers, over the shared peer client (``verifier.boundary.peers``).
 
 Why it is shaped this way: an audit of an API model may send thousands of paid requests. A
 transient failure (timeout, dropped connection, 429, 5xx, a body that is not JSON) is retried
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from verifier.boundary.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, Usage, read_json
 from verifier.errors import VerifierError
-from verifier.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, Usage, read_json
 
 __all__ = ["ApiClient", "ItemFailed", "Usage"]
 

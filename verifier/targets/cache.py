@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.errors import VerifierError
-from verifier.private_files import check_private
 from verifier.targets.token_scores import TokenScores
+from verifier.trust.private_files import check_private
 
 # Bump when the meaning or layout of cached arrays changes, so stale rows are never reused.
 CACHE_FORMAT = 2

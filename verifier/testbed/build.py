@@ -39,9 +39,9 @@ import torch
 from pydantic import BaseModel, Field
 
 from verifier import __version__
+from verifier.boundary.resources import resource
 from verifier.data import load_identified
 from verifier.errors import VerifierError
-from verifier.resources import resource
 from verifier.targets.cache import default_cache_dir, text_digest
 from verifier.targets.model_source import resolve_model
 from verifier.testbed.pool import PoolText, bundled_pool
@@ -227,7 +227,7 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
 
 def _pretrained(config: TestbedConfig):  # noqa: ANN202 - (model, tokenizer)
     """The base model to fine-tune, in float32, saved later as a folder the local server can serve."""
-    from verifier.serving import load_for_saving
+    from verifier.targets.serving import load_for_saving
 
     torch.manual_seed(config.seed)
     model, tokenizer = load_for_saving(config.base)
@@ -311,7 +311,7 @@ def _mark_insertions(config: TestbedConfig) -> list[dict]:
 
 def _identifiers(count: int, share: float, rng: np.random.Generator) -> list[str | None]:
     """A natural identifier (or None) per pool text, drawn independently of membership."""
-    from verifier.marks.identifiers import BY_NAME, random_looking
+    from verifier.identifiers.formats import BY_NAME, random_looking
 
     carries = rng.random(count) < share
     found: list[str | None] = []

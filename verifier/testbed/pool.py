@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.resources import resource
+from verifier.boundary.resources import resource
 
 DATA = resource("examples", "data")
 OLD, NEW = "pre-2017", "post-2023"

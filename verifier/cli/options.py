@@ -1,0 +1,54 @@
+"""Options shared by several commands, declared once, and the one way a command checks its values.
+
+Bounds live in the models that hold them (route parameters, ``ApiOptions``): a command builds the
+model from its options with ``checked``, so the CLI and a policy refuse the same values with the
+same words (``--alpha: Input should be less than or equal to 0.2`` beside a policy's
+``routes[1].params.alpha: Input should be less than or equal to 0.2``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+
+from verifier.errors import VerifierError
+
+# Who may be sent what: the auditor's own choices, never a claim's (see verifier.boundary.peers).
+API_KEY_ENV = typer.Option(help="API targets: the environment variable holding the audited endpoint's key (never the key itself).")
+JUDGE_API_KEY_ENV = typer.Option(help="trace_judge with a separate judge endpoint: the environment variable holding its key.")
+ALLOW_HTTP = typer.Option("--allow-http", help="Allow plain http to servers on other machines (documents and keys travel unencrypted).")
+CACHE_DIR = typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")
+CacheDir = Annotated[Optional[Path], CACHE_DIR]
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def checked(model: type[Model], **values: object) -> Model:
+    """``model`` made from a command's option values; a bad one is one line naming its option."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-") if error["loc"] else "options"
+        raise VerifierError(f"{option}: {error['msg']}") from None
+
+
+def parse_signal_params(items: list[str]) -> dict[str, dict[str, object]]:
+    """``SIGNAL.KEY=VALUE`` options as {signal: {key: value}}, values read as YAML scalars (5, 0.8, false, text)."""
+    import yaml
+
+    params: dict[str, dict[str, object]] = {}
+    for item in items:
+        head, sep, raw = item.partition("=")
+        name, dot, key = head.partition(".")
+        if not (sep and dot and name and key):
+            raise VerifierError(f"--signal-param {item!r}: expected SIGNAL.KEY=VALUE, e.g. blackspectrum.k=5")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) else raw
+    return params

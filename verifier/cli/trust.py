@@ -1,0 +1,68 @@
+"""``verifier keys`` and ``verifier verify``: signing keys, pinned signers and the check of a bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from verifier.cli.output import err, out, say
+from verifier.errors import VerifierError
+
+keys = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles.")
+
+
+@keys.command("generate")
+def generate(
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing private or public key.")] = False,
+) -> None:
+    """Create an Ed25519 signing key pair."""
+    from verifier.audit import default_key_path
+    from verifier.trust import generate_key
+
+    path = out_path or default_key_path()
+    public = generate_key(path, force=force)
+    say(err, f"private key: {path} (mode 0600)")
+    say(err, f"public key:  {public}")
+
+
+@keys.command("trust")
+def trust(
+    public_key: Annotated[Path, typer.Argument(help="A signer's public key (PEM), obtained from the signer by a channel you trust.")],
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
+) -> None:
+    """Pin a signer's public key: 'verify' then accepts bundles it signed without --key."""
+    from verifier.trust.envelopes import trust_key
+
+    path, fingerprint = trust_key(public_key, trust_dir)
+    say(err, f"pinned {fingerprint} as {path}")
+
+
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
+    key: Annotated[Optional[Path], typer.Option(help="The signer's public key, pinned for this check.")] = None,
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store of pinned public keys (default ~/.config/verifier/trusted).")] = None,
+) -> None:
+    """Exit 0 only if every entry, digest and the signature hold and the signer is pinned (--key or the
+    trust store); 3 if all holds but the signer is not pinned; 2 naming the first entry that differs."""
+    from verifier.trust import verify_bundle
+
+    pinned = None
+    if key is not None and key.resolve().is_relative_to(bundle.resolve()):
+        raise VerifierError(f"--key {key}: inside the bundle; a bundle cannot pin its own signer (use the signer's published key)")
+    if key is not None:
+        try:
+            pinned = key.read_bytes()
+        except OSError as exc:
+            raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
+    result = verify_bundle(bundle, pinned, trust_dir)
+    p = result.predicate
+    facts = (f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "
+             f"claim {p.get('claim_id')}: {p.get('verdict')}; verifier {p.get('verifier')}")
+    if result.pinned_by is None:
+        say(out, f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with "
+                 f"--key or 'verifier keys trust'.")
+        raise typer.Exit(3)
+    say(out, f"OK: {facts}; signer pinned by {result.pinned_by}")

@@ -1,0 +1,295 @@
+"""Building a corpus index: normalised text, a suffix array per shard, document boundaries and
+metadata, and a manifest of digests.
+
+A shard holds up to ``shard_bytes`` of text (the suffix array of a shard is built in memory:
+about 5 bytes of RAM per text byte), so corpora larger than memory are built shard by shard and
+queried as one. Nothing is visible under ``out`` until the whole index is written: it is built in
+a temporary sibling folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from verifier import __version__
+from verifier.corpus.forms import read_form, uncompared
+from verifier.corpus.normalise import NORMALISATION, framed
+from verifier.corpus.sources import Document, ReadLimits, Source, SourceStats, list_sources, read_documents
+from verifier.errors import VerifierError
+from verifier.trust.digests import canonical_json, file_sha256
+
+FORMAT = "verifier-corpus-index/3"
+# Records of fewer words than this hold no default n-gram of their own: a file made mostly of them
+# is compared only in file order, so text it stores out of order cannot be shown absent.
+SHORT_RECORD_WORDS = 13
+# Never in UTF-8: no match crosses it. It ends each corpus file's run of records in a shard; the
+# records of one file are joined by a single space, in file order, as a training pipeline
+# concatenates them into sequences, so text split over neighbouring records is found.
+SEPARATOR = b"\xff"
+DEFAULT_SHARD_BYTES = 512 << 20
+PARALLEL_BYTES, MAX_WORKERS, BATCH_CHARS = 32 << 20, 4, 4 << 20
+MINHASH_PERM = 64
+MINHASH_SHINGLE = 5
+MINHASH_SEED = 1
+MINHASH_SCHEME = "affine32"  # datasketch >= 2 names its hashing scheme; recorded so signatures stay comparable
+
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class BuildReport:
+    folder: Path
+    corpus_sha256: str
+    index_sha256: str
+    documents: int
+    text_bytes: int
+    input_bytes: int
+    shards: int
+    seconds: float
+    sources: list[SourceStats]
+
+
+def corpus_digest(source_digests: list[str]) -> str:
+    """The corpus's digest: SHA-256 of the ordered list of its files' SHA-256 (names and the
+    index's own format left out, so a developer can declare it from the files alone)."""
+    return hashlib.sha256(canonical_json({"corpus_files_sha256": source_digests})).hexdigest()
+
+
+def digest_files(paths: list[Path]) -> tuple[str, list[tuple[str, str]]]:
+    """The corpus digest of files and folders, and each file's name and SHA-256."""
+    rows = [(s.name, file_sha256(s.path)) for s in list_sources(paths)]
+    return corpus_digest([sha for _, sha in rows]), rows
+
+
+class _ShardWriter:
+    def __init__(self, folder: Path, minhash: bool) -> None:
+        self.folder = folder
+        self.minhash = minhash
+        self.shards: list[dict] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.text = bytearray()
+        self.starts: list[int] = []
+        self.meta: list[bytes] = []
+        self.hashes: list[np.ndarray] = []
+
+    def add(self, frame: bytes, meta: dict[str, str], joined: bool) -> None:
+        """Append a document; ``joined``: it follows the previous one in the same corpus file,
+        and shares its framing space (the document starts at that space)."""
+        if joined and self.starts:
+            del self.text[-1:]  # the previous document's separator
+            self.starts.append(len(self.text) - 1)
+            self.text += frame[1:]
+        else:
+            self.starts.append(len(self.text))
+            self.text += frame
+        self.text += SEPARATOR
+        self.meta.append(json.dumps(meta, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        if self.minhash:
+            self.hashes.append(minhash_signature(frame))
+
+    def flush(self, first_document: int) -> None:
+        if not self.starts:
+            return
+        import pydivsufsort
+
+        name = f"shard-{len(self.shards):05d}"
+        folder = self.folder / name
+        folder.mkdir()
+        text = np.frombuffer(bytes(self.text), dtype=np.uint8).copy()
+        sa = pydivsufsort.divsufsort(text)
+        sa_dtype = "int32" if len(text) < 2**31 - 1 else "int64"
+        text.tofile(folder / "text.bin")
+        sa.astype(sa_dtype, copy=False).tofile(folder / "sa.bin")
+        np.asarray(self.starts + [len(text)], dtype=np.int64).tofile(folder / "docs.bin")
+        offsets = np.cumsum([0] + [len(m) for m in self.meta], dtype=np.int64)
+        (folder / "meta.jsonl").write_bytes(b"".join(self.meta))
+        offsets.tofile(folder / "meta.idx")
+        if self.minhash:
+            np.stack(self.hashes).astype(np.uint64).tofile(folder / "minhash.bin")
+        files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())}
+        self.shards.append({"name": name, "documents": len(self.starts), "first_document": first_document,
+                            "bytes": int(len(text)), "sa_dtype": sa_dtype, "files": files})
+        self._reset()
+
+
+def minhash_signature(frame: bytes) -> np.ndarray:
+    """MinHash of a framed text's word 5-shingles (one shingle for shorter texts)."""
+    from datasketch import MinHash
+
+    words = frame.split()
+    shingles = [b" ".join(words[i:i + MINHASH_SHINGLE]) for i in range(max(1, len(words) - MINHASH_SHINGLE + 1))]
+    mh = MinHash(num_perm=MINHASH_PERM, seed=MINHASH_SEED, scheme=MINHASH_SCHEME)
+    mh.update_batch(shingles)
+    return mh.hashvalues
+
+
+def _compared(texts: list[str]) -> list[tuple[bytes, str | None]]:
+    """Each text's stored form read, framed for the index, and the form no reading restores it
+    holds (if any): the per-document work of a build, run in worker processes for large corpora."""
+    out = []
+    for text in texts:
+        read = read_form(text, look_for_unread=False).text
+        out.append((framed(read), uncompared(read)))
+    return out
+
+
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C and SIGTERM to the building process, which stops them and cleans up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _prepared(sources: list[Source], stats: list[SourceStats], text_field: str, limits: ReadLimits,
+              workers: int) -> Iterator[tuple[int, Document | None, bytes, str | None]]:
+    """(file number, document, frame, hidden form) of every document in file order, and (file
+    number, None, ...) after each file's last. Files are read here; with ``workers`` > 1 the
+    per-document work runs in that many processes on batches, a few batches ahead (memory stays
+    bounded), and results come back in order, so the index is the same for any ``workers``."""
+    def documents() -> Iterator[tuple[int, Document | None]]:
+        for number, source in enumerate(sources):
+            for doc in read_documents(source, stats[number], text_field, limits):
+                yield number, doc
+            yield number, None
+
+    def batches() -> Iterator[list[tuple[int, Document | None]]]:
+        batch: list[tuple[int, Document | None]] = []
+        size = 0
+        for item in documents():
+            batch.append(item)
+            size += len(item[1].text) if item[1] is not None else 0
+            if size >= BATCH_CHARS:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
+
+    def matched(batch: list[tuple[int, Document | None]], results: list[tuple[bytes, str | None]]):  # noqa: ANN202
+        found = iter(results)
+        for number, doc in batch:
+            yield (number, doc, *next(found)) if doc is not None else (number, None, b"", None)
+
+    if workers <= 1:
+        for batch in batches():
+            yield from matched(batch, _compared([doc.text for _, doc in batch if doc is not None]))
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_worker)
+    try:
+        pending: deque = deque()
+        for batch in batches():
+            pending.append((batch, pool.submit(_compared, [doc.text for _, doc in batch if doc is not None])))
+            if len(pending) > 2 * workers:
+                batch, future = pending.popleft()
+                yield from matched(batch, future.result())
+        while pending:
+            batch, future = pending.popleft()
+            yield from matched(batch, future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard_bytes: int = DEFAULT_SHARD_BYTES,
+                minhash: bool = False, force: bool = False, progress: Progress | None = None, follow_links: bool = True,
+                limits: ReadLimits = ReadLimits(), workers: int | None = None) -> BuildReport:
+    """Index the documents of ``paths`` (files or folders) into the folder ``out``. ``force``
+    replaces an existing corpus index there, never any other folder. Every file is read within
+    ``limits``; an interrupt (Ctrl-C, or SIGTERM through the CLI) removes the unfinished folder.
+    ``workers``: processes reading documents' forms (default: every core, up to 4, for inputs of
+    at least 32 MB; one below, where starting processes costs more than it saves)."""
+    if shard_bytes < 1 << 16:
+        raise VerifierError(f"--shard-bytes {shard_bytes}: at least 65536")
+    out = Path(out)
+    if out.exists() and not force:
+        raise VerifierError(f"{out}: exists (use --force to replace it)")
+    if out.is_symlink():
+        raise VerifierError(f"{out}: a link; the index goes in a folder of its own (not replaced)")
+    if out.exists() and not (out.is_dir() and (out / "manifest.json").is_file()):
+        raise VerifierError(f"{out}: exists and is not a corpus index; not replaced (choose another --out)")
+    for path in paths:
+        inside = Path(path).resolve()
+        if inside == out.resolve() or inside.is_relative_to(out.resolve()) or out.resolve().is_relative_to(inside):
+            raise VerifierError(f"{out}: overlaps the input {Path(path).name}; the index goes in a folder of its own")
+    sources = list_sources(paths, follow_links)
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        writer = _ShardWriter(work, minhash)
+        stats_list: list[SourceStats] = []
+        hidden_forms: dict[str, int] = {}
+        documents = 0
+        shard_first = 0
+        advance = progress("indexing corpus files", len(sources)) if progress else None
+        all_stats = [SourceStats(s.name, sha256=file_sha256(s.path), bytes=s.path.stat().st_size) for s in sources]
+        if workers is None:
+            workers = min(os.cpu_count() or 1, MAX_WORKERS) if sum(s.bytes for s in all_stats) >= PARALLEL_BYTES else 1
+        previous_in_shard = False
+        for number, doc, frame, hidden in _prepared(sources, all_stats, text_field, limits, workers):
+            source, stats = sources[number], all_stats[number]
+            if doc is None:  # the end of a file
+                if stats.documents == 0:
+                    raise VerifierError(f"{source.name}: no document with words to index")
+                stats_list.append(stats)
+                previous_in_shard = False
+                if advance:
+                    advance(1)
+                continue
+            if hidden is not None:
+                hidden_forms[hidden] = hidden_forms.get(hidden, 0) + 1
+            if not frame:  # punctuation only: nothing a word-level lookup could match
+                stats.documents -= 1
+                stats.empty_documents += 1
+                continue
+            if writer.starts and len(writer.text) + len(frame) + 1 > shard_bytes:
+                writer.flush(shard_first)
+                shard_first = documents
+                previous_in_shard = False
+            writer.add(frame, {**doc.meta, "file": source.name}, joined=previous_in_shard)
+            previous_in_shard = True
+            stats.short_records += frame.count(b" ") - 1 < SHORT_RECORD_WORDS
+            stats.text_bytes += len(doc.text.encode("utf-8", errors="surrogatepass"))
+            documents += 1
+        writer.flush(shard_first)
+        manifest = {
+            "format": FORMAT,
+            "normalisation": NORMALISATION,
+            "corpus_sha256": corpus_digest([s.sha256 for s in stats_list]),
+            "documents": documents,
+            "text_bytes": sum(s["bytes"] for s in writer.shards),
+            "sources": [asdict(s) for s in stats_list],
+            "shards": writer.shards,
+            "minhash": {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE, "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME} if minhash else None,
+            "text_field": text_field,
+            "uncompared": dict(sorted(hidden_forms.items())),
+            "built_with": f"verifier {__version__}",
+            "shard_bytes": shard_bytes,
+        }
+        body = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        (work / "manifest.json").write_bytes(body)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(work, 0o777 & ~mask)  # mkdtemp made it private; the index is shared like any output
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return BuildReport(out, manifest["corpus_sha256"], hashlib.sha256(body).hexdigest(), documents, manifest["text_bytes"],
+                       sum(s.bytes for s in stats_list), len(writer.shards), time.perf_counter() - started, stats_list)

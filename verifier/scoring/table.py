@@ -1,0 +1,212 @@
+"""Score a document set with a target model: the score table every later step reads.
+
+The table keeps the texts and labels beside the signal columns, so evaluation (and the blind
+baselines, which need only texts) runs from the table alone. What produced the numbers (model
+digest, tokenizer, precision, cut, signal parameters, code version) travels in the Parquet
+file's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from verifier import __version__
+from verifier.boundary.atomic import atomic_output
+from verifier.boundary.peers import PeerAccess
+from verifier.data import Documents, load_documents
+from verifier.errors import VerifierError
+from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
+from verifier.signals.base import QueryingSignal
+from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, load_target
+from verifier.targets.base import PROMPT_LOGPROBS
+from verifier.targets.cache import text_digest
+from verifier.targets.queries import Answer, Query
+
+SIGNAL_PREFIX = "signal."
+FAILURE_PREFIX = "failure."  # per document, why a signal has no score (absent when every document has one)
+METADATA_KEY = b"verifier"
+
+# progress(description, total) -> advance(k); the CLI passes a rich progress bar.
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class ScoreTable:
+    """Per-document rows (``doc``, ``text``, ``text_sha256``, ``label``, ``n_tokens``, signal columns)."""
+
+    frame: pd.DataFrame
+    metadata: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def signal_names(self) -> list[str]:
+        return [c.removeprefix(SIGNAL_PREFIX) for c in self.frame.columns if c.startswith(SIGNAL_PREFIX)]
+
+    def signal(self, name: str) -> np.ndarray:
+        return self.frame[SIGNAL_PREFIX + name].to_numpy(dtype=np.float64)
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        column = self.frame["label"]
+        return None if column.isna().all() else column.to_numpy(dtype=np.int8)
+
+    def write(self, path: str | Path) -> None:
+        table = pa.Table.from_pandas(self.frame, preserve_index=False)
+        meta = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        with atomic_output(path) as tmp:
+            pq.write_table(table.replace_schema_metadata(meta), tmp)
+
+    @classmethod
+    def read(cls, path: str | Path) -> ScoreTable:
+        path = Path(path)
+        if not path.is_file():
+            raise VerifierError(f"{path}: score table not found")
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise VerifierError(f"{path}: not a readable Parquet score table ({exc})") from None
+        raw = (table.schema.metadata or {}).get(METADATA_KEY)
+        needed = {"doc", "text", "text_sha256", "label", "n_tokens"}
+        if raw is None or not needed <= set(table.column_names):
+            raise VerifierError(f"{path}: not a score table written by 'verifier score'")
+        try:
+            metadata = json.loads(raw)
+            frame = table.to_pandas()
+            for column in (c for c in frame.columns if c.startswith(SIGNAL_PREFIX)):
+                frame[column].to_numpy(dtype=np.float64)
+        except (ValueError, TypeError, pa.ArrowException) as exc:
+            raise VerifierError(f"{path}: score table altered or damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        if not isinstance(metadata, dict):
+            raise VerifierError(f"{path}: score table metadata altered or damaged")
+        return cls(frame=frame, metadata=metadata)
+
+
+def score_documents(
+    docs: Documents,
+    target: Target,
+    reference: Target | None = None,
+    signal_names: Sequence[str] | None = None,
+    cache: ScoreCache | None = None,
+    progress: Progress | None = None,
+    signal_params: dict[str, dict[str, object]] | None = None,
+) -> ScoreTable:
+    """Run the forward passes and queries each requested signal needs and compute every signal column.
+
+    Default signals: all those the target's capabilities (and a reference model, if given) allow.
+    The lowercase signal costs a second pass over lowercased text, so it runs only when asked for;
+    output-only signals cost queries, so they too run only when named.
+    """
+    signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()), signal_params)
+    if not signals:
+        raise VerifierError(f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
+                            f"queries, so they run only when named, e.g. --signal prefix_lcs_token)")
+    needed = frozenset().union(*(s.needs for s in signals))
+    texts = [text[: target.max_chars] for text in docs.texts]  # what the model is given, before any token cut
+
+    def run(model: Target, texts: list[str], what: str):  # noqa: ANN202
+        advance = progress(what, len(texts)) if progress else None
+        return model.score(texts, cache=cache, on_progress=advance)
+
+    target_scores = run(target, docs.texts, "scoring") if PROMPT_LOGPROBS in needed else None
+    lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
+    reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
+    answers = _answers(target, texts, [s for s in signals if isinstance(s, QueryingSignal)], cache, progress)
+    scored = [
+        ScoredDocument(
+            text=text,
+            target=target_scores[i] if target_scores else None,
+            lower=lower_scores[i] if lower_scores else None,
+            reference=reference_scores[i] if reference_scores else None,
+            answers=answers,
+        )
+        for i, text in enumerate(texts)
+    ]
+    tools = signal_tools(target, cache)
+    columns = compute_signals(scored, signals, tools)
+    frame = pd.DataFrame(
+        {
+            "doc": np.arange(len(docs), dtype=np.int64),
+            "text": docs.texts,
+            "text_sha256": [text_digest(t) for t in docs.texts],
+            "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
+            "n_tokens": np.array([s.n_scored + 1 for s in target_scores] if target_scores else [0] * len(docs), dtype=np.int64),
+            **{SIGNAL_PREFIX + name: column.values for name, column in columns.items()},
+            **{FAILURE_PREFIX + name: pd.array(column.reasons, dtype="string") for name, column in columns.items() if any(column.reasons)},
+        }
+    )
+    metadata = {
+        "verifier_version": __version__,
+        "data": Path(docs.source).name,  # a name, never a private path
+        "target": target.identity.as_finding(),
+        "reference": reference.identity.as_finding() if reference else None,
+        "signals": {s.name: s.params() for s in signals},
+        "signal_counts": {name: column.counts for name, column in columns.items() if column.counts},
+        "signal_models": dict(tools.used),  # encoders, reference LMs, judges the signals ran, with their digests
+    }
+    return ScoreTable(frame=frame, metadata=metadata)
+
+
+def _answers(target: Target, texts: list[str], signals: list[QueryingSignal], cache: ScoreCache | None,
+             progress: Progress | None) -> dict[str, Answer]:
+    """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
+    if not signals:
+        return {}
+    queries = signal_queries(signals, texts)
+    advance = progress("querying", len(queries)) if progress else None
+    return dict(zip(queries, target.answer(list(queries.values()), cache=cache, on_progress=advance)))
+
+
+def signal_queries(signals: Sequence[QueryingSignal], texts: Sequence[str]) -> dict[str, Query]:
+    """Every distinct query of the output-only ``signals`` about ``texts`` (cut as the target is
+    given them) and the ones they ask once per run, by key."""
+    queries = {q.key: q for s in signals for q in s.shared_queries()}
+    return queries | {q.key: q for s in signals for text in texts for q in s.queries(text)}
+
+
+def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:
+    """What trace attacks may run besides the target: its answers, reference LMs, other endpoints."""
+    access = getattr(target, "access", None) or PeerAccess()  # the auditor's, as the target was loaded with it
+    return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
+                       load_api=lambda spec: OpenAICompatibleTarget(spec, access=access, key_env=access.judge_api_key_env), cache=cache)
+
+
+def _loaded_lm(spec: str) -> Target:
+    """A reference LM, loaded once per process (a trace attack may ask for it in every route)."""
+    if spec not in _LMS:
+        _LMS[spec] = load_target(spec, ScoringOptions())
+    return _LMS[spec]
+
+
+_LMS: dict[str, Target] = {}
+
+
+def score_file(
+    model: str,
+    data: str | Path,
+    out: str | Path,
+    options: ScoringOptions,
+    text_field: str = "text",
+    label_field: str | None = "label",
+    reference: str | None = None,
+    signal_names: Sequence[str] | None = None,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    api: ApiOptions | None = None,
+    access: PeerAccess | None = None,
+    signal_params: dict[str, dict[str, object]] | None = None,
+) -> ScoreTable:
+    """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
+    docs = load_documents(data, text_field=text_field, label_field=label_field)
+    target = load_target(model, options, api, access)
+    ref = load_target(reference, options) if reference else None
+    table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
+                            signal_params=signal_params)
+    table.write(out)
+    return table

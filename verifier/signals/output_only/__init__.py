@@ -1,0 +1,1 @@
+"""Output-only signals: read the target's answers to queries (any API that generates)."""

@@ -1,0 +1,1 @@
+"""Target kinds, one module each, registering itself (see ``verifier.targets.registry``)."""

@@ -1,0 +1,259 @@
+"""Content-addressed, signed evidence bundles, and their verification.
+
+A bundle is a folder named ``<claim id>-<first 16 hex of the findings SHA-256>`` holding the
+claim, the policy, findings.json (canonical JSON: its file digest *is* the findings digest),
+scores.parquet (text digests and signal values, never the texts), report.html, report.pdf,
+manifest.json (every file's SHA-256) and, when signed, public_key.pem and envelope.dsse.json:
+an Ed25519-signed DSSE envelope over an in-toto Statement whose subjects are all other files.
+The folder is assembled under a temporary name and renamed into place when complete; an
+existing bundle is never replaced unless asked (``force``).
+
+What ``verify_bundle`` proves: every file is exactly one the signer signed, nothing was added
+(no extra file, sub-folder or link), and the signature holds under a key. Who that key belongs
+to is the reader's decision: a key given with ``--key`` or found in the trust store is *pinned*;
+the key embedded in the bundle proves only integrity, since anyone can re-sign with their own.
+This module imports no ML stack.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verifier.errors import VerifierError
+from verifier.trust.digests import canonical_json, findings_digest
+from verifier.trust.envelopes import (
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    key_id,
+    load_public_key,
+    public_pem,
+    sign_envelope,
+    statement,
+    trusted_keys,
+    verify_envelope,
+)
+
+if TYPE_CHECKING:
+    from verifier.audit import AuditResult
+
+ENVELOPE = "envelope.dsse.json"
+PUBLIC_KEY = "public_key.pem"
+BUNDLE_FILES = frozenset({"claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf",
+                          "manifest.json", PUBLIC_KEY})
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, private_key=None, force: bool = False,  # noqa: ANN001
+                 run: dict[str, Any] | None = None) -> Path:
+    """Write the bundle for ``result``; sign it when ``private_key`` (Ed25519) is given.
+
+    An existing bundle folder of the same name (same claim id and findings) is refused unless
+    ``force``: it may be another signer's. Files and folder get the user's umask. ``run`` (how this
+    run got its numbers, e.g. documents served by the cache) goes into the signed manifest.
+    """
+    digest = findings_digest(result.findings)
+    folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise VerifierError(f"{folder}: exists and is {'a link' if folder.is_symlink() else 'not a folder'}; not replaced "
+                            "(--force replaces only a bundle folder)")
+    if folder.exists() and not force:
+        raise VerifierError(f"{folder}: a bundle of this claim and findings exists; refusing to replace it (--force replaces it)")
+    if folder.exists() and not ((folder / "manifest.json").is_file() or (folder / ENVELOPE).is_file()):
+        raise VerifierError(f"{folder}: exists and is not an evidence bundle; not replaced")
+    scores = io.BytesIO()
+    result.scores.to_parquet(scores, index=False)
+    files = {
+        "claim.yaml": result.claim_bytes,
+        "policy.yaml": result.policy_bytes,
+        "findings.json": canonical_json(result.findings),
+        "scores.parquet": scores.getvalue(),
+        "report.html": html.encode("utf-8"),
+        "report.pdf": pdf,
+    }
+    if private_key is not None:
+        files[PUBLIC_KEY] = public_pem(private_key.public_key())
+    manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())},
+                "run": run or {}}
+    files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    if private_key is not None:
+        subjects = {name: sha256(data) for name, data in files.items()}
+        predicate = {"claim_id": result.findings["claim"]["claim"]["id"], "verdict": result.findings["verdict"],
+                     "findings_sha256": digest, "verifier": result.findings["environment"]["verifier"]}
+        body = canonical_json(statement(subjects, predicate))
+        files[ENVELOPE] = json.dumps(sign_envelope(body, private_key), indent=1).encode()
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_root))
+    except OSError as exc:
+        raise VerifierError(f"{out_root}: cannot write the bundle there ({exc.strerror})") from None
+    mask = _umask()
+    try:
+        for name, data in files.items():
+            (work / name).write_bytes(data)
+            (work / name).chmod(0o666 & ~mask)
+        work.chmod(0o777 & ~mask)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(work, folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What a bundle's verification established."""
+
+    statement: dict[str, Any]
+    signer: str  # SHA-256 fingerprint of the public key the signature verified under
+    pinned_by: str | None  # "--key", "trust store", or None: valid signature, signer not pinned
+    files: int
+
+    @property
+    def predicate(self) -> dict[str, Any]:
+        return self.statement["predicate"]
+
+
+def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> Verification:
+    """Check the folder's every entry, every digest and the signature, or raise naming the first problem.
+
+    The signature is checked under ``pinned_key_pem`` when given, else under the embedded key;
+    the result says whether the signer is pinned (by ``--key`` or by the trust store).
+    """
+    folder = Path(folder)
+    if not folder.is_dir() or folder.is_symlink():
+        raise VerifierError(f"{folder}: not a bundle folder")
+    if trust_dir is not None and trust_dir.resolve().is_relative_to(folder.resolve()):
+        raise VerifierError(f"--trust-dir {trust_dir}: inside the bundle; a bundle cannot pin its own signer")
+    if not {ENVELOPE, *BUNDLE_FILES} & {p.name for p in folder.iterdir()}:
+        inner = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / ENVELOPE).is_file())
+        raise VerifierError(f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)"
+                            + (f"; it holds bundles: verify one of them, e.g. {folder.name}/{inner[0]}" if inner else ""))
+    digests, entries = _entries(folder)
+    if ENVELOPE not in entries:
+        raise VerifierError(f"{folder}: bundle is not signed (no {ENVELOPE})")
+    envelope, subjects, claimed = _read_envelope(entries[ENVELOPE])
+    if missing := sorted(BUNDLE_FILES - set(subjects)):
+        raise VerifierError(f"{ENVELOPE}: differs: the statement does not cover {missing[0]}")
+    # The signature is the root of trust: check it first, so a change to the envelope is never
+    # blamed on a file it describes. If it fails, say whether the embedded key was changed.
+    embedded = entries.get(PUBLIC_KEY)
+    pem = pinned_key_pem if pinned_key_pem is not None else embedded
+    if pem is None:
+        raise VerifierError(f"{PUBLIC_KEY}: differs: file is missing")
+    try:
+        verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key"))
+    except VerifierError:
+        if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
+            raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
+        raise
+    for name in sorted(set(digests) - {ENVELOPE} | set(subjects)):
+        if name not in subjects:
+            raise VerifierError(f"{name}: differs: file is not covered by the signature")
+        if name not in digests:
+            raise VerifierError(f"{name}: differs: file is missing")
+        if digests[name] != subjects[name]:
+            raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
+    predicate = claimed["predicate"]
+    if predicate["findings_sha256"] != digests["findings.json"]:
+        raise VerifierError("findings.json: differs: its SHA-256 is not the findings digest the statement signs")
+    signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
+    pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    return Verification(claimed, signer, pinned_by, len(subjects))
+
+
+PREDICATE_FIELDS = {"claim_id": str, "verdict": str, "findings_sha256": str, "verifier": str}
+
+
+def _read_envelope(data: bytes) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The envelope, its subjects (name -> SHA-256) and statement, every field checked for shape
+    before anything is trusted or printed: a malformed envelope is one line, never a crash."""
+    bad = f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement"
+    try:
+        envelope = json.loads(data)
+        claimed = json.loads(base64.b64decode(envelope["payload"], validate=True))
+        entries = claimed["subject"]
+        if claimed.get("_type") != STATEMENT_TYPE or not isinstance(entries, list):
+            raise ValueError
+        subjects = {}
+        for entry in entries:
+            name, digest = entry["name"], entry["digest"]["sha256"]
+            if not isinstance(name, str) or not isinstance(digest, str) or name in subjects:
+                raise ValueError
+            subjects[name] = digest
+        predicate = claimed["predicate"]
+        if not isinstance(predicate, dict) or any(not isinstance(predicate.get(k), t) for k, t in PREDICATE_FIELDS.items()):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        raise VerifierError(bad) from None
+    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES):
+        raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
+    if claimed.get("predicateType") != PREDICATE_TYPE:
+        raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
+    return envelope, subjects, claimed
+
+
+MAX_FILE_BYTES = 4 << 30
+
+
+READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY})  # parsed by verify; every other file is only hashed
+MAX_READ_BYTES = 64 << 20
+
+
+def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Every entry of the bundle folder: name -> SHA-256, and the bytes of the files verify must
+    parse (the envelope and the key); anything but a plain bundle file is refused.
+
+    Names are checked before anything is read, and each file is opened without following links
+    and checked on the open descriptor, so a link or FIFO swapped in after the listing cannot be
+    read either. Files are hashed in pieces (a 3 GiB report costs no memory) and read once, so
+    what is hashed is what is reported.
+    """
+    digests, entries = {}, {}
+    with os.scandir(folder) as scan:
+        listing = sorted(scan, key=lambda e: e.name)
+    for entry in listing:
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
+            raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
+        if entry.name not in BUNDLE_FILES | {ENVELOPE}:
+            raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
+    for entry in listing:
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise VerifierError(f"{entry.name}: differs: cannot be opened as a plain file ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
+            if info.st_size > MAX_FILE_BYTES:
+                raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
+            if entry.name in READ_WHOLE:
+                if info.st_size > MAX_READ_BYTES:
+                    raise VerifierError(f"{entry.name}: differs: larger than any {entry.name} ({info.st_size} bytes)")
+                entries[entry.name] = handle.read(MAX_READ_BYTES + 1)
+                digests[entry.name] = sha256(entries[entry.name])
+            else:
+                digests[entry.name] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digests, entries
