@@ -392,3 +392,19 @@ def test_force_never_replaces_a_link_or_a_folder_that_is_no_bundle(refused_claim
     with pytest.raises(VerifierError, match="exists and is not an evidence bundle; not replaced"):
         write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF", tmp_path / "c", load_private_key(keys["genuine"]), force=True)
     assert (tmp_path / "c" / first.name / "notes.txt").read_text() == "mine"
+
+
+def test_a_bundle_of_an_older_findings_format_still_verifies(tmp_path):
+    """Renaming findings keys changes the findings format, never what an issued bundle proves."""
+    from verifier.trust import verify_bundle
+
+    old = Path(__file__).parent / "bundles" / "findings-v3"
+    result = verify_bundle(old, (old.parent / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
+    assert result.pinned_by is not None and result.predicate["verdict"] == "VERIFIED"
+    assert json.loads((old / "findings.json").read_text())["format"] == "verifier-findings/3"
+    copy = tmp_path / "forged"
+    shutil.copytree(old, copy)
+    findings = copy / "findings.json"
+    findings.write_text(findings.read_text().replace('"VERIFIED"', '"CONTRADICTED"', 1))
+    with pytest.raises(VerifierError, match="findings.json"):
+        verify_bundle(copy, (old.parent / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
