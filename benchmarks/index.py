@@ -104,7 +104,7 @@ def main() -> None:
         open_s, check_s = statistics.median(opens), statistics.median(checks)
         print(f"open with every digest and the sampled structure checked: {open_s:.2f} s (median of 3); the structure checks "
               f"alone {check_s:.3f} s = {check_s / open_s:.1%} of the open; full check (suffix arrays recomputed, audits of a "
-              f"prebuilt index, 'verifier index check'): {full:.1f} s = {text_bytes / 1e6 / full:.1f} MB/s of text")
+              f"prebuilt index, 'verifier corpus check'): {full:.1f} s = {text_bytes / 1e6 / full:.1f} MB/s of text")
         docs = [json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines()]
         queries = []
         for _ in range(args.queries):

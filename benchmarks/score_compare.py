@@ -1,5 +1,5 @@
 """One model, one set of texts, three ways to score them: verifier in one process, verifier on Ray
-(local), and the batch-1 loop of the reference implementations.
+(local), and the batch-1 loop of the published implementations.
 
 Each configuration runs in a fresh subprocess (a fresh, empty cache: nothing is served) while the
 parent samples the resident memory of the subprocess and all its descendants (Ray's raylet, object
@@ -58,7 +58,7 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
         import pandas as pd
 
         return {"seconds": seconds, "tokens": int(pd.read_parquet(work / "ray.parquet", columns=["n_tokens"])["n_tokens"].sum())}
-    from score_throughput import batch1_loop  # the reference-style loop, shared with the throughput benchmark
+    from score_throughput import batch1_loop  # the published-style loop, shared with the throughput benchmark
 
     target = CausalLMTarget(MODEL, ScoringOptions())
     start = time.perf_counter()

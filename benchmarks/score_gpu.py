@@ -4,7 +4,7 @@ For random-weight Llama models of SmolLM2's shapes (135M and 1.7B; random weight
 speed) with the real SmolLM2 tokenizer, on distinct 256-token documents made of pairs of the
 bundled PG-19 openings (the scorer scores a repeated text once, so every document differs),
 prints tokens/s and the share of the device's measured bf16 dense peak for:
-- the batch-1 loop of the reference implementations (one document per tokenizer call and per
+- the batch-1 loop of the published implementations (one document per tokenizer call and per
   forward pass, full-vocabulary softmax and log-softmax, statistics on the host);
 - ``CausalLMTarget.score`` end to end (tokenization, batching, statistics, host copies) at 32
   and 128 rows of 256 tokens;
@@ -97,7 +97,7 @@ def distinct_documents(count: int) -> list[str]:
 
 @torch.inference_mode()
 def batch1_loop(target: CausalLMTarget, texts: list[str]) -> None:
-    """One text per tokenizer call and forward pass, as the reference implementations score."""
+    """One text per tokenizer call and forward pass, as the published implementations score."""
     device = target.options.device
     for text in texts:
         ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=TOKENS)["input_ids"]

@@ -1,8 +1,8 @@
-"""Throughput and precision of the batched scorer against a batch-1 reference-style loop.
+"""Throughput and precision of the batched scorer against a batch-1 published-style loop.
 
 Prints, on the same WikiMIA texts with SmolLM2-135M at 256 tokens:
 - tokens/s of the batched scorer in fp32 and bf16, and of a batch-1 loop written the way the
-  reference implementations score (one unpadded text per forward pass, full-vocabulary
+  published implementations score (one unpadded text per forward pass, full-vocabulary
   softmax and log-softmax, statistics on the host), with ratios;
 - the machine's measured fp32 matmul GFLOP/s and the scorer's share of it (2 x params FLOPs/token);
 - how far each signal's AUC moves between fp32 and bf16.
@@ -49,7 +49,7 @@ def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
 
 @torch.inference_mode()
 def batch1_loop(target: CausalLMTarget, texts: list[str]) -> int:
-    """Score one unpadded text per forward pass, as the reference code does; returns tokens seen."""
+    """Score one unpadded text per forward pass, as the published code does; returns tokens seen."""
     tokens = 0
     for text in texts:
         ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=target.options.max_tokens)["input_ids"]

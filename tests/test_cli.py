@@ -96,7 +96,7 @@ def test_bundled_example_names_are_checked():
 
 def test_index_commands_build_digest_query_and_refuse_in_one_line(tmp_path):
     corpus = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
-    digest = runner.invoke(app, ["index", "digest", str(corpus)])
+    digest = runner.invoke(app, ["corpus", "digest", str(corpus)])
     assert digest.exit_code == 0 and "corpus sha256 9888ca4a77f899e825ebbf3fc4a8d90b422383d9eee960f64905593f11c86beb" in digest.output
     built = runner.invoke(app, ["index", "build", str(corpus / "wikipedia-events.jsonl"), "--out", str(tmp_path / "ix")])
     assert built.exit_code == 0 and "corpus sha256" in built.output and "indexed 139 documents" in built.output

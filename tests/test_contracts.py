@@ -136,7 +136,7 @@ def route_context(tmp_path_factory, tiny_model_dir):
     half = {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}
     claim = {"claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
              "model": {"target": str(tiny_model_dir)},
-             "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "reference": half | {"offset": 120},
+             "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "dated": half | {"offset": 120},
                           "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]},
                           "marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}}}
     claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
@@ -191,7 +191,7 @@ def test_highlighted_spans_and_notes_render_marked_and_escaped():
     text = 'Before <script>alert("x")</script> the match, and after.'
     outcome = RouteOutcome(None, "summary", sections=[Spans("verbatim matches", text, [(7, text.index(" the"), "doc 1 <b>"), (text.index("match"), text.index(","), "doc 2")]),
                                                       Notes("notes", ["<i>x</i>"])])
-    html = render_html(findings_with("corpus_lookup", json.loads(json.dumps(asdict(outcome)))), "0" * 64)
+    html = render_html(findings_with("corpus", json.loads(json.dumps(asdict(outcome)))), "0" * 64)
     assert html.count("<mark title=") == 2 and "<script>" not in html and "<b>" not in html and "<i>" not in html
     assert '<mark title="doc 2">match</mark>' in html and "&lt;script&gt;" in html
 

@@ -68,7 +68,7 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     (lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))), r"routes\.6\.route: 'disclosure' appears twice"),
     (lambda p: p.pop("routes"), r"routes: Field required"),
     (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.4\.params\.shift_alpha"),
-    (lambda p: route_of(p, "corpus_lookup").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
+    (lambda p: route_of(p, "corpus").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
     (lambda p: route_of(p, "marks").update(grants=["VERIFIED"]), r"routes\.1\.grants: marks can never reach VERIFIED"),
 ])
 def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
@@ -94,7 +94,7 @@ def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):
     policy["routes"][-1], policy["routes"][-2] = policy["routes"][-2], policy["routes"][-1]
     looser, other = departures_from_default(load_policy(write_policy(tmp_path, policy)))
     assert sorted(other) == sorted([
-        "routes reordered: corpus_lookup > dataset_inference > identifiers > disclosure > date_shift",
+        "routes reordered: corpus > dataset_inference > identifiers > disclosure > date_shift",
         "date_shift may not grant REJECTED-METHOD",
         "dataset_inference may not grant CONTRADICTED",  # can hide an adverse result from a denial
         "dataset_inference.method split_median (default permutation)",
@@ -240,10 +240,13 @@ def test_signals_the_target_cannot_compute_are_refused_at_load_or_recorded(claim
 
 
 def test_date_shift_without_a_shift_passes_the_decision_on(claim_folder, tiny_model_dir, tmp_path):
+    # The dated set under its old name, evidence.reference (read for a release): the findings name it dated.
     evidence = {"suspect": SAME_PERIOD["suspect"], "reference": SAME_PERIOD["heldout"]}
     findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c")).findings
+    assert findings["claim"]["evidence"]["dated"] and "reference" not in findings["claim"]["evidence"]
+    assert {i["role"] for i in findings["inputs"]} == {"suspect", "dated"}
     route = next(r for r in findings["path"] if r["route"] == "date_shift")
-    assert route["status"] == "ran" and route["outcome"]["status"] == "reference_membership_unknown"
+    assert route["status"] == "ran" and route["outcome"]["status"] == "dated_membership_unknown"
     assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
 
 
@@ -280,3 +283,16 @@ def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(claim_
     assert metrics["control"]["validated"] is False
     assert any("split of the held-out population" in p for p in metrics["control"]["problems"])
     assert findings["verdict"] in ("INCONCLUSIVE", "REJECTED-METHOD")
+
+
+def test_old_names_are_read_for_a_release_and_never_both(tmp_path, claim_folder, tiny_model_dir):
+    """A policy naming corpus_lookup is the default policy, not a departure; a claim giving the
+    dated set under both its names is refused rather than one silently winning."""
+    policy = yaml.safe_load(DEFAULT.read_text())
+    route_of(policy, "corpus")["route"] = "corpus_lookup"
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(policy))
+    old = load_policy(tmp_path / "old.yaml")
+    assert old.routes[0].name == "corpus" and departures_from_default(old) == ([], [])
+    evidence = {"suspect": SAME_PERIOD["suspect"], "reference": copy.deepcopy(SAME_PERIOD["heldout"]), "dated": copy.deepcopy(SAME_PERIOD["heldout"])}
+    with pytest.raises(VerifierError, match="evidence.reference is the old name of evidence.dated: give one of them"):
+        run_audit(write_claim(claim_folder, tiny_model_dir, evidence))

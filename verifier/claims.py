@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import date
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,15 @@ from verifier.targets.base import PROMPT_LOGPROBS
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
+
+
+class Role(StrEnum):
+    """What a document set is in an audit; each is a key of a claim's ``evidence`` (see the glossary)."""
+
+    SUSPECT = "suspect"  # the documents the claim is about
+    HELDOUT = "heldout"  # private, same period, certainly not trained on: the comparison set of dataset inference
+    CONTROL = "control"  # known non-members of the suspect's period, kept apart from the held-out set to check it
+    DATED = "dated"  # a set with declared dates (often after the cutoff): the comparison set of the date-shift check
 
 
 class ClaimKind(str, Enum):
@@ -145,7 +154,7 @@ class CorpusRef(Strict):
                        "(indexed at audit time), relative to the claim; with `api`, the index name there")
     api: str | None = Field(None, pattern=r"^https?://[^\s@?#]+$", max_length=300,
                             description="an infini-gram-style index API (no credentials or query string: the claim enters the bundle)")
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier index digest')")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier corpus digest')")
     index_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)")
     version: str | None = Field(None, max_length=100)
 
@@ -165,14 +174,25 @@ class MarksRef(Strict):
 class Evidence(Strict):
     suspect: DocumentRef
     heldout: DocumentRef | None = Field(None, description="private same-period set certainly not trained on")
-    reference: DocumentRef | None = Field(None, description="a comparison set with declared dates")
+    dated: DocumentRef | None = Field(None, description="a set with declared dates (often text published after the cutoff); "
+                                       "its old name 'reference' is read too, for a release")
     control: DocumentRef | None = Field(None, description="known non-members of the suspect's period")
     corpus: CorpusRef | None = Field(None, description="a published corpus or index")
     marks: MarksRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
 
-    def documents(self) -> dict[str, DocumentRef]:
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """``evidence.reference`` was the dated set's name before format 4 (it read as a reference model)."""
+        if isinstance(data, dict) and "reference" in data:
+            if "dated" in data:
+                raise ValueError("evidence.reference is the old name of evidence.dated: give one of them")
+            data = {("dated" if key == "reference" else key): value for key, value in data.items()}
+        return data
+
+    def documents(self) -> dict[Role, DocumentRef]:
         """The document sets given, by role."""
-        return {role: ref for role, ref in self if isinstance(ref, DocumentRef)}
+        return {Role(role): ref for role, ref in self if isinstance(ref, DocumentRef)}
 
 
 class ClaimManifest(Strict):

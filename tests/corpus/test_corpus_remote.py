@@ -1,4 +1,4 @@
-"""The HTTP backend against a real server started here on 127.0.0.1 (``verifier index serve``'s
+"""The HTTP backend against a real server started here on 127.0.0.1 (``verifier corpus serve``'s
 server over the real demo index), and against a local proxy that produces the faults a hosted
 API produces: 429, 5xx, malformed JSON, dropped connections, timeouts."""
 

@@ -46,7 +46,7 @@ def claim(folder: Path, suspect: list[str], kind: str, corpus: dict | None = Non
 
 
 def lookup_of(findings: dict) -> dict:
-    return next(r for r in findings["path"] if r["route"] == "corpus_lookup")
+    return next(r for r in findings["path"] if r["route"] == "corpus")
 
 
 BOOKS = [r["text"] for r in rows(DATA / "corpus" / "demo-v1" / "pg19-openings.jsonl")]
@@ -55,7 +55,7 @@ BENCH = rows(DATA / "wikimia" / "length64.jsonl")
 
 def test_bundled_examples_reach_verified_and_contradicted() -> None:
     verified = run_audit("example:corpus-pg19", target_factory=never_load).findings
-    assert verified["verdict"] == "VERIFIED" and verified["decided_by"] == "corpus_lookup"
+    assert verified["verdict"] == "VERIFIED" and verified["decided_by"] == "corpus"
     metrics = lookup_of(verified)["outcome"]["metrics"]
     assert metrics["present"] == metrics["n_documents"] == 25 and metrics["corpus"]["provenance"] == "indexed here from the corpus files"
     assert "developer's declaration" in verified["verdict_sentence"]
@@ -178,7 +178,7 @@ def test_another_corpus_is_refused_as_evidence(folder: Path) -> None:
     """The refusal is the headline: the audit stops, and the disclosure route never gets to say
     'no published corpus' about a claim that named one."""
     path = claim(folder, BOOKS[:5], "trained_on", {"index": "corpus", "sha256": "0" * 64})
-    with pytest.raises(AuditIncomplete, match="route corpus_lookup failed: the corpus evidence is refused: the index's corpus "
+    with pytest.raises(AuditIncomplete, match="route corpus failed: the corpus evidence is refused: the index's corpus "
                                               "digest .* differs from the declared 0000000000000000"):
         run_audit(path, target_factory=never_load)
 
@@ -262,7 +262,7 @@ def test_remote_index_gives_no_verdict_unless_the_policy_trusts_it(folder: Path,
 def test_unreachable_remote_index_stops_the_audit_never_absent(folder: Path) -> None:
     """A peer that cannot be reached is not evidence about the claim: no verdict at all."""
     remote = {"index": "demo", "api": "http://127.0.0.1:9/", "sha256": "0" * 64}
-    with pytest.raises(AuditIncomplete, match="route corpus_lookup failed: index API http://127.0.0.1:9/, index demo: not available"):
+    with pytest.raises(AuditIncomplete, match="route corpus failed: index API http://127.0.0.1:9/, index demo: not available"):
         run_audit(claim(folder, BOOKS[:2], "not_trained_on", remote), target_factory=never_load)
 
 

@@ -54,7 +54,7 @@ def audit(folder: Path, corpus: dict[str, list[str]], suspects: list[str], kind:
 
 
 def lookup_metrics(findings: dict) -> dict:
-    return next(r for r in findings["path"] if r["route"] == "corpus_lookup")["outcome"]["metrics"]
+    return next(r for r in findings["path"] if r["route"] == "corpus")["outcome"]["metrics"]
 
 
 @pytest.mark.parametrize("name, corpus, suspects", [

@@ -137,12 +137,12 @@ def test_duplicates_and_near_duplicates_are_removed_from_the_heldout_set(periods
     assert (overlap.exact, overlap.prefix, overlap.near) == (2, 1, 1 + natural.near)
     finding = run_set_membership(suspect, DocumentSet(texts, heldout.features, 2016, "h"), SIGNALS, params=FAST)
     # Both sides of every pair leave: dropping only the held-out side would itself shift the sets.
-    assert overlap.removed_reference[:4] == [0, 1, 2, 3]
+    assert overlap.removed_suspect[:4] == [0, 1, 2, 3]
     seen = finding.heldout_overlap  # after within-set duplicates went (templated pages repeat inside a set too)
     assert seen.exact == 2 and seen.prefix == 1 and seen.near >= 1
-    assert finding.n_heldout == 100 - seen.count - finding.duplicates_removed["held-out"]
-    assert finding.n_suspect == 100 - len(seen.removed_reference) - finding.duplicates_removed["suspect"]
-    assert any(f"{seen.count} held-out and {len(seen.removed_reference)} suspect documents" in note for note in finding.notes)
+    assert finding.n_heldout == 100 - seen.count - finding.duplicates_removed["heldout"]
+    assert finding.n_suspect == 100 - len(seen.removed_suspect) - finding.duplicates_removed["suspect"]
+    assert any(f"{seen.count} held-out and {len(seen.removed_suspect)} suspect documents" in note for note in finding.notes)
 
 
 def test_order_of_rows_does_not_change_the_outcome(periods):

@@ -124,13 +124,13 @@ def test_wilson_interval():
 
 def test_batched_welch_equals_scipy():
     rng = np.random.default_rng(9)
-    suspect, validation = correlated_pool(rng, 60, shift=0.3)[None], correlated_pool(rng, 50)[None]
-    test = split_tests(suspect, validation, n_splits=3, rng=np.random.default_rng(0))
+    suspect, heldout = correlated_pool(rng, 60, shift=0.3)[None], correlated_pool(rng, 50)[None]
+    test = split_tests(suspect, heldout, n_splits=3, rng=np.random.default_rng(0))
     # Recompute split 0 by hand with scipy, from the same permutation stream and the returned weights.
     again = np.random.default_rng(0)
     perm_s = again.permuted(np.broadcast_to(np.arange(60), (1, 3, 60)), axis=2)[0, 0]
     perm_v = again.permuted(np.broadcast_to(np.arange(50), (1, 3, 50)), axis=2)[0, 0]
-    s, v = suspect[0][perm_s], validation[0][perm_v]
+    s, v = suspect[0][perm_s], heldout[0][perm_v]
     a = np.r_[s[:30], v[:25]]
     mean, std = a.mean(0), a.std(0)
     w = test.weights[0, 0]

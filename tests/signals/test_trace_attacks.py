@@ -356,7 +356,7 @@ def test_trace_compression_reads_familiar_text_as_more_compressible(reasoner, wi
     unseen = ("Perhaps the quixotic harbour bishop juggled zephyr timetables; maybe cricket, volcanic ash, or the obsidian "
               "marmalade of the northern ridge")
     reasoner.trace_for = lambda prompt, seed: (familiar if any(p in prompt for p in plain) else unseen, "x")
-    table = scored(reasoner, texts[:8], ["trace_compression"], params={"trace_compression": {"reference_lm": str(tiny_model_dir)}})
+    table = scored(reasoner, texts[:8], ["trace_compression"], params={"trace_compression": {"scoring_lm": str(tiny_model_dir)}})
     values = table.signal("trace_compression")
     assert np.isfinite(values).all() and values[:4].min() > values[4:].max()
     assert len(table.metadata["signal_models"][f"reference LM {tiny_model_dir.name}"]) == 64

@@ -3,7 +3,7 @@
 Each test is a class of attack an outside red team found (issue 24), kept so it cannot return:
 a claim choosing which secret is sent where, a remote index redirecting or dripping or flooding
 its answers, hostile corpus files, consistently edited indexes, hostile clients of
-``verifier index serve``, bundles pinning their own key, and unreachable peers turned into verdicts.
+``verifier corpus serve``, bundles pinning their own key, and unreachable peers turned into verdicts.
 """
 
 from __future__ import annotations

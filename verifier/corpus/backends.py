@@ -67,7 +67,7 @@ class RemoteBackend:
 
     Uses ``count``, ``search_docs`` and ``attribution`` (maximal spans with their documents, as
     OLMoTrace attributes model output); spans are read as word offsets of the compared text, as
-    ``verifier index serve`` returns them. Sent through the shared peer client (no redirects, a
+    ``verifier corpus serve`` returns them. Sent through the shared peer client (no redirects, a
     deadline for the whole answer, a streamed size cap, bounded retries; plain http only to this
     machine unless the auditor allows it); requests are spaced by ``min_interval`` seconds to
     stay polite."""
@@ -189,7 +189,7 @@ def open_backend(spec: str, *, verify: bool = True, access: PeerAccess | None = 
 
 
 def query_report(backend: CorpusBackend, text: str, *, ngram: int, min_span_words: int, documents: int) -> dict[str, Any]:
-    """Everything ``verifier index query`` prints, as data, with the printed lines."""
+    """Everything ``verifier corpus query`` prints, as data, with the printed lines."""
     found = backend.find(text, documents)
     result = backend.lookup([text], ngram=ngram, min_span_words=min_span_words, span_documents=documents,
                             characters=isinstance(backend, LocalBackend))[0]

@@ -10,10 +10,10 @@ hashed again), so opening also checks the structure the queries depend on: ``str
 (the default) checks that every suffix-array entry lies inside the text, and that 4,096 pairs of
 neighbouring entries, drawn afresh from the system's randomness each time, are in sorted order
 (an edit the draw can miss changes at most the counts of the strings it moved); ``"full"`` (what
-audits of a prebuilt index and ``verifier index check`` use) recomputes each shard's suffix array
+audits of a prebuilt index and ``verifier corpus check`` use) recomputes each shard's suffix array
 from its text and compares it entry by entry, at about the cost of building it. That the text is
 the declared corpus's text can be checked only against the corpus files:
-``verifier index check INDEX --corpus FILES`` rebuilds the index and compares.
+``verifier corpus check INDEX --corpus FILES`` rebuilds the index and compares.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ class CorpusIndex:
         label = folder.name
         path = folder / "manifest.json"
         if not path.is_file():
-            raise VerifierError(f"{label}: not a corpus index (no manifest.json; build one with 'verifier index build')")
+            raise VerifierError(f"{label}: not a corpus index (no manifest.json; build one with 'verifier corpus build')")
         if path.stat().st_size > MAX_MANIFEST:
             raise VerifierError(f"{label}/manifest.json: larger than {MAX_MANIFEST >> 20} MiB")
         body = path.read_bytes()

@@ -56,16 +56,16 @@ def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:
 def compare_sets(
     signals: Sequence[str],
     suspect: np.ndarray,
-    other: np.ndarray,
+    comparison: np.ndarray,
     suspect_texts: Sequence[str],
-    other_texts: Sequence[str],
+    comparison_texts: Sequence[str],
     blind: ExchangeabilityCheck,
     seed: int,
 ) -> tuple[list[dict[str, Any]], list[Section]]:
     """Rows (signal and blind AUCs, suspect = positive class) and the report sections showing them."""
-    labels = np.r_[np.ones(len(suspect), dtype=int), np.zeros(len(other), dtype=int)]
-    texts = list(suspect_texts) + list(other_texts)
-    pooled, _ = fill_failed(np.r_[suspect, other])  # failed items (counted by RouteContext.features) carry no information
+    labels = np.r_[np.ones(len(suspect), dtype=int), np.zeros(len(comparison), dtype=int)]
+    texts = list(suspect_texts) + list(comparison_texts)
+    pooled, _ = fill_failed(np.r_[suspect, comparison])  # failed items (counted by RouteContext.features) carry no information
     columns = {name: (pooled[:, i], labels, "signal") for i, name in enumerate(signals)}
     columns[BLIND_CLASSIFIER] = (blind.scores, blind.labels, "blind")
     columns["latest_year"] = (latest_year_baseline(texts, labels, seed=seed), labels, "blind")
@@ -80,7 +80,7 @@ def compare_sets(
             histograms[name] = {
                 "edges": edges.round(6).tolist(),
                 "suspect": np.histogram(scores[truth == 1], bins=edges)[0].tolist(),
-                "other": np.histogram(scores[truth == 0], bins=edges)[0].tolist(),
+                "comparison": np.histogram(scores[truth == 0], bins=edges)[0].tolist(),
             }
     best = best_signal(rows)["name"]
     table = Table(

@@ -41,8 +41,8 @@ class Overlap:
     exact: int
     prefix: int
     near: int
-    removed: list[int]  # indices into the comparison set, ascending
-    removed_reference: list[int]  # indices into the reference set, ascending
+    removed: list[int]  # indices into the other set (held-out or control), ascending
+    removed_suspect: list[int]  # indices into the suspect set, ascending
 
     @property
     def count(self) -> int:
@@ -54,7 +54,7 @@ def normalise(text: str) -> str:
 
 
 def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tuple[dict[int, set[int]], dict[int, str]]:
-    """comparison index -> matching reference indices, and how each comparison index matched.
+    """``com`` index -> matching ``ref`` indices, and how each ``com`` index matched.
 
     ``same``: the two lists are one set, so a document matches only earlier documents still kept
     (a chain of near copies A ~ B ~ C removes B and C only if each is near a kept one).
@@ -101,13 +101,13 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
     return pairs, kind
 
 
-def find_overlap(reference: Sequence[str], comparison: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> Overlap:
-    """Documents of ``comparison`` and of ``reference`` that duplicate, prefix-match or nearly match each other."""
-    pairs, kind = _matches([normalise(t) for t in comparison], [normalise(t) for t in reference], threshold, same=False)
+def find_overlap(suspect: Sequence[str], others: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> Overlap:
+    """Documents of ``others`` (a held-out or control set) and of ``suspect`` that duplicate, prefix-match or nearly match each other."""
+    pairs, kind = _matches([normalise(t) for t in others], [normalise(t) for t in suspect], threshold, same=False)
     kinds = list(kind.values())
     return Overlap(
         exact=kinds.count("exact"), prefix=kinds.count("prefix"), near=kinds.count("near"),
-        removed=sorted(pairs), removed_reference=sorted(set().union(*pairs.values())) if pairs else [],
+        removed=sorted(pairs), removed_suspect=sorted(set().union(*pairs.values())) if pairs else [],
     )
 
 

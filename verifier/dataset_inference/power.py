@@ -2,8 +2,8 @@
 
 Given per-document signal features of known members and known non-members (a testbed, or a
 user's labelled data), each trial draws, without replacement:
-- power: a suspect set of n members and a validation set of n non-members;
-- FPR: a suspect set of n non-members and a disjoint validation set of n non-members
+- power: a suspect set of n members and a held-out set of n non-members;
+- FPR: a suspect set of n non-members and a disjoint held-out set of n non-members
   (a member-free suspect: any "detection" is a false positive).
 Power and FPR are the shares of trials with p < alpha, each with a Wilson 95% CI. Set sizes
 the pools cannot fill are skipped and listed. All trials of a size run as one batched test.

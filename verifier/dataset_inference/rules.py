@@ -47,10 +47,13 @@ from verifier.baselines.exchangeability import (
     check_exchangeable,
 )
 from verifier.baselines.surface import surface_features
+from verifier.claims import Role
 from verifier.dataset_inference.hygiene import DEFAULT_THRESHOLD, Overlap, find_duplicates, find_overlap
 from verifier.dataset_inference.statistic import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
 from verifier.stats.metrics import fill_failed
 from verifier.targets.cache import text_digest
+
+PROSE = {Role.HELDOUT.value: "held-out"}  # how a role is written in a sentence (as a key it is heldout)
 
 
 class SetStatus(str, Enum):
@@ -111,19 +114,30 @@ class SetTestParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     # json_schema_extra "weaker": the direction in which a value loosens the test (policy comparison)
-    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"})
-    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE, le=100_000, json_schema_extra={"weaker": "lower"})
+    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
+                         description="the level the set-level test's p-value must reach")
+    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE, le=100_000, json_schema_extra={"weaker": "lower"},
+                              description="fewest documents per set after duplicates are removed")
     method: Literal["permutation", "split_median"] = "permutation"
-    n_permutations: int = Field(999, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
-    n_splits: int = Field(5, ge=1, le=101)
-    condition_on_text: StrictBool = Field(False, json_schema_extra={"weaker": "false"})
-    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"})
-    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"})
-    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"})
-    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0, json_schema_extra={"weaker": "higher"})
-    margin_cap: float = Field(DEFAULT_MARGIN_CAP, ge=0.55, le=0.75, json_schema_extra={"weaker": "higher"})
-    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"})
-    require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"})
+    n_permutations: int = Field(999, ge=19, le=100_000, json_schema_extra={"weaker": "lower"},
+                                description="relabellings of the permutation method (its p-value is exact for any count)")
+    n_splits: int = Field(5, ge=1, le=101, description="split_median method: random splits whose p-values are combined")
+    condition_on_text: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
+                                          description="residualise the signals on surface features of the text before the test")
+    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"},
+                               description="the blind classifier's permutation test refuses the method below this p-value")
+    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"},
+                                description="its lower tail: sets more alike than random halves (matched, not drawn) are refused")
+    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"},
+                                    description="relabellings of the blind classifier's permutation test")
+    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0, json_schema_extra={"weaker": "higher"},
+                                description="exchangeability needs the blind AUC interval's upper end below min(margin_cap, 0.5 + margin_scale / sqrt(n))")
+    margin_cap: float = Field(DEFAULT_MARGIN_CAP, ge=0.55, le=0.75, json_schema_extra={"weaker": "higher"},
+                              description="the cap of that margin")
+    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"},
+                                            description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate")
+    require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
+                                        description="SUPPORTED or CONTRADICTED only beside a validated member-free control")
 
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:
@@ -229,19 +243,19 @@ def run_set_membership(
     submitted = suspect, heldout
     threshold = params.near_duplicate_threshold
     (suspect, s_repeated), (heldout, h_repeated) = suspect.distinct(threshold), heldout.distinct(threshold)
-    repeated = {"suspect": s_repeated, "held-out": h_repeated}
+    repeated = {Role.SUSPECT.value: s_repeated, Role.HELDOUT.value: h_repeated}
     overlap = find_overlap(suspect.texts, heldout.texts, threshold)
-    removed_sha256 = {"suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_reference],
+    removed_sha256 = {"suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_suspect],
                       "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed]}
-    suspect, heldout = suspect.without(overlap.removed_reference), heldout.without(overlap.removed)
+    suspect, heldout = suspect.without(overlap.removed_suspect), heldout.without(overlap.removed)
     seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
     common = {"tested": {"suspect": suspect, "heldout": heldout}, "heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
               "duplicates_removed": repeated,
               "overlap_removed_sha256": removed_sha256, "seed": seed}
-    notes = [f"{count} {name} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
-             for name, count in repeated.items() if count]
+    notes = [f"{count} {PROSE.get(role, role)} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
+             for role, count in repeated.items() if count]
     if overlap.count:
-        notes.append(f"{overlap.count} held-out and {len(overlap.removed_reference)} suspect documents duplicate or nearly duplicate "
+        notes.append(f"{overlap.count} held-out and {len(overlap.removed_suspect)} suspect documents duplicate or nearly duplicate "
                      f"each other ({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near) and were removed from both sets")
     small = [f"{name} ({len(s.texts)})" for name, s in (("suspect", suspect), ("held-out", heldout)) if len(s.texts) < params.min_set_size]
     if small:

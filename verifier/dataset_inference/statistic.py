@@ -1,20 +1,20 @@
 """Set-level dataset inference (after Maini et al. 2024), done so its false-positive rate holds.
 
-Question: was the *suspect* set, as a whole, in the training data, compared with a *validation*
+Question: was the *suspect* set, as a whole, in the training data, compared with a *held-out*
 set the model certainly never saw from the same population and period?
 
-Null hypothesis H0: suspect and validation documents are exchangeable with respect to the model
+Null hypothesis H0: suspect and held-out documents are exchangeable with respect to the model
 (the suspect set was not trained on). Alternative: suspect documents are *more* member-like.
 
 The statistic is a learned weighting of the signals, and the weighting is constrained: every
 signal is oriented "higher = member", so the weights are non-negative (``stats.logistic``). A set
-that is less member-like than the validation set on every signal gets all-zero weights and no
+that is less member-like than the held-out set on every signal gets all-zero weights and no
 evidence, instead of a "significant" two-sided difference read as training.
 
 Two ways to get a p-value from it (``method``):
 
 ``permutation`` (default): cross-fitting with an exact permutation p-value. Suspect and
-validation are each cut into halves at random; the weighting is learned on one half (features
+held-out sets are each cut into halves at random; the weighting is learned on one half (features
 standardised with that half's statistics only) and scores the other, and then the halves swap,
 so every document is scored by a weighting that never saw it. The statistic is the mean of the
 two one-sided Welch t statistics. The whole procedure (random halves, standardisation, fit,
@@ -29,7 +29,7 @@ one-sided Welch t-test on half B; splits are combined by quantile aggregation (M
 and Buehlmann 2009), p = min(1, 2 x median), valid under any dependence between splits but
 conservative (about 1% false positives at alpha 0.05), which costs power.
 
-Where both differ from the reference code, and why:
+Where both differ from the published code, and why:
 - it uses a Student t-test (equal variances) on a single split and an unconstrained weighting,
   which makes its "one-sided" test an omnibus two-sample test;
 - it normalises with the suspect set's statistics over all rows, so B leaks into the features;
@@ -62,23 +62,23 @@ class DatasetInferenceResult:
     p_value: float
     method: str
     statistic: float  # permutation: mean cross-fitted Welch t; split_median: median split t
-    effect_size: float  # Cohen's d between suspect and validation scores (held-out halves)
+    effect_size: float  # Cohen's d between suspect and held-out scores (held-out halves)
     alpha: float
     significant: bool
     n_suspect: int
-    n_validation: int
+    n_heldout: int
     features: list[str]
     weights: list[dict[str, float]]  # per fold or split: the learned non-negative weights (standardised units)
     seed: int
     n_permutations: int = 0
     n_splits: int = 0
     split_p_values: list[float] = field(default_factory=list)
-    null_hypothesis: str = "suspect and validation documents are exchangeable (suspect not trained on)"
+    null_hypothesis: str = "suspect and held-out documents are exchangeable (suspect not trained on)"
 
 
 def dataset_inference(
     suspect: np.ndarray,
-    validation: np.ndarray,
+    heldout: np.ndarray,
     features: list[str],
     alpha: float = 0.05,
     method: str = "permutation",
@@ -87,27 +87,27 @@ def dataset_inference(
     seed: int = 0,
     min_set_size: int = MIN_SET_SIZE,
 ) -> DatasetInferenceResult:
-    """Test ``suspect`` [n_s, features] against ``validation`` [n_v, features]."""
+    """Test ``suspect`` [n_s, features] against ``heldout`` [n_v, features]."""
     if method not in METHODS:
         raise VerifierError(f"dataset inference: unknown method {method!r}; use one of {', '.join(METHODS)}")
-    for name, block in (("suspect", suspect), ("validation", validation)):
+    for name, block in (("suspect", suspect), ("held-out", heldout)):
         if len(block) < min_set_size:
             raise VerifierError(f"dataset inference needs at least {min_set_size} {name} documents, got {len(block)}")
         if not np.isfinite(block).all():
             raise VerifierError(f"dataset inference: the {name} features contain NaN or infinite values")
     rng = np.random.default_rng(seed)
     common = {
-        "alpha": alpha, "method": method, "n_suspect": len(suspect), "n_validation": len(validation),
+        "alpha": alpha, "method": method, "n_suspect": len(suspect), "n_heldout": len(heldout),
         "features": list(features), "seed": seed,
     }
     if method == "permutation":
-        test = cross_fit_permutation(suspect[None], validation[None], n_permutations, rng)
+        test = cross_fit_permutation(suspect[None], heldout[None], n_permutations, rng)
         p = float(test.p_values[0])
         return DatasetInferenceResult(
             p_value=p, statistic=float(test.statistic[0]), effect_size=float(test.effect_size[0]), significant=p < alpha,
             weights=_named(test.weights[0], features), n_permutations=n_permutations, **common,
         )
-    split = split_tests(suspect[None], validation[None], n_splits, rng)
+    split = split_tests(suspect[None], heldout[None], n_splits, rng)
     p = float(aggregate_p_values(split.p_values)[0])
     return DatasetInferenceResult(
         p_value=p, statistic=float(np.median(split.statistic[0])), effect_size=float(np.median(split.effect_size[0])),
@@ -117,13 +117,13 @@ def dataset_inference(
 
 
 def trial_p_values(
-    suspect: np.ndarray, validation: np.ndarray, rng: np.random.Generator, method: str = "permutation",
+    suspect: np.ndarray, heldout: np.ndarray, rng: np.random.Generator, method: str = "permutation",
     n_permutations: int = DEFAULT_PERMUTATIONS, n_splits: int = DEFAULT_SPLITS,
 ) -> np.ndarray:
-    """One p-value per trial for ``suspect`` [trials, n_s, F] against ``validation`` [trials, n_v, F]."""
+    """One p-value per trial for ``suspect`` [trials, n_s, F] against ``heldout`` [trials, n_v, F]."""
     if method == "permutation":
-        return cross_fit_permutation(suspect, validation, n_permutations, rng).p_values
-    return aggregate_p_values(split_tests(suspect, validation, n_splits, rng).p_values)
+        return cross_fit_permutation(suspect, heldout, n_permutations, rng).p_values
+    return aggregate_p_values(split_tests(suspect, heldout, n_splits, rng).p_values)
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class BatchedTest:
     weights: np.ndarray  # [trials, folds or splits, features]
 
 
-def cross_fit_permutation(suspect: np.ndarray, validation: np.ndarray, n_permutations: int, rng: np.random.Generator) -> BatchedTest:
+def cross_fit_permutation(suspect: np.ndarray, heldout: np.ndarray, n_permutations: int, rng: np.random.Generator) -> BatchedTest:
     """Cross-fitted, direction-constrained statistic with an exact permutation p-value, for many trials.
 
     Relabelling 0 is the observed labelling (random halves within each set); relabellings
@@ -145,8 +145,8 @@ def cross_fit_permutation(suspect: np.ndarray, validation: np.ndarray, n_permuta
     if n_permutations < 1:
         raise VerifierError("dataset inference: n_permutations must be at least 1")
     trials, n_s, features = suspect.shape
-    n = n_s + validation.shape[1]
-    pooled = np.concatenate([suspect, validation], axis=1).astype(np.float32)
+    n = n_s + heldout.shape[1]
+    pooled = np.concatenate([suspect, heldout], axis=1).astype(np.float32)
     per_trial = n_permutations + 1
     # Jobs are (trial, relabelling) pairs, batched across trials; relabelling 0 of each trial is
     # the observed labelling. Row orders: the first n_s rows of each order play "suspect".
@@ -180,14 +180,14 @@ def _cross_fit(rows: np.ndarray, n_s: int) -> tuple[np.ndarray, np.ndarray, np.n
     return (t_ab[0] + t_ba[0]) / 2, (d_ab[0] + d_ba[0]) / 2, np.stack([w_ab[0], w_ba[0]], axis=1)
 
 
-def split_tests(suspect: np.ndarray, validation: np.ndarray, n_splits: int, rng: np.random.Generator) -> BatchedTest:
+def split_tests(suspect: np.ndarray, heldout: np.ndarray, n_splits: int, rng: np.random.Generator) -> BatchedTest:
     """Per-split one-sided Welch p-values (learn on A, test on B) for many trials: [trials, splits]."""
     trials, n_s, _ = suspect.shape
-    n_v = validation.shape[1]
+    n_v = heldout.shape[1]
     perm_s = rng.permuted(np.broadcast_to(np.arange(n_s), (trials, n_splits, n_s)), axis=2)
     perm_v = rng.permuted(np.broadcast_to(np.arange(n_v), (trials, n_splits, n_v)), axis=2)
     s = np.take_along_axis(suspect.astype(np.float32)[:, None], perm_s[..., None], axis=2)
-    v = np.take_along_axis(validation.astype(np.float32)[:, None], perm_v[..., None], axis=2)
+    v = np.take_along_axis(heldout.astype(np.float32)[:, None], perm_v[..., None], axis=2)
     hs, hv = n_s // 2, n_v // 2
     t_stat, d, w, df = _fit_and_score(s[:, :, :hs], v[:, :, :hv], s[:, :, hs:], v[:, :, hv:])
     p = np.where(df > 0, student_t.sf(t_stat, np.where(df > 0, df, 1.0)), 1.0)

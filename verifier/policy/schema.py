@@ -14,17 +14,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.boundary.resources import resource
 from verifier.boundary.safe_yaml import load_yaml_bytes, load_yaml_file, read_bounded
 from verifier.errors import VerifierError, first_validation_error
 from verifier.verdicts import ALWAYS_ALLOWED, Verdict
 
+# Old route names a policy may still use, for a release: the corpus route was corpus_lookup.
+OLD_ROUTE_NAMES = {"corpus_lookup": "corpus"}
+
 
 class RouteSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     route: str
+
+    @field_validator("route")
+    @classmethod
+    def _new_name(cls, name: str) -> str:
+        return OLD_ROUTE_NAMES.get(name, name)
+
     grants: list[Verdict] | None = Field(None, description="verdicts the route may grant; default: every verdict its table reaches")
     params: dict[str, Any] = Field(default_factory=dict)
 

@@ -72,7 +72,7 @@ def roc_svg(roc: dict[str, Any]) -> Markup:
 
 def histogram_svg(hist: dict[str, Any], labels: tuple[str, str] = ("suspect", "comparison")) -> Markup:
     """Two overlaid score histograms on shared bins."""
-    edges, a, b = hist["edges"], hist["suspect"], hist["other"]
+    edges, a, b = hist["edges"], hist["suspect"], hist["comparison"]
     lo, hi, top = edges[0], edges[-1], max(max(a), max(b), 1)
     bars = []
     for counts, colour in ((a, COLOURS[0]), (b, COLOURS[1])):

@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from verifier.boundary.peers import PeerAccess
-from verifier.claims import ClaimKind, CorpusRef
+from verifier.claims import ClaimKind, CorpusRef, Role
 from verifier.corpus import CorpusIndex, Lookup, build_index
 from verifier.corpus.backends import CorpusBackend, LocalBackend, RemoteBackend
 from verifier.corpus.build import SHORT_RECORD_WORDS
@@ -82,27 +82,39 @@ LIMITATIONS = [
 class CorpusLookupParams(RouteParams):
     # Each of these can favour either side (a longer n-gram finds less contamination and less
     # presence alike), so any change from the default is reported as weakening the route.
-    ngram: int = Field(13, ge=8, le=64, json_schema_extra={"weaker": "either"})
-    present_share: float = Field(0.5, gt=0, le=1, json_schema_extra={"weaker": "either"})
-    clean_share: float = Field(0.0, ge=0, lt=0.5, json_schema_extra={"weaker": "higher"})
-    fifty_char_rule: bool = Field(True, json_schema_extra={"weaker": "false"})
+    ngram: int = Field(13, ge=8, le=64, json_schema_extra={"weaker": "either"},
+                       description="word n-grams compared, as in decontamination practice")
+    present_share: float = Field(0.5, gt=0, le=1, json_schema_extra={"weaker": "either"},
+                                 description="a document's content is present when this share of its n-grams is found")
+    clean_share: float = Field(0.0, ge=0, lt=0.5, json_schema_extra={"weaker": "higher"},
+                               description="a document is clean when at most this share of its n-grams is found (and nothing else matches)")
+    fifty_char_rule: bool = Field(True, json_schema_extra={"weaker": "false"},
+                                  description="a shared string of 50 characters keeps a document from being clean")
     # An edited copy (the share of the document's words found in order in one corpus document):
     # at near_duplicate it is present, at near_overlap it keeps the document from being clean.
-    near_duplicate: float = Field(0.9, ge=0.7, le=1.0, json_schema_extra={"weaker": "either"})
+    near_duplicate: float = Field(0.9, ge=0.7, le=1.0, json_schema_extra={"weaker": "either"},
+                                  description="an edited copy holding this share of the document's words in order makes it present")
     # A close copy is the document only when this share of its own words lies inside found n-grams.
-    document_coverage: float = Field(0.95, ge=0.8, le=1.0, json_schema_extra={"weaker": "lower"})
+    document_coverage: float = Field(0.95, ge=0.8, le=1.0, json_schema_extra={"weaker": "lower"},
+                                     description="a close copy is the document only when this share of its words lies inside found n-grams")
     # Content present when this share of its own words is in one place in order, others between them.
-    inserted_copy: float = Field(0.98, ge=0.9, le=1.0, json_schema_extra={"weaker": "either"})
-    near_overlap: float = Field(0.7, ge=0.5, le=0.95, json_schema_extra={"weaker": "higher"})
-    min_span_words: int = Field(8, ge=4, le=64)
+    inserted_copy: float = Field(0.98, ge=0.9, le=1.0, json_schema_extra={"weaker": "either"},
+                                 description="content is present when this share of its words is in one place in order, others between them")
+    near_overlap: float = Field(0.7, ge=0.5, le=0.95, json_schema_extra={"weaker": "higher"},
+                                description="an edited copy holding this share of its words keeps the document from being clean")
+    min_span_words: int = Field(8, ge=4, le=64, description="the shortest verbatim span shown in the report, in words")
     # Source-wide shared text: verbatim spans held by at least shared_documents corpus documents
     # are set aside; a document more than shared_max_share of which is such text is never clean.
-    shared_documents: int = Field(3, ge=2, le=100_000, json_schema_extra={"weaker": "either"})
-    shared_max_share: float = Field(0.25, gt=0, le=0.5, json_schema_extra={"weaker": "higher"})
+    shared_documents: int = Field(3, ge=2, le=100_000, json_schema_extra={"weaker": "either"},
+                                  description="verbatim text held by at least this many corpus documents is set aside as shared")
+    shared_max_share: float = Field(0.25, gt=0, le=0.5, json_schema_extra={"weaker": "higher"},
+                                    description="a document more than this share of which is shared text decides nothing")
     # Only an index built here from the corpus files is checked against the declared digest; a
     # prebuilt index (pinned by the claim) or a remote one is taken on trust only if the policy says so.
-    trust_prebuilt: bool = Field(False, json_schema_extra={"weaker": "true"})
-    trust_remote: bool = Field(False, json_schema_extra={"weaker": "true"})
+    trust_prebuilt: bool = Field(False, json_schema_extra={"weaker": "true"},
+                                 description="take a prebuilt index (pinned by the claim) on trust instead of rebuilding it from the files")
+    trust_remote: bool = Field(False, json_schema_extra={"weaker": "true"},
+                               description="take a remote index on trust (its contents cannot be checked at all)")
 
     @model_validator(mode="after")
     def ordered(self) -> "CorpusLookupParams":
@@ -113,9 +125,9 @@ class CorpusLookupParams(RouteParams):
 
 @register
 class CorpusLookupRoute(Route):
-    name = "corpus_lookup"
+    name = "corpus"
     Params = CorpusLookupParams
-    requires = frozenset({"suspect", "corpus"})
+    requires = frozenset({Role.SUSPECT, "corpus"})
     claim_kinds = KINDS
     _undecided = {ClaimKind.SUMMARY_FIELD: Verdict.INCONCLUSIVE}  # document statuses never arise for a summary claim
     verdicts = {
@@ -190,7 +202,7 @@ def open_corpus(ref: CorpusRef, base: Path, stack: ExitStack, access: PeerAccess
             # Whoever built an index wrote its corpus digest; only the files can confirm it. A pinned
             # index digest is a public commitment anyone holding the files can check by rebuilding.
             raise _refused("a prebuilt index is accepted only when the claim pins it (evidence.corpus.index_sha256, printed by "
-                           "'verifier index build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
+                           "'verifier corpus build'; anyone with the corpus files can rebuild it and compare); otherwise give the corpus files")
         index = CorpusIndex.open(path, structure="full")  # someone else built it: its suffix arrays are recomputed
         identity = declared | {"provenance": PREBUILT}
     else:  # corpus files: indexed now, so the corpus digest is computed from the files themselves

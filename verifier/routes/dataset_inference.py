@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from verifier.claims import ClaimKind, DocumentRef
+from verifier.claims import ClaimKind, DocumentRef, Role
 from verifier.data import normalised_value
 from verifier.dataset_inference.comparison import best_signal, compare_sets, num, pval, shift_rows
 from verifier.dataset_inference.planning import power_curve, size_needed
@@ -83,7 +83,8 @@ VERDICTS = {
 class DatasetInferenceParams(SignalChoice, SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
-    target_power: float = Field(0.8, gt=0, lt=1)
+    target_power: float = Field(0.8, gt=0, lt=1,
+                                description="the power at which the report plans the set size the observed effect would need")
 
 
 def origin(ref: DocumentRef, file_sha256: str) -> str:
@@ -99,7 +100,7 @@ def origin(ref: DocumentRef, file_sha256: str) -> str:
 class DatasetInferenceRoute(Route):
     name = "dataset_inference"
     Params = DatasetInferenceParams
-    requires = frozenset({"suspect", "heldout"})
+    requires = frozenset({Role.SUSPECT, Role.HELDOUT})
     claim_kinds = KINDS
     verdicts = VERDICTS
     needs_target = True
@@ -147,7 +148,7 @@ class DatasetInferenceRoute(Route):
             metrics["test"] = asdict(result)
             needed = size_needed(result.effect_size, result.alpha, params.target_power, result.method)
             metrics |= {"n_needed_for_target_power": needed, "target_power": params.target_power}
-            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_validation} held-out documents")
+            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_heldout} held-out documents")
             if finding.status == SetStatus.NOT_SIGNIFICANT:
                 tail.insert(1, f"about {needed} documents per set would give power {params.target_power:.0%} if the observed effect is real"
                             if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
@@ -189,10 +190,10 @@ def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -
     rows: list[list[Cell]] = [
         ["where the verdict rules stopped", finding.status.value.replace("_", " ")],
         ["documents repeating another of the same set, removed: suspect / held-out",
-         f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['held-out']}"],
+         f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['heldout']}"],
         ["held-out / suspect documents removed as duplicates or near duplicates of each other "
          "(held-out documents matched exactly / by prefix / nearly)",
-         f"{len(overlap.removed)} / {len(overlap.removed_reference)} ({overlap.exact} / {overlap.prefix} / {overlap.near})"],
+         f"{len(overlap.removed)} / {len(overlap.removed_suspect)} ({overlap.exact} / {overlap.prefix} / {overlap.near})"],
         ["documents tested: suspect / held-out", f"{finding.n_suspect} / {finding.n_heldout}"],
         ["seed of halves, relabellings and folds (derived from the SHA-256 of the tested documents' sorted text digests)", finding.seed],
     ]

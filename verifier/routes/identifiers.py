@@ -16,6 +16,7 @@ from datetime import date
 
 from pydantic import Field
 
+from verifier.claims import Role
 from verifier.marks.evaluate import identifier_trials, run_rank_tests
 from verifier.marks.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
@@ -60,7 +61,7 @@ class IdentifierParams(RankTestParams):
 class IdentifiersRoute(Route):
     name = "identifiers"
     Params = IdentifierParams
-    requires = frozenset({"suspect"})
+    requires = frozenset({Role.SUSPECT})
     claim_kinds = KINDS
     verdicts = verdict_table(["design_too_small", "no_marks", "undated"])
     needs_target = True

@@ -13,6 +13,7 @@ otherwise INCONCLUSIVE with the number of marks that would be needed.
 
 from __future__ import annotations
 
+from verifier.claims import Role
 from verifier.errors import VerifierError
 from verifier.marks.checks import checked_registration
 from verifier.marks.evaluate import registered_trials, run_rank_tests
@@ -47,7 +48,7 @@ class MarksParams(RankTestParams):
 class MarksRoute(Route):
     name = "marks"
     Params = MarksParams
-    requires = frozenset({"suspect", "marks"})
+    requires = frozenset({Role.SUSPECT, "marks"})
     claim_kinds = KINDS
     verdicts = verdict_table(["refused", "design_too_small", "no_marks"])
     needs_target = True

@@ -3,9 +3,9 @@ the target's token scores, and output-only attacks (``QuerySignal``, from ``deco
 its answers to queries, run only when named.
 
 Orientation: every score is "higher = more member-like". How that maps to the sign conventions
-of the reference implementations (mimir, the Min-K% and Min-K%++ repositories) and of the papers:
+of the published implementations (mimir, the Min-K% and Min-K%++ repositories) and of the papers:
 
-| name       | score here                                         | reference convention                      |
+| name       | score here                                         | published convention                      |
 |------------|----------------------------------------------------|-------------------------------------------|
 | loss       | mean log p(token)                                  | mimir returns mean NLL (lower = member): negated |
 | log_likelihood | sum of log p(token) (rank tests of marks only)  | -                                         |
@@ -24,12 +24,12 @@ of the reference implementations (mimir, the Min-K% and Min-K%++ repositories) a
 | cdd        | share of samples within alpha*l word edits of the greedy output | paper: peakedness, same sign    |
 | blackspectrum | 1 - projection of the denoised trace embedding on the recall-inference axis / anchor distance | paper: same sign |
 | thinking_tokens | minus the count of thinking n-grams in the trace  | paper: count (higher = non-member), negated |
-| trace_compression | mean log p of the trace under a reference LM   | paper: NLL (higher = non-member), negated |
+| trace_compression | mean log p of the trace under a scoring LM   | paper: NLL (higher = non-member), negated |
 | trace_consistency_char | minus the mean pairwise normalised character edit distance of traces | paper: distance, negated |
 | trace_consistency_token | the same over words and punctuation marks  | paper: distance, negated                  |
 | trace_judge | a judge model's 0-10 certainty rating of the trace        | paper: certainty, same sign               |
 
-Trace attacks (``traces.TraceSignal``) run models of their own - an encoder, a reference LM, a
+Trace attacks (``traces.TraceSignal``) run models of their own - an encoder, a scoring LM, a
 judge - lent by the scoring step (``tools.SignalTools``) and score all documents together
 (``Signal.evaluate``); every other signal scores one document at a time.
 """

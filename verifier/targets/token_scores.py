@@ -1,7 +1,7 @@
 """Per-document arrays from one forward pass: everything a gray-box signal may read.
 
 A causal LM predicts token t+1 from tokens 0..t, so a document of n tokens yields n-1 scored
-positions; the first token is context only (as in the reference implementations, which score
+positions; the first token is context only (as in the published implementations, which score
 ``input_ids[1:]``). For each scored position we keep:
 
 - ``logprob``: log p(actual token),

@@ -1,2 +1,2 @@
 """Trace signals: read the target's reasoning traces, with models of their own (an encoder, a
-reference LM, a judge) lent by the scoring step; ``base`` holds what they share."""
+scoring LM, a judge) lent by the scoring step; ``base`` holds what they share."""
