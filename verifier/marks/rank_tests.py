@@ -30,14 +30,15 @@ STATISTIC_WORDS = {"log_likelihood": "log-likelihood of the mark in its publishe
 
 
 class RankTestParams(RouteParams):
-    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"})
+    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
+                         description="the level the combined p-value must reach")
     combine: Literal["fisher", "binomial"] = Field("fisher", json_schema_extra={"weaker": "either"},
                                                    description="how independent marks' p-values are combined")
     level: float = Field(0.05, gt=0, le=0.5, json_schema_extra={"weaker": "either"},
                          description="binomial: the per-mark level a mark must reach to count")
     context_words: int = Field(32, ge=0, le=200, json_schema_extra={"weaker": "either"},
                                description="words of published text before a mark scored with it")
-    target_power: float = Field(0.8, gt=0, lt=1)
+    target_power: float = Field(0.8, gt=0, lt=1, description="the power at which the report plans how many marks would be needed")
 
 
 def verdict_table(no_result: list[str]) -> dict[str, dict[ClaimKind, Verdict] | None]:

@@ -59,8 +59,8 @@ class RouteParams(BaseModel):
 class SignalChoice(RouteParams):
     """Parameters of a route that computes membership signals: which, and with what settings."""
 
-    signals: SignalNames
-    signal_params: SignalParams = Field(default_factory=dict)
+    signals: SignalNames = Field(description="the membership signals computed (each where the target can; the others are listed as not computable)")
+    signal_params: SignalParams = Field(default_factory=dict, description="parameters per signal, e.g. {blackspectrum: {k: 5}}")
 
     @model_validator(mode="after")
     def _params_name_listed_signals(self) -> SignalChoice:
