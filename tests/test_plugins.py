@@ -44,6 +44,10 @@ scored = runner.invoke(app, ["score", "--model", "unigram:counts.txt", "--data",
 assert scored.exit_code == 0, scored.output
 evaluated = runner.invoke(app, ["evaluate", "s.parquet", "--json"])
 assert evaluated.exit_code == 0, evaluated.output
+from verifier.audit import run_audit
+plugins = run_audit("example:corpus-pg19").findings["environment"]["plugins"]  # a verdict names the plugin code it could use
+assert plugins == {"signals": {"median_logprob": "verifier_example_plugin.median_logprob (verifier-example-plugin 0.1)"},
+                   "targets": {"unigram": "verifier_example_plugin.unigram (verifier-example-plugin 0.1)"}}, plugins
 print(json.dumps({r["name"]: r.get("auc") for r in json.loads(evaluated.stdout)}))
 """
     result = run(code, tmp_path)

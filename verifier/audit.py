@@ -183,7 +183,16 @@ def _environment() -> dict[str, Any]:
             packages[name] = version(name)
         except PackageNotFoundError:
             packages[name] = None
-    return {"verifier": __version__, "python": platform.python_version(), "packages": packages}
+    from verifier.routes import ROUTES
+    from verifier.signals import REGISTRY
+    from verifier.targets import KINDS
+
+    environment = {"verifier": __version__, "python": platform.python_version(), "packages": packages}
+    # Parts other packages added (entry points): named only when there are any, so a plain install's findings keep their form.
+    if plugins := {registry.kind: {name: plugin.as_finding() for name, plugin in registry.load().plugins.items()}
+                   for registry in (ROUTES, REGISTRY, KINDS) if registry.load().plugins}:
+        environment["plugins"] = plugins
+    return environment
 
 
 def default_key_path() -> Path:

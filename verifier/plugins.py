@@ -23,10 +23,25 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
 from verifier.errors import VerifierError
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """Where a plugin part came from: its module and the distribution that installed it (findings
+    name both, since a verdict that used a plugin's code rests on that code)."""
+
+    module: str
+    distribution: str | None
+    version: str | None
+
+    def as_finding(self) -> str:
+        return f"{self.module} ({self.distribution or 'unknown distribution'} {self.version or ''})".replace(" )", ")")
+
 
 GROUPS = {"routes": "verifier.routes", "signals": "verifier.signals", "targets": "verifier.targets"}  # part kind -> entry-point group
 CONTRACT_MODULE = "base"  # the module of a part folder that holds the contract, not a part
@@ -45,8 +60,8 @@ def subpackages(package: str) -> list[str]:
     return sorted(info.name for info in pkgutil.iter_modules(found.__path__, f"{package}.") if info.ispkg)
 
 
-def import_parts(modules: list[str], group: str) -> dict[str, str]:
-    """Import ``modules``, then load the entry points of ``group``; returns each plugin's module by
+def import_parts(modules: list[str], group: str) -> dict[str, Plugin]:
+    """Import ``modules``, then load the entry points of ``group``; returns each plugin by
     entry-point name (a plugin that fails to load is one line naming it, not a traceback)."""
     for name in modules:
         importlib.import_module(name)
@@ -57,7 +72,8 @@ def import_parts(modules: list[str], group: str) -> dict[str, str]:
         except Exception as exc:  # a third party's code: any failure is theirs, named in one line
             raise VerifierError(f"plugin {point.name!r} ({group} entry point {point.value}) failed to load: "
                                 f"{type(exc).__name__}: {exc}") from None
-        plugins[point.name] = point.module
+        dist = point.dist
+        plugins[point.name] = Plugin(point.module, dist.name if dist else None, dist.version if dist else None)
     return plugins
 
 
@@ -66,7 +82,7 @@ Part = TypeVar("Part")
 
 class Registry(Mapping[str, Part], Generic[Part]):
     """Parts by name, discovered on the first read: ``modules()`` are imported, then the entry points
-    of the kind's group (``plugins`` maps each plugin's entry-point name to its module). Parts are
+    of the kind's group (``plugins`` maps each plugin's entry-point name to where it came from). Parts are
     listed in the order of their modules in discovery, then in the order each module registers
     them, whatever order the modules happened to be imported in."""
 
@@ -76,7 +92,7 @@ class Registry(Mapping[str, Part], Generic[Part]):
         self._module_of = module_of
         self._parts: dict[str, Part] = {}
         self._state = "new"  # -> "loading" -> "loaded"; reads while loading see what is registered so far
-        self.plugins: dict[str, str] = {}
+        self.plugins: dict[str, Plugin] = {}
 
     def modules(self) -> list[str]:
         """The modules discovery imports (before plugins)."""
@@ -97,7 +113,7 @@ class Registry(Mapping[str, Part], Generic[Part]):
             except BaseException:
                 self._state = "new"
                 raise
-            rank = {name: i for i, name in enumerate(modules + sorted(set(self.plugins.values())))}
+            rank = {name: i for i, name in enumerate(modules + sorted({p.module for p in self.plugins.values()}))}
             order = sorted(self._parts, key=lambda name: rank.get(self._module_of(self._parts[name]), len(rank)))  # stable: in-module order kept
             self._parts = {name: self._parts[name] for name in order}
             self._state = "loaded"

@@ -221,7 +221,7 @@ def test_cli_marks_make_test_and_identifiers(trusted, tmp_path):
     assert tested.exit_code == 0 and "significant: combined p" in tested.output and "24 marks" in tested.output
     late = runner.invoke(app, args[:-4] + ["--released", registered_on(EXAMPLE / REGISTRATION).isoformat()])
     assert late.exit_code == 2 and "not before the model's declared release" in late.output
-    ids = runner.invoke(app, ["marks", "identifiers", str(trusted / "testbed" / "documents.jsonl"), "--model", model, "--max-identifiers", "30",
+    ids = runner.invoke(app, ["identifiers", "test", str(trusted / "testbed" / "documents.jsonl"), "--model", model, "--max-identifiers", "30",
                               "--cache-dir", str(trusted / "cache")])
     assert ids.exit_code == 0 and "30 identifiers" in ids.output
 

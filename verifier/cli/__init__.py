@@ -1,7 +1,7 @@
 """Command-line interface: each command parses, calls one library function, prints.
 
 The table below is the whole CLI: top-level commands and command groups, one module each
-(``audit``, ``trust``, ``scoring``, ``corpus``, ``marks``, ``testbed``); shared options are
+(``audit``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``, ``testbed``); shared options are
 declared once in ``options``, printing goes through ``output``.
 
 One error handler serves the whole app (``HandledGroup``): a user error (``VerifierError``, or
@@ -86,7 +86,7 @@ app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, 
 
 COMMANDS = {"audit": audit.audit, "verify": trust.verify, "score": scoring.score, "evaluate": scoring.evaluate,
             "power": scoring.power, "serve": scoring.serve}
-GROUPS = {"corpus": corpus.app, "marks": marks.app, "keys": trust.keys, "testbed": testbed.app}
+GROUPS = {"corpus": corpus.app, "marks": marks.app, "identifiers": marks.identifiers_app, "keys": trust.keys, "testbed": testbed.app}
 ALIASES = {"index": "corpus"}  # old group names, kept for a release (hidden from the help)
 
 for _name, _command in COMMANDS.items():

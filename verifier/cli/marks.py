@@ -1,4 +1,5 @@
-"""``verifier marks``: mark documents before release, and test a model against marks and natural identifiers."""
+"""``verifier marks`` (mark documents before release, test a model against them) and ``verifier identifiers``
+(test a model against the natural identifiers in documents): the two rank-test subsystems."""
 
 from __future__ import annotations
 
@@ -105,7 +106,6 @@ def test(
     _print_rank_test(finding, "marks")
 
 
-@app.command("identifiers")
 def identifiers(
     documents: Annotated[Path, typer.Argument(help="Suspect documents (.jsonl, .csv or .parquet).")],
     model: Annotated[str, typer.Option(help="Model SPEC to test.")],
@@ -130,3 +130,9 @@ def identifiers(
         finding = test_identifiers(TargetScorer(model, ScoringOptions(), cache_dir, progress), documents, samples, alpha, combine,
                                    level, context_words, max_identifiers, seed, text_field)
     _print_rank_test(finding, "identifiers")
+
+
+identifiers_app = typer.Typer(no_args_is_help=True, help="Natural identifiers (hashes, UUIDs, short links, keys) in documents, "
+                              "tested against fresh draws of their formats.")
+identifiers_app.command("test")(identifiers)
+app.command("identifiers", hidden=True, help="Old name of 'verifier identifiers test', kept for a release.")(identifiers)
