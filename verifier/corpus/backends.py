@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from verifier.boundary.peers import Answer, ItemFailed, PeerAccess, PeerClient, Retry, read_json
-from verifier.corpus import queries
+from verifier.corpus import queries, wire
 from verifier.corpus.forms import read_form
-from verifier.corpus.index import CorpusIndex, Found, Hit
+from verifier.corpus.index import CorpusIndex, Found
 from verifier.corpus.normalise import normalise
 from verifier.corpus.queries import Lookup, Span, covered_from_spans, summarise
 from verifier.errors import VerifierError
@@ -102,28 +102,19 @@ class RemoteBackend:
         except ItemFailed as exc:
             raise IndexUnavailable(f"index API {self.url}, index {self.name}: not available ({exc})") from None
 
-    @staticmethod
-    def _hit(doc: dict[str, Any]) -> Hit:
-        if not isinstance(doc, dict):
-            raise TypeError("a document entry is not an object")
-        return Hit(_count(doc.get("doc_ix", 0)), doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {},
-                   _count(doc.get("offset", 0)), str(doc.get("snippet", ""))[:2000])
-
     def count(self, text: str) -> int:
         with _answer(self.url, "count"):
-            return _count(self._post({"query_type": "count", "query": text})["count"])
+            return wire.read(wire.CountAnswer, self._post({"query_type": "count", "query": text}), "count").count
 
     def find(self, text: str, limit: int = 10) -> Found:
         data = self._post({"query_type": "search_docs", "query": text, "maxnum": limit})
         with _answer(self.url, "search_docs"):
-            docs = [self._hit(d) for d in data.get("documents", [])][:limit]
-            found = Found(_count(data.get("cnt", 0)), docs, _count(data.get("documents_total", len(docs))), data.get("approx", False) is False)
-            # An answer that contradicts itself is no evidence: occurrences without documents, more
-            # documents than occurrences, fewer listed than asked for while more hold it.
-            if found.documents_total < len(docs) or found.count < found.documents_total or \
-                    (found.count and not docs) or len(docs) < min(limit, found.documents_total):
-                raise ValueError(f"{found.count} occurrence(s) in {found.documents_total} document(s) with {len(docs)} listed")
-            return found
+            answer = wire.read(wire.SearchAnswer, data, "search_docs")
+            docs = [d.hit() for d in answer.documents][:limit]
+            total = len(answer.documents) if answer.documents_total is None else answer.documents_total
+            if len(docs) < min(limit, total):  # fewer listed than asked for while more hold it
+                raise ValueError(f"{answer.cnt} occurrence(s) in {total} document(s) with {len(docs)} listed")
+            return Found(answer.cnt, docs, total, answer.approx is False)
 
     def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
                characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]:
@@ -140,33 +131,26 @@ class RemoteBackend:
             words = len(norm.split())
             data = self._post({"query_type": "attribution", "query": reading.text, "min_len": shortest, "max_cnt": span_documents})
             with _answer(self.url, "attribution"):
-                raw = [s for s in data["spans"] if isinstance(s, dict)]
-                for s in raw:  # a span in the corpus occurs somewhere, in documents the answer names
-                    found, listed = _count(s.get("count", 0)), len(s.get("docs", []))
-                    if found < 1 or listed > found or listed < min(span_documents, found, 1):
-                        raise ValueError(f"a span found {found} time(s) with {listed} document(s) named")
-                bounds = [(_count(s["l"]), _count(s["r"]) - _count(s["l"])) for s in raw]
-                if any(k < 1 or first + k > words for first, k in bounds):
+                raw = wire.read(wire.AttributionAnswer, data, "attribution").spans
+                for span in raw:  # each span occurs somewhere, in documents the answer names (when any were asked for)
+                    if span_documents and not span.docs:
+                        raise ValueError(f"a span found {span.count} time(s) with 0 document(s) named")
+                bounds = [(span.l, span.r - span.l) for span in raw]
+                if any(first + k > words for first, k in bounds):
                     raise ValueError("attribution spans outside the text (another normalisation?)")
                 shared = None
                 if shared_documents is not None:
                     shared = np.zeros(words, dtype=bool)
-                    for s, (first, k) in zip(raw, bounds):
-                        if k >= ngram and _count(s.get("count", 0)) >= shared_documents:
+                    for span, (first, k) in zip(raw, bounds):
+                        if k >= ngram and span.count >= shared_documents:
                             shared[first:first + k] = True
                 result = summarise(norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None, shared=shared)
-                by_first = {_count(s["l"]): s for s in raw}
-                result.spans[:] = [Span(sp.start, sp.end, sp.words, _count(by_first[sp.start_word].get("count", 0)),
-                                        [self._hit(d) for d in by_first[sp.start_word].get("docs", [])][:span_documents], sp.start_word)
+                by_first = {span.l: span for span in raw}
+                result.spans[:] = [Span(sp.start, sp.end, sp.words, by_first[sp.start_word].count,
+                                        [d.hit() for d in by_first[sp.start_word].docs][:span_documents], sp.start_word)
                                    for sp in result.spans]
             results.append(replace(result, form=reading.form, unread=reading.unread))
         return results
-
-
-def _count(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise TypeError(f"{value!r} is not a count")
-    return value
 
 
 @contextmanager

@@ -20,20 +20,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from verifier.boundary.peers import read_json
-from verifier.corpus import queries
+from verifier.corpus import queries, wire
 from verifier.corpus.index import CorpusIndex
 from verifier.corpus.normalise import framed
 from verifier.errors import VerifierError
 
 MAX_BODY = 1 << 20
-MAX_QUERY = 20_000  # characters: a query costs a search per word (and an attribution one per character)
-MAX_DOCS = 100
 
 
 @dataclass(frozen=True)
@@ -55,42 +53,31 @@ def answer(index: CorpusIndex, name: str, payload: Any) -> tuple[int, dict[str, 
         return 400, {"error": "the request must be a JSON object"}
     if payload.get("index") != name:
         return 400, {"error": f"unknown index; this server serves {name!r}"}
-    query = payload.get("query")
-    if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY:
-        return 400, {"error": f"query must be a non-empty string of at most {MAX_QUERY} characters"}
-    kind = payload.get("query_type")
+    try:
+        request = wire.read(wire.Request, payload, "request")
+    except ValueError as exc:
+        return 400, {"error": str(exc)}
     started = time.perf_counter()
-    if kind == "count":
-        result: dict[str, Any] = {"count": queries.count(index, query), "approx": False}
-    elif kind == "search_docs":
-        limit = payload.get("maxnum", 10)
-        if not _int_in(limit, 1, MAX_DOCS):
-            return 400, {"error": f"maxnum must be an integer from 1 to {MAX_DOCS}"}
-        found = index.find_frame(framed(query), limit) if framed(query) else None
-        result = {"cnt": found.count if found else 0, "approx": not (found.documents_exact if found else True),
-                  "documents_total": found.documents_total if found else 0,
-                  "documents": [asdict(h) | {"doc_ix": h.document} for h in (found.documents if found else [])]}
-    elif kind == "attribution":
-        min_len, max_cnt = payload.get("min_len", 8), payload.get("max_cnt", 3)
-        if not (_int_in(min_len, 1, 1000) and _int_in(max_cnt, 0, MAX_DOCS)):
-            return 400, {"error": "min_len must be 1-1000 words and max_cnt 0-100"}
-        result = {"spans": attribution(index, query, min_len, max_cnt)}
+    query = request.query
+    result: wire.Wire
+    if request.query_type == "count":
+        result = wire.CountAnswer(count=queries.count(index, query))
+    elif request.query_type == "search_docs":
+        found = index.find_frame(framed(query), request.maxnum) if framed(query) else None
+        result = wire.SearchAnswer(cnt=found.count if found else 0, approx=not (found.documents_exact if found else True),
+                                   documents_total=found.documents_total if found else 0,
+                                   documents=[wire.Document.of(h) for h in (found.documents if found else [])])
     else:
-        return 400, {"error": "query_type must be count, search_docs or attribution"}
-    result["latency"] = round((time.perf_counter() - started) * 1000, 3)
-    return 200, result
+        result = wire.AttributionAnswer(spans=attribution(index, query, request.min_len, request.max_cnt))
+    return 200, result.model_dump() | {"latency": round((time.perf_counter() - started) * 1000, 3)}
 
 
-def _int_in(value: Any, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def attribution(index: CorpusIndex, text: str, min_words: int, documents: int) -> list[dict[str, Any]]:
+def attribution(index: CorpusIndex, text: str, min_words: int, documents: int) -> list[wire.Span]:
     """Every maximal span of at least ``min_words`` words, as word offsets [l, r) of the compared
     text, with its corpus count and up to ``documents`` documents."""
     found = queries.lookup(index, [text], ngram=min_words, min_span_words=min_words, spans=10**6, span_documents=documents)[0]
-    return [{"l": s.start_word, "r": s.start_word + s.words, "length": s.words, "count": s.count,
-             "docs": [asdict(h) | {"doc_ix": h.document} for h in s.documents]}
+    return [wire.Span(l=s.start_word, r=s.start_word + s.words, length=s.words, count=s.count,
+                      docs=[wire.Document.of(h) for h in s.documents])
             for s in sorted(found.spans, key=lambda s: s.start_word)]
 
 
