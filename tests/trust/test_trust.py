@@ -408,3 +408,18 @@ def test_a_bundle_of_an_older_findings_format_still_verifies(tmp_path):
     findings.write_text(findings.read_text().replace('"VERIFIED"', '"CONTRADICTED"', 1))
     with pytest.raises(VerifierError, match="findings.json"):
         verify_bundle(copy, (old.parent / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
+
+
+@pytest.mark.parametrize("forge", [
+    lambda text: text.replace('"payloadType"', '"payloadType": "text/plain", "payloadType"', 1),  # a key given twice: which one is signed?
+    lambda text: text.replace('"signatures": [', '"signatures": ["not an object", ', 1),
+])
+def test_envelopes_are_read_strictly_before_anything_is_trusted(tmp_path, forge):
+    from verifier.trust import verify_bundle
+
+    copy = tmp_path / "b"
+    shutil.copytree(Path(__file__).parent / "bundles" / "findings-v3", copy)
+    envelope = copy / "envelope.dsse.json"
+    envelope.write_text(forge(envelope.read_text()))
+    with pytest.raises(VerifierError, match="envelope.dsse.json: differs: not a readable DSSE envelope"):
+        verify_bundle(copy, (Path(__file__).parent / "bundles" / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")

@@ -16,7 +16,6 @@ added or edited afterwards.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -24,13 +23,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError, first_validation_error
 from verifier.marks.generators import CanaryFormat, Kind
 from verifier.trust.envelopes import (
     PAYLOAD_TYPE,
-    STATEMENT_TYPE,
+    Envelope,
     load_public_key,
     pinned_public_keys,
+    read_statement,
     verify_envelope,
 )
 
@@ -129,9 +130,10 @@ def _read(path: Path, what: str) -> bytes:
 
 
 def _json(data: bytes, where: str) -> Any:
+    """Strict JSON (a key given twice, NaN, numbers too long to read are refused), or one line."""
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return read_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise VerifierError(f"{where}: not JSON ({str(exc).splitlines()[0][:120]})") from None
 
 
@@ -143,14 +145,16 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     digest = hashlib.sha256(data).hexdigest()
     if pinned_sha256 is not None and digest != pinned_sha256:
         raise VerifierError(f"{name}: is not the registration the claim pins (SHA-256 {digest[:16]}..., the claim names {pinned_sha256[:16]}...)")
-    envelope = _json(data, name)
-    signatures = envelope.get("signatures") if isinstance(envelope, dict) else None
-    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE or "payload" not in envelope:
+    try:
+        envelope = Envelope.model_validate(_json(data, name))
+    except ValidationError:
+        raise VerifierError(f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')") from None
+    if envelope.payloadType != PAYLOAD_TYPE:
         raise VerifierError(f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')")
-    if not signatures or not isinstance(signatures, list):
+    if not envelope.signatures:
         raise VerifierError(f"{name}: is not signed")
     pinned = pinned_public_keys(trust_dir)
-    keyids = [s.get("keyid") for s in signatures if isinstance(s, dict)]
+    keyids = [s.keyid for s in envelope.signatures]
     signer = next((k for k in keyids if k in pinned), None)
     if signer is None:
         shown = ", ".join(str(k)[:16] for k in keyids) or "none"
@@ -160,15 +164,18 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
         body = verify_envelope(envelope, load_public_key(pinned[signer], "trust store"), where=name)
     except VerifierError:
         raise VerifierError(f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}") from None
-    statement = _json(body, name)
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
-        raise VerifierError(f"{name}: signed, but not a marks registration (predicate type {str(statement.get('predicateType') if isinstance(statement, dict) else None)[:80]})")
     try:
-        predicate = RegistrationPredicate.model_validate(statement.get("predicate"))
-        subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+        statement = read_statement(body)
+    except ValueError as exc:
+        raise VerifierError(f"{name}: signed, but not a marks registration ({str(exc)[:120]})") from None
+    if statement.predicateType != PREDICATE_TYPE:
+        raise VerifierError(f"{name}: signed, but not a marks registration (predicate type {statement.predicateType[:80]})")
+    try:
+        predicate = RegistrationPredicate.model_validate(statement.predicate)
+        subjects = statement.subjects()
     except ValidationError as exc:
         raise VerifierError(f"{name}: predicate.{first_validation_error(exc)}") from None
-    except (KeyError, TypeError) as exc:
+    except ValueError as exc:
         raise VerifierError(f"{name}: malformed subjects ({exc})") from None
     ids = [m.id for m in predicate.marks]
     if len(set(ids)) != len(ids):

@@ -17,7 +17,6 @@ This module imports no ML stack.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import json
@@ -33,10 +32,13 @@ from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json, findings_digest
 from verifier.trust.envelopes import (
     PREDICATE_TYPE,
-    STATEMENT_TYPE,
+    Envelope,
+    Statement,
     key_id,
     load_public_key,
     public_pem,
+    read_envelope,
+    read_statement,
     sign_envelope,
     statement,
     trusted_keys,
@@ -173,41 +175,30 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
             raise VerifierError(f"{name}: differs: file is missing")
         if digests[name] != subjects[name]:
             raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
-    predicate = claimed["predicate"]
-    if predicate["findings_sha256"] != digests["findings.json"]:
+    if claimed.predicate["findings_sha256"] != digests["findings.json"]:
         raise VerifierError("findings.json: differs: its SHA-256 is not the findings digest the statement signs")
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
-    return Verification(claimed, signer, pinned_by, len(subjects))
+    return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects))
 
 
 PREDICATE_FIELDS = {"claim_id": str, "verdict": str, "findings_sha256": str, "verifier": str}
 
 
-def _read_envelope(data: bytes) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
     """The envelope, its subjects (name -> SHA-256) and statement, every field checked for shape
     before anything is trusted or printed: a malformed envelope is one line, never a crash."""
-    bad = f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement"
     try:
-        envelope = json.loads(data)
-        claimed = json.loads(base64.b64decode(envelope["payload"], validate=True))
-        entries = claimed["subject"]
-        if claimed.get("_type") != STATEMENT_TYPE or not isinstance(entries, list):
-            raise ValueError
-        subjects = {}
-        for entry in entries:
-            name, digest = entry["name"], entry["digest"]["sha256"]
-            if not isinstance(name, str) or not isinstance(digest, str) or name in subjects:
-                raise ValueError
-            subjects[name] = digest
-        predicate = claimed["predicate"]
-        if not isinstance(predicate, dict) or any(not isinstance(predicate.get(k), t) for k, t in PREDICATE_FIELDS.items()):
-            raise ValueError
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        raise VerifierError(bad) from None
+        envelope = read_envelope(data)
+        claimed = read_statement(envelope.body())
+        subjects = claimed.subjects()
+        if any(not isinstance(claimed.predicate.get(k), t) for k, t in PREDICATE_FIELDS.items()):
+            raise ValueError("predicate fields")
+    except ValueError:
+        raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
     if outside := sorted(name for name in subjects if name not in BUNDLE_FILES):
         raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
-    if claimed.get("predicateType") != PREDICATE_TYPE:
+    if claimed.predicateType != PREDICATE_TYPE:
         raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
     return envelope, subjects, claimed
 

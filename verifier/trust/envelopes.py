@@ -3,6 +3,10 @@
 The Statement's subjects are the bundle's files with their SHA-256 digests, so one signature
 covers every byte of the bundle. DSSE signs the pre-authentication encoding
 PAE(type, body) = "DSSEv1" SP len(type) SP type SP len(body) SP body, which binds the payload type.
+
+Envelopes and statements are read once, into typed objects (``Envelope``, ``Statement``), strictly:
+JSON with a key given twice, a signature that is not an object, a digest that is not a string, a
+subject named twice are refused before anything in them is trusted or shown.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.boundary.atomic import atomic_output
+from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError
 from verifier.trust.private_files import check_private
 
@@ -145,20 +151,82 @@ def sign_envelope(body: bytes, key: Ed25519PrivateKey) -> dict[str, Any]:
     }
 
 
-def verify_envelope(envelope: dict[str, Any], public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
+class Typed(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=True)
+
+
+class Signature(Typed):
+    keyid: str = ""
+    sig: str
+
+
+class Envelope(Typed):
+    """A DSSE envelope; ``body()`` is its decoded payload (not yet trusted: see ``verify_envelope``)."""
+
+    payloadType: str  # noqa: N815 - the DSSE field names
+    payload: str
+    signatures: list[Signature]
+
+    def body(self) -> bytes:
+        return base64.b64decode(self.payload, validate=True)
+
+
+class Digest(Typed):
+    sha256: str
+
+
+class Subject(Typed):
+    name: str
+    digest: Digest
+
+
+class Statement(Typed):
+    """An in-toto Statement v1."""
+
+    type: str = Field(alias="_type")
+    subject: list[Subject]
+    predicateType: str  # noqa: N815 - the in-toto field names
+    predicate: dict[str, Any]
+
+    def subjects(self) -> dict[str, str]:
+        """Subject name -> SHA-256; a name given twice is a ValueError (which digest would count?)."""
+        names = [s.name for s in self.subject]
+        if len(set(names)) != len(names):
+            raise ValueError("a subject is named twice")
+        return {s.name: s.digest.sha256 for s in self.subject}
+
+
+def read_envelope(data: bytes) -> Envelope:
+    """The envelope in ``data``; ValueError if it is not one (the caller names the file)."""
+    try:
+        return Envelope.model_validate(read_json(data))
+    except (ValidationError, RecursionError) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+
+
+def read_statement(body: bytes) -> Statement:
+    """The in-toto Statement an envelope carries; ValueError if it is not one."""
+    try:
+        statement = Statement.model_validate(read_json(body))
+    except (ValidationError, RecursionError) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    if statement.type != STATEMENT_TYPE:
+        raise ValueError(f"not an in-toto Statement ({statement.type[:80]!r})")
+    return statement
+
+
+def verify_envelope(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
     """The payload, if some signature in the envelope verifies under ``public``; else an error naming ``where``."""
     try:
-        body = base64.b64decode(envelope["payload"], validate=True)
-        signatures = envelope["signatures"]
-        payload_type = envelope["payloadType"]
-        if payload_type != PAYLOAD_TYPE or not isinstance(signatures, list) or not all(isinstance(e, dict) for e in signatures):
+        body = envelope.body()
+        if envelope.payloadType != PAYLOAD_TYPE:
             raise ValueError("not a DSSE envelope of an in-toto statement")
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except ValueError:
         raise VerifierError(f"{where}: differs: malformed DSSE envelope") from None
-    for entry in signatures:
+    for entry in envelope.signatures:
         try:
-            public.verify(base64.b64decode(entry["sig"]), pae(payload_type, body))
+            public.verify(base64.b64decode(entry.sig, validate=True), pae(envelope.payloadType, body))
             return body
-        except (InvalidSignature, KeyError, TypeError, ValueError):
+        except (InvalidSignature, ValueError):
             continue
     raise VerifierError(f"{where}: differs: signature does not verify under the public key")
