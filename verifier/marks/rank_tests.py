@@ -8,8 +8,6 @@ needed, and nothing here can reach SUPPORTED for a "not trained on" claim.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from typing import Literal
 
 import numpy as np
@@ -19,6 +17,7 @@ from verifier.claims import ClaimKind
 from verifier.dataset_inference.comparison import num, pval
 from verifier.marks.evaluate import STATISTIC, MarksFinding
 from verifier.routes.base import Cell, Notes, RouteContext, RouteParams, Section, Table, same_for
+from verifier.trust.tags import tag
 from verifier.verdicts import Verdict
 
 KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})
@@ -51,7 +50,7 @@ def scorer(ctx: RouteContext, secret_key: str | None = None):  # noqa: ANN201 - 
     siblings (secret until tested) by an HMAC keyed with ``secret_key``: whoever holds the siblings
     file can match them, nobody else can test guesses against the bundle."""
     def keyed(text: str) -> str:
-        return hmac.new(secret_key.encode(), text.encode(), hashlib.sha256).hexdigest()
+        return tag(secret_key.encode(), text.encode())
 
     def score(role: str, texts: list[str], signal: str) -> np.ndarray:
         if role == "siblings" and secret_key is not None:

@@ -46,6 +46,7 @@ from verifier.signals.base import QueryingSignal
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions, kind_of, load_target
 from verifier.targets.cache import cache_secret, default_cache_dir, default_secret_path, text_digest
 from verifier.targets.model_source import resolve_model
+from verifier.trust.tags import tag
 
 SCORER = "scorer"  # a part's column naming the model, reference and signals that scored it (JSON)
 TAG = "tag"  # a part's column authenticating each row (see row_tags)
@@ -129,15 +130,18 @@ def row_tags(frame: pd.DataFrame, secret: bytes) -> list[str]:
     on disk (a raised log-prob) must not reach a table and a signed verdict."""
     columns = [c for c in frame.columns if c in ("text_sha256", "n_tokens", SCORER) or c.startswith((SIGNAL_PREFIX, FAILURE_PREFIX))]
     rows = frame[columns].astype(object).where(frame[columns].notna(), None).itertuples(index=False, name=None)
-    return [hmac.new(secret, json.dumps([columns, [float(v) if isinstance(v, (float, np.floating)) else v for v in row]],
-                                        default=int).encode(), hashlib.sha256).hexdigest() for row in rows]
+    return [tag(secret, _row_message(columns, row)) for row in rows]
+
+
+def _row_message(columns: list[str], row: tuple) -> bytes:
+    return json.dumps([columns, [float(v) if isinstance(v, (float, np.floating)) else v for v in row]], default=int).encode()
 
 
 def authentic(frame: pd.DataFrame, secret: bytes) -> pd.Series:
     """Which rows of a part carry a valid tag."""
     if TAG not in frame or frame.empty:
         return pd.Series(False, index=frame.index)
-    return pd.Series([hmac.compare_digest(str(a), b) for a, b in zip(frame[TAG], row_tags(frame, secret))], index=frame.index)
+    return pd.Series([isinstance(a, str) and hmac.compare_digest(a, b) for a, b in zip(frame[TAG], row_tags(frame, secret))], index=frame.index)
 
 
 def score_file_ray(model: str, data: str | Path, out: str | Path, options: ScoringOptions, ray_options: RayOptions,

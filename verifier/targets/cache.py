@@ -22,7 +22,6 @@ interrupted run of paid queries resumes where it stopped. A row holds the respon
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import secrets
@@ -34,6 +33,7 @@ from pathlib import Path
 from verifier.errors import VerifierError
 from verifier.targets.token_scores import TokenScores
 from verifier.trust.private_files import check_private
+from verifier.trust.tags import holds, tag
 
 # Bump when the meaning or layout of cached arrays changes, so stale rows are never reused.
 CACHE_FORMAT = 2
@@ -116,7 +116,7 @@ class ScoreCache:
             raise VerifierError(f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it") from None
 
     def _tag(self, key: str, blob: bytes) -> str:
-        return hmac.new(self._secret, key.encode() + b"\0" + blob, hashlib.sha256).hexdigest()
+        return tag(self._secret, key.encode() + b"\0" + blob)
 
     def get_many(self, keys: list[str]) -> dict[str, TokenScores]:
         found: dict[str, TokenScores] = {}
@@ -124,8 +124,8 @@ class ScoreCache:
             for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
                 chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, blob, tag in self._db.execute(f"SELECT key, blob, tag FROM {TABLE} WHERE key IN ({marks})", chunk):
-                    if not isinstance(blob, bytes) or not hmac.compare_digest(str(tag), self._tag(key, blob)):
+                for key, blob, stored in self._db.execute(f"SELECT key, blob, tag FROM {TABLE} WHERE key IN ({marks})", chunk):
+                    if not isinstance(blob, bytes) or not holds(stored, self._secret, key.encode() + b"\0" + blob):
                         self.counts.refused += 1
                         continue
                     try:
@@ -157,8 +157,8 @@ class ScoreCache:
             raise VerifierError(f"{self.path}: response cache unreadable ({exc}); pass another --cache-dir or remove it") from None
         if row is None:
             return None
-        blob, tag = row
-        if not isinstance(blob, bytes) or not hmac.compare_digest(str(tag), self._tag(RESPONSES + key, blob)):
+        blob, stored = row
+        if not isinstance(blob, bytes) or not holds(stored, self._secret, (RESPONSES + key).encode() + b"\0" + blob):
             self.responses.refused += 1
             return None
         try:
