@@ -2,7 +2,8 @@
 
 ``digests`` (canonical JSON, the findings digest, file digests; importable without the ML stack),
 ``envelopes`` (DSSE envelopes over in-toto Statements, Ed25519 keys and key ids), ``bundle``
-(content-addressed evidence bundles: written, then verified against a key or a trust folder) and
+(content-addressed evidence bundles: written, then verified against a key or a trust folder), ``tags``
+(the HMAC-SHA256 tags of the auditor's stored bytes) and
 ``private_files`` (the auditor's secrets: owned by the user, readable by no one else).
 """
 
