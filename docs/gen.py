@@ -4,7 +4,7 @@
     python docs/gen.py --check  # exit 1 naming every page that differs from what the code gives (CI)
 
 The claim and policy references come from the pydantic models, the signal and target tables from
-the registries (plugins installed in the environment would appear: run it in a clean one), the
+the registries (built-in parts only, so plugins installed beside verifier change nothing), the
 CLI reference from the Typer app, the design page from DESIGN.md, and the benchmark index from
 the scripts' docstrings and the pages the scripts published (``benchmarks/publish.py``).
 """
@@ -146,7 +146,7 @@ def signals_page() -> str:
         out += ["## Orientation against the published implementations\n\n", doc[table_start:doc.find("\n\n", table_start)] + "\n\n"]
     for family in subpackages("verifier.signals"):
         module = sys.modules.get(family) or __import__(family, fromlist=["_"])
-        members = [(name, cls) for name, cls in REGISTRY.items() if cls.__module__.startswith(family + ".")]
+        members = [(name, cls) for name, cls in REGISTRY.items() if cls.__module__.startswith(family + ".")]  # built-in parts only
         out += [f"## {family.rsplit('.', 1)[1].replace('_', '-')}\n\n", (inspect.getdoc(module) or "") + "\n\n"]
         rows = []
         for name, cls in members:
@@ -156,9 +156,6 @@ def signals_page() -> str:
             rows.append([f"`{name}`", ", ".join(sorted(cls.needs)), "yes" if cls.by_default else "named only",
                          what_it_scores(cls), params or "-"])
         out.append(table(["signal", "needs", "computed by default", "what it scores", "parameters"], rows) + "\n")
-    plugins = REGISTRY.plugins
-    if plugins:
-        out.append(f"Plugins installed: {', '.join(sorted(plugins))}.\n")
     return "".join(out)
 
 
@@ -182,7 +179,7 @@ def targets_page() -> str:
     rows = [[f"`{kind.name}`", f"`{kind.prefix}`" if kind.prefix else "(default: files, folders, hub ids)",
              ", ".join(sorted(kind.capabilities)), "yes" if kind.remote else "no",
              f"`model.api` ({kind.options.__name__})" if kind.options else "-", " ".join(kind.limitations) or "-"]
-            for kind in KINDS.values()]
+            for kind in KINDS.values() if kind.name not in KINDS.plugins]  # built-in kinds only: the page is the same wherever it is built
     out.append(table(["kind", "spec prefix", "capabilities", "another party's server", "options", "limitations every route states"], rows))
     return "".join(out)
 

@@ -188,7 +188,8 @@ def _environment() -> dict[str, Any]:
     from verifier.targets import KINDS
 
     environment = {"verifier": __version__, "python": platform.python_version(), "packages": packages}
-    # Parts other packages added (entry points): named only when there are any, so a plain install's findings keep their form.
+    # Parts other packages added (entry points), each with the code it came from: named only when
+    # there are any, so a plain install's findings keep their form.
     if plugins := {registry.kind: {name: plugin.as_finding() for name, plugin in registry.load().plugins.items()}
                    for registry in (ROUTES, REGISTRY, KINDS) if registry.load().plugins}:
         environment["plugins"] = plugins

@@ -13,8 +13,10 @@ scores that are made more member-like step by step and must never score them les
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
@@ -117,7 +119,7 @@ def check_signal(cls: type[Signal]) -> None:
         _report(f"signal {name!r}", problems + ["must be a frozen dataclass subclassing verifier.signals.base.Signal"])
     if unknown := set(cls.needs) - CAPABILITIES - VIEWS:
         problems.append(f"needs names neither a capability nor a view: {sorted(unknown)}")
-    if missing := [f.name for f in fields(cls) if f.default is f.default_factory is None]:
+    if missing := [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]:
         problems.append(f"parameters without a default: {missing} (a policy may name the signal alone)")
     try:
         signal = cls()
@@ -197,15 +199,30 @@ def check_loaded_target(target: object, texts: list[str]) -> None:
 
 
 def check_discovery() -> None:
-    """Every module the registries discover registered at least one part."""
+    """Every module the registries discover registered at least one part, every plugin added one,
+    and nothing in a part folder escapes discovery: a subpackage no part imports, or a folder of
+    Python files without ``__init__.py`` (which discovery cannot see)."""
+    from verifier import plugins
+
     problems = []
-    registries: list[tuple[Registry, Callable[[object], str]]] = [
-        (ROUTES, lambda part: part.__module__), (REGISTRY, lambda part: part.__module__), (KINDS, lambda kind: kind.cls.__module__)]
+    registries: list[tuple[Registry, Callable[[object], str]]] = [(ROUTES, ROUTES.module_of), (REGISTRY, REGISTRY.module_of),
+                                                                   (KINDS, KINDS.module_of)]
     for registry, module_of in registries:
         found = {module_of(part) for part in registry.load().values()}
-        if silent := sorted(set(registry.modules()) - found):
+        modules = registry.modules()
+        if silent := sorted(set(modules) - found):
             problems.append(f"{registry.kind}: {', '.join(silent)} registered nothing (a part folder holds parts only; "
                             "shared code goes in base.py or beside the folder)")
+        for folder in sorted({m.rsplit(".", 1)[0] for m in modules}):
+            root = Path(sys.modules[folder].__file__).parent
+            for child in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"):
+                name = f"{folder}.{child.name}"
+                if not (child / "__init__.py").exists() and any(child.glob("*.py")):
+                    problems.append(f"{registry.kind}: {name} holds Python files but no __init__.py: discovery cannot see them")
+                elif (child / "__init__.py").exists() and name not in sys.modules:
+                    problems.append(f"{registry.kind}: {name} is imported by no part: its modules escape discovery")
+    if plugins.silent:
+        problems.append("plugins that registered nothing: " + ", ".join(p.entry_point for p in plugins.silent))
     _report("discovery", problems)
 
 

@@ -27,4 +27,5 @@ def redact_paths(text: str, *folders: Path, label: str = "<claim folder>") -> st
 def first_validation_error(exc: ValidationError, top: str = "(top level)") -> str:
     """``key.path: message`` of a pydantic error's first problem, for one-line messages."""
     error = exc.errors()[0]
-    return f"{'.'.join(str(part) for part in error['loc']) or top}: {error['msg']}"
+    message = error["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
+    return f"{'.'.join(str(part) for part in error['loc']) or top}: {message}"

@@ -82,7 +82,7 @@ def test_trace_signals_are_registered_output_only_and_validate_their_parameters(
         make_signals(["trace_judge"], {"answers"}, {"trace_judge": {"judge": "http://elsewhere"}})
     with pytest.raises(VerifierError, match="traces: Input should be a valid integer"):
         make_signals(["trace_consistency_char"], {"answers"}, {"trace_consistency_char": {"traces": True}})
-    with pytest.raises(VerifierError, match="traces must be at least 2"):
+    with pytest.raises(VerifierError, match="traces: Input should be greater than or equal to 2"):
         make_signals(["trace_consistency_char"], {"answers"}, {"trace_consistency_char": {"traces": 1}})
     with pytest.raises(VerifierError, match="need a temperature above 0"):
         make_signals(["thinking_tokens"], {"answers"}, {"thinking_tokens": {"traces": 3, "temperature": 0}})
@@ -337,7 +337,7 @@ def test_a_bad_signal_parameter_in_a_policy_names_the_key(tmp_path):
     import yaml
 
     path.write_text(yaml.safe_dump(policy))
-    with pytest.raises(VerifierError, match="k must be in"):
+    with pytest.raises(VerifierError, match="k: Input should be less than or equal to 50"):
         load_policy(path)
     policy["routes"][0]["params"] = {"signals": ["loss"], "signal_params": {"blackspectrum": {"k": 5}}}
     path.write_text(yaml.safe_dump(policy))

@@ -8,6 +8,7 @@ same words (``--alpha: Input should be less than or equal to 0.2`` beside a poli
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional, TypeVar
 
@@ -37,18 +38,21 @@ def checked(model: type[Model], **values: object) -> Model:
 
 
 def parse_signal_params(items: list[str]) -> dict[str, dict[str, object]]:
-    """``SIGNAL.KEY=VALUE`` options as {signal: {key: value}}, values read as YAML scalars (5, 0.8, false, text)."""
-    import yaml
-
+    """``SIGNAL.KEY=VALUE`` options as {signal: {key: value}}. A value that is a JSON number,
+    ``true``, ``false`` or ``null`` is that (5, 0.8, false); anything else is the text as given
+    (``scoring_lm=smollm2-135m``; quote a number meant as text: ``'"2024"'``). The signal's own
+    annotations then check it strictly. A key given twice is refused: which one was meant?"""
     params: dict[str, dict[str, object]] = {}
     for item in items:
         head, sep, raw = item.partition("=")
         name, dot, key = head.partition(".")
         if not (sep and dot and name and key):
             raise VerifierError(f"--signal-param {item!r}: expected SIGNAL.KEY=VALUE, e.g. blackspectrum.k=5")
+        if key in params.get(name, {}):
+            raise VerifierError(f"--signal-param {name}.{key}: given twice")
         try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError:
+            value = json.loads(raw, parse_constant=lambda constant: raw)  # NaN and Infinity stay text
+        except ValueError:
             value = raw
-        params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) else raw
+        params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) or value is None else raw
     return params

@@ -94,8 +94,11 @@ STRICT = ConfigDict(strict=True)  # 5.5 is not an int, "no" is not a bool, True 
 @cache
 def param_adapters(cls: type[Signal]) -> dict[str, TypeAdapter]:
     """One validator per parameter of a signal class, from its annotations (bounds included)."""
-    hints = get_type_hints(cls, include_extras=True)
-    return {f.name: TypeAdapter(hints[f.name], config=STRICT) for f in fields(cls)}
+    try:
+        hints = get_type_hints(cls, include_extras=True)
+        return {f.name: TypeAdapter(hints[f.name], config=STRICT) for f in fields(cls)}
+    except Exception as exc:  # a plugin's annotation that does not resolve: its author's error, in one line
+        raise VerifierError(f"signal {cls.name}: its parameters cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class QueryingSignal(Signal):
 
     needs: ClassVar[frozenset[str]] = frozenset({ANSWERS})
     by_default: ClassVar[bool] = False  # queries cost money: run only when named
-    passage_words: Annotated[int, Field(ge=8)] = 64
+    passage_words: Annotated[int, Field(ge=8, le=100_000)] = 64
     passages: Annotated[int, Field(ge=1, le=100)] = 1
 
     def split(self, text: str) -> list[str]:

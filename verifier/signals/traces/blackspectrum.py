@@ -39,7 +39,7 @@ from pydantic import Field
 from verifier.errors import VerifierError
 from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import DEFAULT_ENCODER, SignalTools
-from verifier.signals.traces.anchors import select
+from verifier.signals.traces.anchors import RECALL_ANCHORS, SYNTHETIC_ANCHORS, select
 from verifier.signals.traces.base import TraceSignal, TracesUnusable
 from verifier.targets.queries import Answer, Query
 
@@ -71,10 +71,10 @@ def separation_p(a: np.ndarray, b: np.ndarray, seed: int = 0) -> float:
 @dataclass(frozen=True)
 class BlackSpectrum(TraceSignal):
     name = "blackspectrum"
-    encoder: str = DEFAULT_ENCODER
+    encoder: Annotated[str, Field(min_length=1)] = DEFAULT_ENCODER
     denoise: bool = True
-    k: Annotated[int, Field(ge=1)] = 20
-    gamma: Annotated[int, Field(ge=1)] = 20
+    k: Annotated[int, Field(ge=1, le=RECALL_ANCHORS, description="recall anchors (the shipped set holds 50)")] = 20
+    gamma: Annotated[int, Field(ge=1, le=SYNTHETIC_ANCHORS, description="synthetic anchors (100 shipped candidates)")] = 20
     entropy_selection: bool = True
     anchor_traces: Annotated[int, Field(ge=1, le=20)] = 3
 

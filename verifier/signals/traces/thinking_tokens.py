@@ -43,7 +43,7 @@ def candidates(trace: str) -> list[str]:
 @dataclass(frozen=True)
 class ThinkingTokens(TraceSignal):
     name = "thinking_tokens"
-    encoder: str = DEFAULT_ENCODER
+    encoder: Annotated[str, Field(min_length=1)] = DEFAULT_ENCODER
     threshold: Annotated[float, Field(gt=0, le=1, description="a cosine similarity")] = 0.8
 
     def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:

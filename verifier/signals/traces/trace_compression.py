@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
 from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import SignalTools
@@ -25,7 +27,7 @@ from verifier.signals.traces.base import TraceSignal
 @dataclass(frozen=True)
 class TraceCompression(TraceSignal):
     name = "trace_compression"
-    scoring_lm: str = "smollm2-135m"
+    scoring_lm: Annotated[str, Field(min_length=1)] = "smollm2-135m"
 
     def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
         flat = [t for _, traces in items for t in traces]

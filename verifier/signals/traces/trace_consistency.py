@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
+from pydantic import Field
 from rapidfuzz.distance import Levenshtein
 
-from verifier.errors import VerifierError
 from verifier.signals.base import ScoredDocument, register
 from verifier.signals.output_only.prefix_probe import TOKEN
 from verifier.signals.tools import SignalTools
@@ -30,12 +30,7 @@ from verifier.signals.traces.base import TraceSignal
 @dataclass(frozen=True)
 class TraceConsistency(TraceSignal):
     unit: ClassVar[str]  # "char" or "token"
-    traces: int = 3
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.traces < 2:
-            raise VerifierError(f"signal {self.name}: consistency compares traces: traces must be at least 2, got {self.traces}")
+    traces: Annotated[int, Field(ge=2, le=20, description="traces per passage: consistency compares them, so at least 2")] = 3
 
     def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
         out: list[float | str] = []

@@ -28,6 +28,7 @@ from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import TARGET, SignalTools
 from verifier.signals.traces.base import TraceSignal
 from verifier.targets.kinds.openai_compatible import PREFIX as API_PREFIX
+from verifier.targets.kinds.openai_compatible import parse_spec
 from verifier.targets.queries import CHAT, Query
 
 JUDGE_PROMPT = ("Below is the reasoning a language model wrote while trying to predict the next word of a text. Rate how certain "
@@ -46,8 +47,13 @@ class TraceJudge(TraceSignal):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.judge != TARGET and not self.judge.startswith(API_PREFIX):
-            raise VerifierError(f"signal {self.name}: judge must be 'target' or an openai-compatible:URL#model spec, got {self.judge!r}")
+        if self.judge != TARGET:
+            if not self.judge.startswith(API_PREFIX):
+                raise VerifierError(f"signal {self.name}: judge must be 'target' or an openai-compatible:URL#model spec, got {self.judge!r}")
+            try:
+                parse_spec(self.judge)  # an unusable endpoint fails here, not after the traces were paid for
+            except VerifierError as exc:
+                raise VerifierError(f"signal {self.name}: judge: {exc}") from None
 
     def judge_queries(self, items: list[tuple[str, list[str]]]) -> list[Query]:
         return [Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=self.judge_max_tokens)

@@ -82,6 +82,9 @@ def synthetic_candidates() -> list[dict]:
     return list(_read("synthetic.jsonl"))
 
 
+RECALL_ANCHORS, SYNTHETIC_ANCHORS = 50, 100  # the shipped sets' sizes (select checks the files hold them)
+
+
 def select(k: int, gamma: int, entropy_selection: bool = True) -> AnchorSets:
     """The first ``k`` recall sequences and ``gamma`` synthetic ones (highest entropy first, or in
     generation order without selection)."""
