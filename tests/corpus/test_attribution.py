@@ -10,7 +10,7 @@ import pytest
 from conftest import CORPUS, make_tiny_gpt2
 
 from verifier.corpus import CorpusIndex, normalise
-from verifier.corpus.attribution import trace_outputs
+from verifier.corpus.attribution import attribute_outputs
 from verifier.corpus.backends import LocalBackend
 
 
@@ -46,14 +46,14 @@ def test_trace_attributes_memorised_outputs_to_their_documents(memorising_model,
     folder, docs = memorising_model
     target = load_target(str(folder))
     prompts = [" ".join(d["text"].split()[:8]) for d in docs[:4]] + ["The weather in the mountains was"]
-    traces = trace_outputs(LocalBackend(demo_index), target, prompts, max_new_tokens=60, min_span_words=8)
-    for trace, doc in zip(traces[:4], docs[:4]):
-        assert trace.lookup.longest_words >= 12, trace.output
-        top = max(trace.lookup.spans, key=lambda s: s.words)
+    found = attribute_outputs(LocalBackend(demo_index), target, prompts, max_new_tokens=60, min_span_words=8)
+    for item, doc in zip(found[:4], docs[:4]):
+        assert item.lookup.longest_words >= 12, item.output
+        top = max(item.lookup.spans, key=lambda s: s.words)
         assert [h.meta["id"] for h in top.documents] == [doc["id"]]
-        assert trace.lookup.text[top.start:top.end] in normalise(doc["text"])  # the span really is in that document
+        assert item.lookup.text[top.start:top.end] in normalise(doc["text"])  # the span really is in that document
     by_id = {json.loads(line)["id"]: json.loads(line)["text"] for f in CORPUS.glob("*.jsonl") for line in f.read_text().splitlines()}
-    for trace in traces:  # whatever the prompt, every reported span is verbatim in the documents it names
-        for span in trace.lookup.spans:
-            piece = trace.lookup.text[span.start:span.end]
+    for item in found:  # whatever the prompt, every reported span is verbatim in the documents it names
+        for span in item.lookup.spans:
+            piece = item.lookup.text[span.start:span.end]
             assert all(piece in normalise(by_id[h.meta["id"]]) for h in span.documents)

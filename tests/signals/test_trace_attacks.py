@@ -346,9 +346,9 @@ def test_a_bad_signal_parameter_in_a_policy_names_the_key(tmp_path):
 
 
 def test_trace_compression_reads_familiar_text_as_more_compressible(reasoner, wiki, tiny_model_dir, tmp_path, monkeypatch):
-    """Compression under a reference LM (the tiny test GPT-2, trained on WikiMIA text): a trace in
+    """Compression under a scoring LM (the tiny test GPT-2, trained on WikiMIA text): a trace in
     the words it was trained on costs fewer nats a token than one of words it never saw, so it
-    scores higher (more member-like); the reference LM's weights digest is recorded."""
+    scores higher (more member-like); the scoring LM's weights digest is recorded."""
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     texts, _ = wiki
     plain = {t[:40] for t in texts[:4]}
@@ -359,7 +359,7 @@ def test_trace_compression_reads_familiar_text_as_more_compressible(reasoner, wi
     table = scored(reasoner, texts[:8], ["trace_compression"], params={"trace_compression": {"scoring_lm": str(tiny_model_dir)}})
     values = table.signal("trace_compression")
     assert np.isfinite(values).all() and values[:4].min() > values[4:].max()
-    assert len(table.metadata["signal_models"][f"reference LM {tiny_model_dir.name}"]) == 64
+    assert len(table.metadata["signal_models"][f"scoring LM {tiny_model_dir.name}"]) == 64
 
 
 # --- the real model ------------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_trace_compression_reads_familiar_text_as_more_compressible(reasoner, wi
 @pytest.mark.slow
 def test_smollm2_prompted_to_reason_gives_traces_every_attack_reads(smollm2_server, smollm2, wiki, tmp_path, monkeypatch):
     """SmolLM2 does not reason natively: prompted, it writes a reply that is read as its trace.
-    Every trace attack (compression under the bundled SmolLM2 as reference LM) scores it."""
+    Every trace attack (compression under the bundled SmolLM2 as scoring LM) scores it."""
     import verifier.scoring.table
 
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))

@@ -128,18 +128,18 @@ def attribution(
 ) -> None:
     """Generate from a model and attribute the long verbatim spans of its outputs to corpus documents."""
     from verifier.boundary.peers import PeerAccess
-    from verifier.corpus.attribution import trace_outputs
+    from verifier.corpus.attribution import attribute_outputs
     from verifier.corpus.backends import open_backend
     from verifier.data import load_documents
     from verifier.targets import load_target
 
     texts = load_documents(prompts, text_field=text_field).texts
-    traces = trace_outputs(open_backend(index, access=PeerAccess(allow_http=allow_http)), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
+    found = attribute_outputs(open_backend(index, access=PeerAccess(allow_http=allow_http)), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
     if as_json:
-        json.dump([asdict(t) for t in traces], sys.stdout, indent=1, ensure_ascii=False)
+        json.dump([asdict(t) for t in found], sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")
         return
-    for i, t in enumerate(traces, 1):
+    for i, t in enumerate(found, 1):
         say(out, f"prompt {i}: {len(t.lookup.spans)} span(s) of at least {min_span_words} words; longest {t.lookup.longest_words} words")
         for span in t.lookup.spans:
             docs = ", ".join(str(h.meta.get("id", h.document)) for h in span.documents)

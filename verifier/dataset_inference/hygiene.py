@@ -61,7 +61,7 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
     """
     by_text: dict[str, list[int]] = {}
     by_prefix: dict[str, list[int]] = {}
-    short: dict[str, list[int]] = {}  # reference texts too short for the prefix key, but long enough to count as an opening
+    short: dict[str, list[int]] = {}  # ``ref`` texts too short for the prefix key, but long enough to count as an opening
     for j, text in enumerate(ref):
         by_text.setdefault(text, []).append(j)
         by_prefix.setdefault(text[:PREFIX_CHARS], []).append(j)

@@ -200,14 +200,14 @@ def residualise_on_text(features: np.ndarray, texts: Sequence[str], ridge: float
     return centred - design @ coef
 
 
-def dates_reason(suspect_year: int | None, reference_year: int | None, cutoff: int | None = None) -> str | None:
+def dates_reason(suspect_year: int | None, other_year: int | None, cutoff: int | None = None) -> str | None:
     """Why declared years alone refuse the comparison, or None."""
-    if suspect_year is None or reference_year is None or suspect_year == reference_year:
+    if suspect_year is None or other_year is None or suspect_year == other_year:
         return None
-    if cutoff is not None and min(suspect_year, reference_year) <= cutoff < max(suspect_year, reference_year):
-        return (f"the sets are declared from {suspect_year} and {reference_year}, on both sides of the training cutoff ({cutoff}): "
+    if cutoff is not None and min(suspect_year, other_year) <= cutoff < max(suspect_year, other_year):
+        return (f"the sets are declared from {suspect_year} and {other_year}, on both sides of the training cutoff ({cutoff}): "
                 f"a difference measures the date, not training")
-    return f"the sets are declared from different years ({suspect_year} and {reference_year}): a difference may be the date, not training"
+    return f"the sets are declared from different years ({suspect_year} and {other_year}): a difference may be the date, not training"
 
 
 def documents_seed(*sets: Sequence[str]) -> int:

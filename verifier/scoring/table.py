@@ -148,7 +148,7 @@ def score_documents(
         "reference": reference.identity.as_finding() if reference else None,
         "signals": {s.name: s.params() for s in signals},
         "signal_counts": {name: column.counts for name, column in columns.items() if column.counts},
-        "signal_models": dict(tools.used),  # encoders, reference LMs, judges the signals ran, with their digests
+        "signal_models": dict(tools.used),  # encoders, scoring LMs, judges the signals ran, with their digests
     }
     return ScoreTable(frame=frame, metadata=metadata)
 
@@ -171,14 +171,14 @@ def signal_queries(signals: Sequence[QueryingSignal], texts: Sequence[str]) -> d
 
 
 def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:
-    """What trace attacks may run besides the target: its answers, reference LMs, other endpoints."""
+    """What trace attacks may run besides the target: its answers, scoring LMs, other endpoints."""
     access = getattr(target, "access", None) or PeerAccess()  # the auditor's, as the target was loaded with it
     return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
                        load_api=lambda spec: OpenAICompatibleTarget(spec, access=access, key_env=access.judge_api_key_env), cache=cache)
 
 
 def _loaded_lm(spec: str) -> Target:
-    """A reference LM, loaded once per process (a trace attack may ask for it in every route)."""
+    """A scoring LM, loaded once per process (a trace attack may ask for it in every route)."""
     if spec not in _LMS:
         _LMS[spec] = load_target(spec, ScoringOptions())
     return _LMS[spec]

@@ -59,7 +59,7 @@ class Signal(ABC):
 
     def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
         """Every document's score and, for each NaN, why. Signals that run a model of their own
-        (an encoder, a reference LM, a judge) override this to batch it, through ``tools``."""
+        (an encoder, a scoring LM, a judge) override this to batch it, through ``tools``."""
         values = np.fromiter((self.score(doc) for doc in docs), dtype=np.float64, count=len(docs))
         return Evaluation(values, [None if np.isfinite(v) else self.why_not(doc) for v, doc in zip(values, docs)])
 

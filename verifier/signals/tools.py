@@ -2,9 +2,9 @@
 reference language model, a judge.
 
 Trace attacks read what the target wrote through other models - BlackSpectrum embeds traces,
-the compression attack scores them under a reference LM, the judge attack asks a third model.
+the compression attack scores them under a scoring LM, the judge attack asks a third model.
 Those models are loaded here, once per run and only when a signal asks, and every call goes
-through the project's caches (the reference LM's token scores in the score cache, the judge's
+through the project's caches (the scoring LM's token scores in the score cache, the judge's
 answers in the response cache), so a re-run repeats nothing it paid for.
 """
 
@@ -53,7 +53,7 @@ def load_encoder(name: str) -> tuple[object, str]:
 @dataclass
 class SignalTools:
     """What the scoring step lends signals: the audited target's ``ask``, the caches, and lazily
-    loaded encoders and reference LMs (``load_lm`` builds a target from a spec)."""
+    loaded encoders and scoring LMs (``load_lm`` builds a target from a spec)."""
 
     ask_target: Callable[[list[Query]], list[Answer]]
     load_lm: Callable[[str], object]
@@ -76,7 +76,7 @@ class SignalTools:
         """Mean log-probability per token of each text under the causal LM ``spec`` (NaN for a
         text too short to score), through the score cache."""
         lm = self.load_lm(spec)
-        self.used[f"reference LM {lm.identity.spec}"] = lm.identity.digests.get("weights", "")
+        self.used[f"scoring LM {lm.identity.spec}"] = lm.identity.digests.get("weights", "")
         scores = lm.score(texts, cache=self.cache)
         return np.array([float(np.mean(s.logprob)) if s.n_scored else float("nan") for s in scores])
 

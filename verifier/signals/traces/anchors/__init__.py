@@ -6,10 +6,10 @@
 - Low-information synthetic set: proverb-like sequences that constrain their next word as little
   as possible. Candidates come from a generator - offline by default, ``template_candidates``
   (seeded, generic words in proverb shapes; the paper asked GPT-3.5 instead) - and the ``gamma``
-  whose next-token distribution has the highest Shannon entropy under a small validation LM are
+  whose next-token distribution has the highest Shannon entropy under a small selection LM (the paper's "validation LM") are
   kept. The shipped ``anchors/synthetic.jsonl`` holds 100 template candidates with their entropy
   under SmolLM2-135M-Instruct (``python -m verifier.signals.traces.anchors`` rebuilds it; a test
-  recomputes a sample), so an audit needs no validation LM at run time; ``select`` takes the top
+  recomputes a sample), so an audit needs no selection LM at run time; ``select`` takes the top
   ``gamma`` (or, for the ablation without selection, the first ``gamma`` in generation order).
 """
 
@@ -48,7 +48,7 @@ def template_candidates(n: int = 100, seed: int = GENERATOR_SEED) -> list[str]:
 
 
 def next_token_entropy(texts: list[str], model, tokenizer) -> np.ndarray:  # noqa: ANN001 - a transformers causal LM
-    """Shannon entropy (nats) of the validation LM's next-token distribution after each text."""
+    """Shannon entropy (nats) of the selection LM's next-token distribution after each text."""
     import torch
 
     out = []
