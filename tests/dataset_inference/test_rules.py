@@ -288,3 +288,11 @@ def test_a_detection_carried_by_failed_items_is_not_significant(periods):
     strong[:8], few[:8] = np.nan, np.nan
     kept = run_set_membership(DocumentSet(suspect.texts, strong, 2016, "s"), DocumentSet(heldout.texts, few, 2016, "h"), SIGNALS, params=FAST)
     assert kept.status == SetStatus.SIGNIFICANT  # a strong effect with few failures survives the least favourable fill
+
+
+def test_copies_salted_with_invisible_characters_are_still_duplicates():
+    """An outside attack: held-out copies of suspect documents with a zero-width space between every
+    letter (or soft hyphens, direction marks) passed set hygiene as new documents."""
+    suspect = [f"The council met on day {i} and voted on the new budget for the harbour district." for i in range(6)]
+    salted = ["\u200b".join(t) for t in suspect[:3]] + [t.replace(" ", " \u00ad\u200e") for t in suspect[3:]]
+    assert find_overlap(suspect, salted).count == 6

@@ -50,6 +50,11 @@ class Overlap:
 
 
 def normalise(text: str) -> str:
+    """NFKC, typographic quotes and dashes plain, case-folded, spacing collapsed, and invisible
+    format characters (zero-width spaces and joiners, soft hyphens, direction marks) deleted: a copy
+    salted with them is still the same document."""
+    if not text.isascii():
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return SPACES.sub(" ", unicodedata.normalize("NFKC", text).translate(TRANSLATE).casefold()).strip()
 
 

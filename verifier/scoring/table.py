@@ -25,7 +25,7 @@ from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
 from verifier.signals.base import QueryingSignal
-from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, load_target
+from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, kind_of, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.cache import text_digest
 from verifier.targets.queries import Answer, Query
@@ -204,6 +204,9 @@ def score_file(
 ) -> ScoreTable:
     """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
     docs = load_documents(data, text_field=text_field, label_field=label_field)
+    # Signal names and parameters are checked against what the model's kind offers before any model
+    # loads: a typo costs a line, not a model load (or a download).
+    make_signals(signal_names, kind_of(model).capabilities | ({REFERENCE} if reference else set()), signal_params)
     target = load_target(model, options, api, access)
     ref = load_target(reference, options) if reference else None
     table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
