@@ -97,9 +97,9 @@ def discover() -> None:
         for registry in REGISTRIES:
             for name in registry.modules():
                 importlib.import_module(name)
-        for kind, group in GROUPS.items():
+        for group in GROUPS.values():
             for point in entry_points(group=group):
-                _load_plugin(point, kind, group)
+                _load_plugin(point, group)
     except BaseException:
         _discovery["state"] = "new"
         raise
@@ -108,7 +108,7 @@ def discover() -> None:
     _discovery["state"] = "loaded"
 
 
-def _load_plugin(point, kind: str, group: str) -> None:  # noqa: ANN001 - an importlib.metadata.EntryPoint
+def _load_plugin(point, group: str) -> None:  # noqa: ANN001 - an importlib.metadata.EntryPoint
     """Load one entry point; credit every part it added, in any registry, to it; on any failure
     (SystemExit included: a plugin does not end the program) remove what it added and say so in one line."""
     before = {id(registry): set(registry._parts) for registry in REGISTRIES}

@@ -51,7 +51,7 @@ def parse_signal_params(items: list[str]) -> dict[str, dict[str, object]]:
         if key in params.get(name, {}):
             raise VerifierError(f"--signal-param {name}.{key}: given twice")
         try:
-            value = json.loads(raw, parse_constant=lambda constant: raw)  # NaN and Infinity stay text
+            value = json.loads(raw, parse_constant=str)  # NaN and Infinity stay text
         except ValueError:
             value = raw
         params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) or value is None else raw
