@@ -28,6 +28,7 @@ from verifier.boundary.peers import PeerAccess
 from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, load_claim
 from verifier.errors import VerifierError
+from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
 from verifier.routes import RouteContext
@@ -183,15 +184,12 @@ def _environment() -> dict[str, Any]:
             packages[name] = version(name)
         except PackageNotFoundError:
             packages[name] = None
-    from verifier.routes import ROUTES
-    from verifier.signals import REGISTRY
-    from verifier.targets import KINDS
-
     environment = {"verifier": __version__, "python": platform.python_version(), "packages": packages}
     # Parts other packages added (entry points), each with the code it came from: named only when
     # there are any, so a plain install's findings keep their form.
-    if plugins := {registry.kind: {name: plugin.as_finding() for name, plugin in registry.load().plugins.items()}
-                   for registry in (ROUTES, REGISTRY, KINDS) if registry.load().plugins}:
+    discover()
+    if plugins := {registry.kind: {name: plugin.as_finding() for name, plugin in registry.plugins.items()}
+                   for registry in REGISTRIES if registry.plugins}:
         environment["plugins"] = plugins
     return environment
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 
@@ -52,16 +51,21 @@ def _json(value: object) -> bool:
     return True
 
 
+def _registered(cls: type, name: object, registry: Registry, decorator: str) -> list[str]:
+    """Problems with a part's name: not an identifier, or not the name it is registered under."""
+    if not isinstance(name, str) or not name.isidentifier():
+        return [f"name must be an identifier, got {name!r}"]
+    if registry.get(name) is not cls:
+        return [f"not registered as {name!r} (decorate it with {decorator})"]
+    return []
+
+
 def check_route(cls: type[Route]) -> None:
     """A route: named and registered under its name, evidence it needs that claims can give,
     parameters that are a frozen, strict pydantic model with a JSON schema, and a verdict table
     giving a verdict for exactly its claim kinds."""
-    problems = []
     name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.isidentifier():
-        problems.append(f"name must be an identifier, got {name!r}")
-    elif ROUTES.get(name) is not cls:
-        problems.append(f"not registered as {name!r} (decorate it with verifier.routes.base.register)")
+    problems = _registered(cls, name, ROUTES, "verifier.routes.base.register")
     if not issubclass(cls, Route):
         problems.append("must subclass verifier.routes.base.Route")
     if unknown := set(getattr(cls, "requires", set())) - set(Evidence.model_fields):
@@ -109,12 +113,8 @@ def check_signal(cls: type[Signal]) -> None:
     are annotated dataclass fields with defaults (JSON-serialisable, with a schema), computable
     exactly when what it needs is offered; a gray-box signal also keeps the orientation
     "higher = more member-like" on synthetic token scores."""
-    problems = []
     name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name.isidentifier():
-        problems.append(f"name must be an identifier, got {name!r}")
-    elif REGISTRY.get(name) is not cls:
-        problems.append(f"not registered as {name!r} (decorate it with verifier.signals.base.register)")
+    problems = _registered(cls, name, REGISTRY, "verifier.signals.base.register")
     if not (isinstance(cls, type) and issubclass(cls, Signal) and is_dataclass(cls)):
         _report(f"signal {name!r}", problems + ["must be a frozen dataclass subclassing verifier.signals.base.Signal"])
     if unknown := set(cls.needs) - CAPABILITIES - VIEWS:
@@ -205,10 +205,9 @@ def check_discovery() -> None:
     from verifier import plugins
 
     problems = []
-    registries: list[tuple[Registry, Callable[[object], str]]] = [(ROUTES, ROUTES.module_of), (REGISTRY, REGISTRY.module_of),
-                                                                   (KINDS, KINDS.module_of)]
-    for registry, module_of in registries:
-        found = {module_of(part) for part in registry.load().values()}
+    plugins.discover()
+    for registry in plugins.REGISTRIES:
+        found = {registry.module_of(part) for part in registry.values()}
         modules = registry.modules()
         if silent := sorted(set(modules) - found):
             problems.append(f"{registry.kind}: {', '.join(silent)} registered nothing (a part folder holds parts only; "
