@@ -24,7 +24,7 @@ from verifier.errors import VerifierError
 from verifier.report import render_html
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions, resolve_model
 from verifier.trust import write_bundle
-from verifier.trust.envelopes import generate_key, key_id, load_private_key, public_pem
+from verifier.trust.envelopes import generate_key, key_id, load_private_key, public_pem, sign_envelope
 
 runner = CliRunner()
 
@@ -423,3 +423,21 @@ def test_envelopes_are_read_strictly_before_anything_is_trusted(tmp_path, forge)
     envelope.write_text(forge(envelope.read_text()))
     with pytest.raises(VerifierError, match="envelope.dsse.json: differs: not a readable DSSE envelope"):
         verify_bundle(copy, (Path(__file__).parent / "bundles" / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
+
+
+@pytest.mark.parametrize("change, key", [({"verdict": "CONTRADICTED"}, "verdict"), ({"verdict": "TOTALLY-FINE"}, "verdict"),
+                                         ({"claim_id": "some-other-claim"}, "claim_id")])
+def test_the_signer_cannot_sign_a_verdict_its_findings_do_not_hold(genuine, keys, tmp_path, change, key):
+    """An outside attack (README only): re-signing the statement with the real key and another
+    verdict or claim id left findings.json intact, and verify printed OK with the signed verdict."""
+    import base64
+
+    copy = tmp_path / "copy"
+    shutil.copytree(genuine, copy)
+    envelope = json.loads((copy / "envelope.dsse.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"].update(change)
+    resigned = sign_envelope(json.dumps(statement).encode(), load_private_key(keys["genuine"]))
+    (copy / "envelope.dsse.json").write_text(json.dumps(resigned))
+    status, lines = verify(str(copy), "--key", f"{keys['genuine']}.pub")
+    assert status == 2 and lines == [f"error: envelope.dsse.json: differs: the statement's {key} is not the one findings.json holds"], lines

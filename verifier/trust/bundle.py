@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json, findings_digest
 from verifier.trust.envelopes import (
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 ENVELOPE = "envelope.dsse.json"
 PUBLIC_KEY = "public_key.pem"
+FINDINGS = "findings.json"
 BUNDLE_FILES = frozenset({"claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf",
                           "manifest.json", PUBLIC_KEY})
 
@@ -177,6 +179,15 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
             raise VerifierError(f"{name}: differs: SHA-256 does not match the signed statement")
     if claimed.predicate["findings_sha256"] != digests["findings.json"]:
         raise VerifierError("findings.json: differs: its SHA-256 is not the findings digest the statement signs")
+    # What verify prints (the claim id and verdict) must be what the signed findings say: a signer
+    # cannot make the one-line answer disagree with the findings it signs.
+    try:
+        findings = read_json(entries[FINDINGS])
+        said = {"claim_id": findings["claim"]["claim"]["id"], "verdict": findings["verdict"]}
+    except (ValueError, KeyError, TypeError):
+        raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
+    if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
+        raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
     return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects))
@@ -206,7 +217,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
 MAX_FILE_BYTES = 4 << 30
 
 
-READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY})  # parsed by verify; every other file is only hashed
+READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS})  # parsed by verify; every other file is only hashed
 MAX_READ_BYTES = 64 << 20
 
 
