@@ -496,6 +496,10 @@ def test_hostile_bodies_get_json_errors_and_no_tracebacks(served, capfd):
         answer = ask(url, body)
         assert answer.status_code == status and "error" in answer.json()
     assert requests.get(url, timeout=5).status_code == 405
+    for _ in range(10):  # an oversized body, declared or chunked, gets its 413 (not a reset connection)
+        assert ask(url, b"x" * (3 << 20)).status_code == 413
+        chunked = requests.post(url, data=iter([b"x" * (1 << 18)] * 6), timeout=5)
+        assert chunked.status_code == 413 and "error" in chunked.json()
     for _ in range(20):  # clients that hang up before the answer
         sock = socket.create_connection(("127.0.0.1", int(url.split(":")[2].strip("/"))))
         body = json.dumps({"index": "demo", "query_type": "attribution", "query": "of the river " * 500}).encode()

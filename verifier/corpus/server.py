@@ -32,6 +32,7 @@ from verifier.corpus.normalise import framed
 from verifier.errors import VerifierError
 
 MAX_BODY = 1 << 20
+DRAIN = 8  # an oversized body is read and dropped up to this many times max_body before the 413
 
 
 @dataclass(frozen=True)
@@ -114,15 +115,18 @@ class IndexApp:
     async def _handle(self, scope: dict, receive: Any) -> tuple[int, dict[str, Any]]:
         if scope["method"] != "POST" or scope["path"] != "/":
             return 405 if scope["path"] == "/" else 404, {"error": "POST a JSON query to /"}
+        too_large = 413, {"error": f"body must be at most {self.limits.max_body} bytes of JSON"}
         declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared and (not declared.isdigit() or int(declared) > self.limits.max_body):
-            return 413, {"error": f"body must be at most {self.limits.max_body} bytes of JSON"}
+        if declared and (not declared.isdigit() or int(declared) > DRAIN * self.limits.max_body):
+            return too_large
         try:
             raw = await asyncio.wait_for(self._body(receive), self.limits.body_timeout_s)
         except asyncio.TimeoutError:
+            if declared and int(declared) > self.limits.max_body:
+                return too_large
             return 408, {"error": f"body not received within {self.limits.body_timeout_s:.0f} s"}
         if raw is None:
-            return 413, {"error": f"body must be at most {self.limits.max_body} bytes of JSON"}
+            return too_large
         payload = parse_body(raw)
         if payload is None:
             return 400, {"error": "body is not JSON (or holds a number too long to read)"}
@@ -138,6 +142,10 @@ class IndexApp:
             self._waiting -= 1
 
     async def _body(self, receive: Any) -> bytes | None:
+        """The body, or None when it is over ``max_body``. An oversized body is still read, and
+        dropped, up to ``DRAIN`` times the limit: a server that answers 413 and closes with the
+        client's bytes unread makes the kernel reset the connection, and the client then often
+        loses the answer with it (its read fails with "connection broken")."""
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -145,11 +153,12 @@ class IndexApp:
                 return b""
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limits.max_body:
+            if size > DRAIN * self.limits.max_body:
                 return None
-            chunks.append(chunk)
+            if size <= self.limits.max_body:
+                chunks.append(chunk)
             if not message.get("more_body", False):
-                return b"".join(chunks)
+                return b"".join(chunks) if size <= self.limits.max_body else None
 
 
 class IndexProtocol(H11Protocol):
