@@ -48,6 +48,7 @@ from verifier.baselines.exchangeability import (
 )
 from verifier.baselines.surface import surface_features
 from verifier.claims import Role
+from verifier.dataset_inference.fraction import FDR_METHOD, FractionTrained, conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.hygiene import DEFAULT_THRESHOLD, Overlap, find_duplicates, find_overlap
 from verifier.dataset_inference.statistic import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
 from verifier.stats.metrics import fill_failed
@@ -138,6 +139,10 @@ class SetTestParams(BaseModel):
                                             description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate")
     require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
                                         description="SUPPORTED or CONTRADICTED only beside a validated member-free control")
+    fraction_confidence: float = Field(0.95, ge=0.8, lt=1, json_schema_extra={"weaker": "lower"},
+                                       description="confidence of the lower bound on the fraction of suspect documents trained on")
+    document_fdr: float = Field(0.1, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
+                                description="false discovery rate at which single suspect documents are identified")
 
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:
@@ -162,6 +167,25 @@ class ControlFinding:
 
 
 @dataclass(frozen=True)
+class DocumentsFinding:
+    """How much of the suspect set, and which documents (``dataset_inference.fraction``): computed
+    only once the exchangeability rules passed, and stated only under a significant set test (a
+    bound is otherwise reported as 0 and no document listed, which only lowers both error rates)."""
+
+    fraction: FractionTrained
+    p_values: dict[str, float]  # suspect text digest -> conformal p-value
+    identified: list[str]  # suspect text digests identified at the false discovery rate
+    fdr: float
+    stated: bool  # False: the set test was not significant, so the bound is 0 and the list empty
+    fraction_computed: float  # the bound as computed, before it was withheld
+
+    def as_finding(self) -> dict[str, Any]:
+        return {"fraction_trained": asdict(self.fraction), "fraction_computed": self.fraction_computed, "stated": self.stated,
+                "documents": {"method": FDR_METHOD, "fdr": self.fdr, "identified_sha256": list(self.identified),
+                              "p_values": dict(self.p_values)}}
+
+
+@dataclass(frozen=True)
 class SetMembershipFinding:
     status: SetStatus
     reason: str
@@ -174,6 +198,7 @@ class SetMembershipFinding:
     shift: ExchangeabilityCheck | None = None
     result: DatasetInferenceResult | None = None
     control: ControlFinding | None = None
+    documents: DocumentsFinding | None = None
     notes: list[str] = field(default_factory=list)
     tested: dict[str, DocumentSet] = field(default_factory=dict)  # the sets as tested (after removals; scored if the test ran)
 
@@ -313,7 +338,24 @@ def run_set_membership(
     else:
         status, reason = SetStatus.NOT_SIGNIFICANT, f"no significant difference under the model (p = {result.p_value:.3g})"
     common["tested"] = {"suspect": suspect, "heldout": heldout}
-    return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, notes=notes, **common)
+    documents = _documents(suspect, heldout, params, seed, least_favourable=bool(failed), stated=status == SetStatus.SIGNIFICANT)
+    return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, documents=documents, notes=notes,
+                                **common)
+
+
+def _documents(suspect: DocumentSet, heldout: DocumentSet, params: SetTestParams, seed: int, least_favourable: bool,
+               stated: bool) -> DocumentsFinding:
+    """The fraction bound and the identified documents, on the features as the test saw them
+    (failed items filled least favourably to a detection, if any failed)."""
+    s, v = _features_of(suspect, heldout, params.condition_on_text, least_favourable=least_favourable)
+    folds = fold_scores(s[None], v[None], np.random.default_rng(seed))
+    computed = fraction_trained(folds, params.fraction_confidence)[0]
+    p, fold_of = conformal_p_values(folds)
+    digests = [text_digest(t) for t in suspect.texts]
+    found = [digests[i] for i in identified(p, fold_of, params.document_fdr)] if stated else []
+    fraction = computed if stated else replace(computed, lower_bound=0.0)
+    return DocumentsFinding(fraction, {d: round(float(x), 6) for d, x in zip(digests, p)}, found, params.document_fdr, stated,
+                            computed.lower_bound)
 
 
 def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool,

@@ -204,18 +204,7 @@ def _fit_and_score(
     degrees of freedom. Constant scores (all weights zero: no member-like direction) give t = 0,
     d = 0 and df = 0: no evidence.
     """
-    trials, k, a_s, features = fit_s.shape
-    a = np.concatenate([fit_s, fit_v], axis=2)
-    mean = a.mean(axis=2, keepdims=True)
-    std = a.std(axis=2, keepdims=True)
-    std = np.where(std > 0, std, 1.0)
-    a = ((a - mean) / std).reshape(trials * k, a.shape[2], features)
-    y = np.concatenate([np.ones(a_s), np.zeros(fit_v.shape[2])]).astype(np.float32)
-    w, _ = fit_logistic_batch(a, np.broadcast_to(y, a.shape[:2]), nonnegative=True)
-    w = w.reshape(trials, k, features)
-    # Score with the fit half's standardisation folded into the weights: x_std . w = x . (w / std)
-    # - const, and the constant cancels in a two-sample comparison.
-    folded = (w.astype(np.float32) / std[:, :, 0])[..., None]
+    w, folded = fit_weights(fit_s, fit_v)
     score_s, score_v = (test_s @ folded)[..., 0], (test_v @ folded)[..., 0]
     n1, n2 = score_s.shape[2], score_v.shape[2]
     m1, m2 = score_s.mean(axis=2, dtype=np.float64), score_v.mean(axis=2, dtype=np.float64)
@@ -227,6 +216,23 @@ def _fit_and_score(
         cohen_d = np.where(pooled > 0, (m1 - m2) / pooled, 0.0)
         df = np.where(se > 0, se**4 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1)), 0.0)
     return t_stat, cohen_d, w, np.nan_to_num(df)
+
+
+def fit_weights(fit_s: np.ndarray, fit_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative logistic weights learned on [trials, k, rows, features] fit halves: the weights
+    in standardised units [trials, k, features], and the same weights in raw units
+    [trials, k, features, 1], the fit half's standardisation folded in (x_std . w = x . (w / std)
+    - const; the constant cancels in any comparison of scores)."""
+    trials, k, a_s, features = fit_s.shape
+    a = np.concatenate([fit_s, fit_v], axis=2)
+    mean = a.mean(axis=2, keepdims=True)
+    std = a.std(axis=2, keepdims=True)
+    std = np.where(std > 0, std, 1.0)
+    a = ((a - mean) / std).reshape(trials * k, a.shape[2], features)
+    y = np.concatenate([np.ones(a_s), np.zeros(fit_v.shape[2])]).astype(np.float32)
+    w, _ = fit_logistic_batch(a, np.broadcast_to(y, a.shape[:2]), nonnegative=True)
+    w = w.reshape(trials, k, features)
+    return w, (w.astype(np.float32) / std[:, :, 0])[..., None]
 
 
 def aggregate_p_values(p: np.ndarray) -> np.ndarray:

@@ -25,8 +25,16 @@ from pydantic import Field
 from verifier.claims import ClaimKind, DocumentRef, Role
 from verifier.data import normalised_value
 from verifier.dataset_inference.comparison import best_signal, compare_sets, num, pval, shift_rows
+from verifier.dataset_inference.fraction import FDR_METHOD
 from verifier.dataset_inference.planning import power_curve, size_needed
-from verifier.dataset_inference.rules import DocumentSet, SetMembershipFinding, SetStatus, SetTestParams, run_set_membership
+from verifier.dataset_inference.rules import (
+    DocumentSet,
+    DocumentsFinding,
+    SetMembershipFinding,
+    SetStatus,
+    SetTestParams,
+    run_set_membership,
+)
 from verifier.routes.base import (
     Cell,
     Figure,
@@ -160,6 +168,10 @@ class DatasetInferenceRoute(Route):
             metrics["best_signal"] = best_signal(rows)["name"]
             metrics["membership_rows"] = rows
             sections += compared
+            if finding.documents is not None:
+                metrics |= finding.documents.as_finding()
+                tail.insert(1, _fraction_sentence(finding.documents))
+                sections.append(_documents_table(finding.documents))
             sections.append(Figure("power", {"curve": power_curve(result.effect_size, result.alpha, result.method),
                                              "target_power": params.target_power},
                                    "Estimated power against set size at the observed effect (an estimate that assumes the effect is real)."))
@@ -182,6 +194,34 @@ class DatasetInferenceRoute(Route):
             sections.append(Notes("Notes on the sets", list(finding.notes)))
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
         return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS))
+
+
+def _fraction_sentence(documents: DocumentsFinding) -> str:
+    fraction = documents.fraction
+    if not documents.stated:
+        return ("no fraction trained on is stated and no document is identified, as the set test is not significant "
+                f"(the bound computed was {documents.fraction_computed:.0%})")
+    found = len(documents.identified)
+    which = (f"{found} suspect document{'s' if found != 1 else ''} identified at a false discovery rate of {documents.fdr:.0%}" if found
+             else f"no single document can be identified at a false discovery rate of {documents.fdr:.0%}, as is usual at today's "
+                  f"per-document accuracy")
+    return f"{fraction.sentence()} are member-like beyond the held-out set's distribution; {which}"
+
+
+def _documents_table(documents: DocumentsFinding) -> Table:
+    fraction = documents.fraction
+    rows: list[list[Cell]] = [
+        [f"lower bound on the fraction trained on ({fraction.confidence:.0%} confidence, any member distribution)",
+         f"{fraction.lower_bound:.1%}" + ("" if documents.stated else f" (withheld: the set test is not significant; computed "
+                                                                        f"{documents.fraction_computed:.1%})")],
+        ["point estimate (the same ratio without confidence margins)", f"{fraction.estimate:.1%}"],
+        ["method", fraction.method],
+        [f"documents identified at false discovery rate {documents.fdr:.0%} ({FDR_METHOD})",
+         ", ".join(d[:12] for d in documents.identified) if documents.identified else "none"],
+        ["smallest per-document conformal p-value", pval(min(documents.p_values.values())) if documents.p_values else "-"],
+    ]
+    return Table("How much of the suspect set, and which documents", ["quantity", "value"], rows,
+                 note="Documents are named by the first 12 hex digits of their text's SHA-256; every p-value is in the findings.")
 
 
 def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -> list[list[Cell]]:
