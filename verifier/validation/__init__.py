@@ -1,0 +1,116 @@
+"""The method-validation table: each route's measured error rates, shipped with the package.
+
+A court or regulator asks how often a method is wrong. The benchmarks measure that on testbeds
+whose membership is known (``benchmarks/soundness.py``, ``fraction.py``, ``lookup_soundness.py``)
+and write their rows here with the commit, date and testbeds they ran on (``record``). An audit
+reads the rows of the route that decided it nearest its own set size (``for_audit``) into its
+findings, so the report shows them and the signature covers them; nothing is recomputed during
+an audit. The file is validated on every read: a table edited by hand into another shape is
+refused, not shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifier.boundary.resources import resource
+from verifier.errors import VerifierError, first_validation_error
+
+FORMAT = "verifier-validation/1"
+
+
+class Run(BaseModel):
+    """Where a benchmark's rows come from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    benchmark: str
+    commit: str
+    date: str
+    command: str
+    testbeds: list[str] = Field(description="digests of the testbeds (or names of the data sets) measured on")
+
+
+class Row(BaseModel):
+    """One measured rate: a share of audits, its Wilson 95% interval over all of them and its
+    spread (min-max) across independent builds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    route: str
+    quantity: str  # e.g. "false verdict rate", "power", "bound coverage"
+    scenario: str
+    n: int = Field(ge=1, description="documents per set (or per audit) of the row")
+    value: float
+    ci: tuple[float, float] | None = None
+    spread: tuple[float, float] | None = None
+    trials: int = Field(ge=1)
+    builds: int = Field(1, ge=1)
+    benchmark: str
+
+
+class Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    format: str = FORMAT
+    runs: list[Run] = Field(default_factory=list)
+    rows: list[Row] = Field(default_factory=list)
+
+
+def table_path() -> Path:
+    return resource("validation", "table.json")
+
+
+def load_table(path: Path | None = None) -> Table:
+    """The shipped table (or ``path``), validated."""
+    path = path or table_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        table = Table.model_validate(data)
+    except (OSError, ValueError) as exc:
+        detail = first_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise VerifierError(f"{path.name}: not a method-validation table ({detail})") from None
+    if table.format != FORMAT:
+        raise VerifierError(f"{path.name}: format {table.format!r}, this verifier reads {FORMAT!r}")
+    return table
+
+
+def record(benchmark: str, rows: list[dict[str, Any]], testbeds: list[str], command: str, path: Path | None = None) -> None:
+    """Replace ``benchmark``'s run and rows in the table (its other benchmarks' rows are kept)."""
+    path = path or table_path()
+    table = load_table(path) if path.exists() else Table()
+    run = Run(benchmark=benchmark, commit=_commit(), date=date.today().isoformat(), command=command, testbeds=testbeds)
+    new = [Row(benchmark=benchmark, **row) for row in rows]
+    table = Table(runs=[r for r in table.runs if r.benchmark != benchmark] + [run],
+                  rows=[r for r in table.rows if r.benchmark != benchmark] + new)
+    path.write_text(json.dumps(table.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+
+
+def for_audit(route: str | None, n: int | None) -> dict[str, Any]:
+    """The rows of ``route`` nearest ``n`` (one per quantity and scenario), with where they come
+    from and the table's digest: what an audit's findings carry."""
+    path = table_path()
+    table = load_table(path)
+    rows = [r for r in table.rows if r.route == route]
+    nearest: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        best = nearest.get((row.quantity, row.scenario))
+        if best is None or (n is not None and abs(row.n - n) < abs(best.n - n)):
+            nearest[(row.quantity, row.scenario)] = row
+    used = {r.benchmark for r in nearest.values()}
+    return {"route": route, "n": n, "table_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "rows": [r.model_dump(mode="json") for r in nearest.values()],
+            "runs": [r.model_dump(mode="json") for r in table.runs if r.benchmark in used]}
+
+
+def _commit() -> str:
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
+                               cwd=Path(__file__).resolve().parent)
+        return found.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
