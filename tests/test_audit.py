@@ -233,3 +233,60 @@ def test_lowercased_heldout_cannot_contradict_a_denial(tmp_path):
     metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
     assert metrics["set_test"]["status"] == "shift_detected" and metrics["shift_check"]["auc_corrected"] > 0.95
     assert "test" not in metrics and "measures distribution shift" in findings["verdict_sentence"].lower()
+
+
+def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundle, tmp_path):
+    work = bundle.parent.parent
+    key = ["--sign-key", str(work / "k.key")]
+    made = runner.invoke(app, ["plan", str(testbed_claim), "--out", str(tmp_path / "plan.dsse.json"), "--effect", "0.5", *key])
+    assert made.exit_code == 0, made.output
+    assert "first route dataset_inference" in made.stdout and "power" in made.stdout
+    result = runner.invoke(app, ["audit", str(testbed_claim), "--plan", str(tmp_path / "plan.dsse.json"), "--out", str(tmp_path / "ev"),
+                                 "--cache-dir", str(work / "c"), *key])
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "ev").iterdir()
+    findings = json.loads((folder / "findings.json").read_text())
+    pre = findings["preregistration"]
+    assert pre["registered"] and pre["design"]["route"] == "dataset_inference" and 0 < pre["design"]["power_at_stated_effect"] < 1
+    html = (folder / "report.html").read_text()
+    assert "pre-registered: the claim, policy and document sets were fixed in a signed plan" in html
+    assert runner.invoke(app, ["verify", str(folder), "--key", str(work / "k.key.pub")]).exit_code == 0
+    # The plan cannot be dropped from the bundle, nor slipped into one whose findings do not name it.
+    (folder / "plan.dsse.json").unlink()
+    assert "plan.dsse.json: differs: " in runner.invoke(app, ["verify", str(folder)]).output
+    shutil.copy(tmp_path / "plan.dsse.json", bundle / "plan.dsse.json")
+    try:
+        assert "plan.dsse.json: differs" in runner.invoke(app, ["verify", str(bundle)]).output
+    finally:
+        (bundle / "plan.dsse.json").unlink()
+    # The plain audit says it was not pre-registered.
+    assert "not pre-registered" in (bundle / "report.html").read_text()
+
+
+def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bundle, tmp_path):
+    from verifier.plan import make_plan, parse_plan
+    from verifier.trust import load_private_key
+
+    folder = tmp_path / "claim"
+    shutil.copytree(testbed_claim.parent, folder, ignore=shutil.ignore_patterns("*.yaml"))
+    shutil.copy(testbed_claim, folder / "claim.yaml")
+    key = load_private_key(bundle.parent.parent / "k.key")
+    raw, _ = make_plan(folder / "claim.yaml", key)
+    (tmp_path / "plan.json").write_bytes(raw)
+    documents = folder / "testbed" / "build" / "documents.jsonl"
+    rows = read_jsonl(documents)
+    documents.write_text("".join(json.dumps(r) + "\n" for r in reversed(rows)))  # the same sets, in another order
+    assert parse_plan(make_plan(folder / "claim.yaml", key)[0], "again").subjects == parse_plan(raw, "plan").subjects
+    heldout = next(i for i, r in enumerate(rows) if r["member"] == 0 and r["period"] == "pre-2017")
+    rows[heldout]["text"] += " One sentence added after the plan."
+    documents.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "plan.json"), "--no-sign",
+                                 "--out", str(tmp_path / "ev")])
+    assert result.exit_code == 2 and not (tmp_path / "ev").exists()
+    assert result.output.strip().splitlines()[-1].startswith("error: --plan plan.json: the held-out set differs from the plan (SHA-256 ")
+    # A plan whose payload was edited after signing is refused as a plan.
+    envelope = json.loads(raw)
+    envelope["payload"] = envelope["payload"][:-8] + "AAAAAAA="
+    (tmp_path / "forged.json").write_text(json.dumps(envelope))
+    forged = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "forged.json"), "--no-sign"])
+    assert forged.exit_code == 2 and "--plan forged.json" in forged.output

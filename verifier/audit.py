@@ -28,6 +28,7 @@ from verifier.boundary.peers import PeerAccess
 from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, load_claim
 from verifier.errors import VerifierError
+from verifier.plan import NOT_REGISTERED, check_plan, read_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
@@ -36,6 +37,7 @@ from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, ScoringOptions, Target, kind_of, kind_of_target, load_target
 from verifier.targets.model_source import BUNDLED
 from verifier.trust.digests import findings_digest
+from verifier.validation import for_audit
 
 if TYPE_CHECKING:
     from verifier.scoring.ray import RayOptions
@@ -50,6 +52,7 @@ class AuditResult:
     claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
     policy_bytes: bytes  # the policy file as read and validated
     usage: dict[str, Any] = field(default_factory=dict)  # API targets' request counters by role (run record, not findings)
+    plan_bytes: bytes | None = None  # the signed plan the audit was checked against, if any (carried in the bundle)
 
 
 def run_audit(
@@ -58,9 +61,13 @@ def run_audit(
     progress: Progress | None = None,
     target_factory: Callable[[str], Target] | None = None,
     access: PeerAccess | None = None,
+    plan: Path | None = None,
 ) -> AuditResult:
     """Validate the claim and its policy (against each other), walk the tree, and return the
     findings (nothing is written here).
+
+    ``plan``: a signed plan (``verifier plan``) the claim, policy and document sets must match;
+    checked before anything is scored.
 
     ``target_factory(role)`` supplies the model for "target" or "reference" (e.g. one already
     loaded); by default the claim's specs are loaded on first use, so routes that need no model
@@ -70,7 +77,9 @@ def run_audit(
     claim, base = load_claim(claim_path)
     policy = load_policy(resolve_policy_path(claim.policy, base))
     check_against_claim(policy, claim)
-    inputs = _input_digests(claim, base)  # before anything runs: the digests of what the routes then read
+    planned = read_plan(Path(plan)) if plan is not None else None
+    preregistration = check_plan(planned, claim, base, policy, f"--plan {Path(plan).name}") if planned else NOT_REGISTERED
+    inputs = input_digests(claim, base)  # before anything runs: the digests of what the routes then read
     access = access or PeerAccess()
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
                        target_factory=target_factory or _claim_targets(claim, base, access), access=access)
@@ -79,7 +88,7 @@ def run_audit(
     summary = decided.outcome.summary if decided.outcome else decided.reason
     looser, other = departures_from_default(policy)
     findings = {
-        "format": "verifier-findings/5",
+        "format": "verifier-findings/6",
         "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
@@ -92,6 +101,9 @@ def run_audit(
         "failure_reasons": dict(ctx.failure_reasons),
         "signal_runs": dict(ctx.signal_runs),
         "path": [record_to_dict(r) for r in records],
+        "method_validation": for_audit(decided.route if decided.outcome and decided.outcome.status else None,
+                                       decided.outcome.size if decided.outcome else None),
+        "preregistration": preregistration,
         "inputs": inputs,
         "environment": _environment(),
         "seed": claim.seed,
@@ -99,7 +111,8 @@ def run_audit(
     scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
     claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
     usage = {role: target.usage for role, target in ctx.loaded.items() if (target_kind := kind_of_target(target)) and target_kind.remote}
-    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage)
+    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage,
+                       plan_bytes=planned.raw if planned else None)
 
 
 def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
@@ -163,7 +176,7 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
     return identity
 
 
-def _input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
+def input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
     entries = []
     for role, ref in claim.evidence.documents().items():
         path = base / ref.path
@@ -231,6 +244,7 @@ def audit_to_bundle(
     force: bool = False,
     ray: RayOptions | None = None,
     access: PeerAccess | None = None,
+    plan: Path | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
@@ -247,7 +261,7 @@ def audit_to_bundle(
 
     prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
-    result = run_audit(claim, cache=cache, progress=progress, access=access)
+    result = run_audit(claim, cache=cache, progress=progress, access=access, plan=plan)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
     run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,

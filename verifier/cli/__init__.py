@@ -1,7 +1,7 @@
 """Command-line interface: each command parses, calls one library function, prints.
 
 The table below is the whole CLI: top-level commands and command groups, one module each
-(``audit``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``, ``testbed``); shared options are
+(``audit``, ``plan``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``, ``testbed``); shared options are
 declared once in ``options``, printing goes through ``output``.
 
 One error handler serves the whole app (``HandledGroup``): a user error (``VerifierError``, or
@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from verifier.boundary.display import visible
-from verifier.cli import audit, corpus, marks, scoring, testbed, trust
+from verifier.cli import audit, corpus, marks, plan, scoring, testbed, trust
 from verifier.cli.output import err
 from verifier.errors import VerifierError
 
@@ -84,7 +84,7 @@ def _stop_cleanly_on_sigterm() -> None:
 
 app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
 
-COMMANDS = {"audit": audit.audit, "verify": trust.verify, "score": scoring.score, "evaluate": scoring.evaluate,
+COMMANDS = {"audit": audit.audit, "plan": plan.plan, "verify": trust.verify, "score": scoring.score, "evaluate": scoring.evaluate,
             "power": scoring.power, "serve": scoring.serve}
 GROUPS = {"corpus": corpus.app, "marks": marks.app, "identifiers": marks.identifiers_app, "keys": trust.keys, "testbed": testbed.app}
 ALIASES = {"index": "corpus"}  # old group names, kept for a release (hidden from the help)

@@ -27,6 +27,8 @@ def audit(
     api_key_env: Annotated[Optional[str], API_KEY_ENV] = None,
     judge_api_key_env: Annotated[Optional[str], JUDGE_API_KEY_ENV] = None,
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
+    plan: Annotated[Optional[Path], typer.Option(help="A signed plan from 'verifier plan': the audit refuses a claim, policy or "
+                                                 "document set that differs from it, and the report says it was pre-registered.")] = None,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
@@ -40,7 +42,7 @@ def audit(
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
         result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray, access=PeerAccess(api_key_env, judge_api_key_env, allow_http))
+                                 ray=ray, access=PeerAccess(api_key_env, judge_api_key_env, allow_http), plan=plan)
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")

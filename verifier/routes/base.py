@@ -130,6 +130,12 @@ class RouteOutcome:
     metrics: dict[str, Any] = field(default_factory=dict)
     sections: list[Section] = field(default_factory=list)
     limitations: list[str] = field(default_factory=list)
+    # A statistical route's test, where the status rests on one: its p-value and level (a batch
+    # audit adjusts them across claims), and the documents or marks it rests on (the size at which
+    # the method-validation table is read). None for a finding that is not a test at a level.
+    p_value: float | None = None
+    alpha: float | None = None
+    size: int | None = None
 
 
 @dataclass

@@ -170,7 +170,7 @@ class CorpusLookupRoute(Route):
         identity["forms_not_compared"] = hiding
         metrics = findings(lookups, classes, reasons, params, identity, near is not None)
         summary = summarise(status, metrics, kind, ref)
-        return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics), list(LIMITATIONS))
+        return RouteOutcome(status, summary, metrics, sections(lookups, classes, metrics), list(LIMITATIONS), size=len(texts))
 
 
 def hidden_forms(backend: CorpusBackend) -> list[str]:

@@ -193,7 +193,9 @@ class DatasetInferenceRoute(Route):
         if finding.notes:
             sections.append(Notes("Notes on the sets", list(finding.notes)))
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
-        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS))
+        test = finding.result
+        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS), p_value=test.p_value if test else None,
+                            alpha=test.alpha if test else None, size=finding.n_suspect)
 
 
 def _fraction_sentence(documents: DocumentsFinding) -> str:

@@ -69,7 +69,7 @@ class DateShiftRoute(Route):
         if dated or shift.detected:
             why = "; ".join(filter(None, [dated, shift.describe() if shift.detected else None]))
             summary = f"The suspect-vs-dated comparison measures distribution shift: {why}; {compared}."
-            return RouteOutcome("measures_the_date", summary, metrics, sections, list(LIMITATIONS))
+            return RouteOutcome("measures_the_date", summary, metrics, sections, list(LIMITATIONS), size=len(suspect))
         summary = (f"On the suspect-vs-dated comparison, {shift.describe()}; but the dated set's membership is unknown, "
                    f"so it cannot serve as held-out data; {compared}.")
-        return RouteOutcome("dated_membership_unknown", summary, metrics, sections, list(LIMITATIONS))
+        return RouteOutcome("dated_membership_unknown", summary, metrics, sections, list(LIMITATIONS), size=len(suspect))

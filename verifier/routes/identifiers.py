@@ -89,4 +89,5 @@ class IdentifiersRoute(Route):
         notes = Notes("What this test shows", list(LIMITATIONS))
         return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".",
                             {"identifiers": len(trials), "set_aside": setaside, "samples": params.samples, "test": finding.as_finding()},
-                            [found, *sections(finding, "identifiers"), notes], list(LIMITATIONS))
+                            [found, *sections(finding, "identifiers"), notes], list(LIMITATIONS), p_value=finding.p_value, alpha=finding.alpha,
+                            size=finding.n_marks)

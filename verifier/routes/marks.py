@@ -90,4 +90,4 @@ class MarksRoute(Route):
             metrics["siblings_file_private"] = False
             limitations.append(SIBLINGS_READABLE)
         return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".", metrics, [facts, *sections(finding, "marks")],
-                            limitations)
+                            limitations, p_value=finding.p_value, alpha=finding.alpha, size=finding.n_marks)

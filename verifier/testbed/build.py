@@ -159,7 +159,11 @@ def build_testbed(
     try:
         manifest = _build(config, pool, digest, work, on_epoch)
         (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.replace(work, folder)
+        try:
+            os.replace(work, folder)
+        except OSError:  # another process built the same testbed meanwhile: the same digest is the same build
+            if (_existing_manifest(folder) or {}).get("digest") != digest:
+                raise VerifierError(f"{folder}: appeared during the build and holds another testbed") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return Testbed(folder=folder, manifest=manifest)

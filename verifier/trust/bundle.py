@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 ENVELOPE = "envelope.dsse.json"
 PUBLIC_KEY = "public_key.pem"
 FINDINGS = "findings.json"
+PLAN = "plan.dsse.json"  # only in a pre-registered audit's bundle: the signed plan it was checked against
 BUNDLE_FILES = frozenset({"claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf",
                           "manifest.json", PUBLIC_KEY})
 
@@ -95,6 +96,8 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     }
     if private_key is not None:
         files[PUBLIC_KEY] = public_pem(private_key.public_key())
+    if result.plan_bytes is not None:
+        files[PLAN] = result.plan_bytes
     manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())},
                 "run": run or {}}
     files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
@@ -188,9 +191,29 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
     if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
+    _check_plan(findings, entries)
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
     return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects))
+
+
+def _check_plan(findings: dict[str, Any], entries: dict[str, bytes]) -> None:
+    """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
+    the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
+    findings that do not name it."""
+    from verifier.plan import parse_plan
+
+    record = findings.get("preregistration")
+    registered = isinstance(record, dict) and record.get("registered") is True
+    if PLAN in entries and not registered:
+        raise VerifierError(f"{PLAN}: differs: the findings do not say the audit was pre-registered")
+    if not registered:
+        return
+    if PLAN not in entries:
+        raise VerifierError(f"{PLAN}: differs: the findings say the audit was pre-registered, but the plan is missing")
+    plan = parse_plan(entries[PLAN], PLAN)
+    if plan.sha256 != record.get("plan_sha256") or plan.signer != record.get("signer"):
+        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (SHA-256 or signer)")
 
 
 PREDICATE_FIELDS = {"claim_id": str, "verdict": str, "findings_sha256": str, "verifier": str}
@@ -207,7 +230,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
             raise ValueError("predicate fields")
     except ValueError:
         raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
-    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES):
+    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES | {PLAN}):
         raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
     if claimed.predicateType != PREDICATE_TYPE:
         raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
@@ -217,7 +240,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
 MAX_FILE_BYTES = 4 << 30
 
 
-READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS})  # parsed by verify; every other file is only hashed
+READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS, PLAN})  # parsed by verify; every other file is only hashed
 MAX_READ_BYTES = 64 << 20
 
 
@@ -238,7 +261,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         if not stat.S_ISREG(mode):
             kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
             raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
-        if entry.name not in BUNDLE_FILES | {ENVELOPE}:
+        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN}:
             raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
     for entry in listing:
         try:
