@@ -20,14 +20,21 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json
-from verifier.trust.envelopes import key_id, load_public_key, public_pem, read_envelope, read_statement, sign_envelope, statement, verify_envelope
+from verifier.trust.envelopes import (
+    key_id,
+    load_public_key,
+    public_pem,
+    read_envelope,
+    read_statement,
+    sign_envelope,
+    statement,
+    verify_envelope,
+)
 
 if TYPE_CHECKING:  # the audit's side of a plan needs the ML stack; reading one (verify) does not
     from verifier.claims import ClaimManifest

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rules import FAST, SIGNALS, periods, sets  # noqa: F401 - periods is a fixture
+from test_rules import FAST, SIGNALS, periods, sets  # noqa: F401, F811 - periods is a fixture
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson
@@ -84,7 +84,7 @@ def test_conformal_p_values_belong_to_their_documents():
     assert p[17] == pytest.approx(1 / 31) == p.min() and set(fold_of) == {0, 1} and len(p) == 60
 
 
-def test_the_route_states_a_fraction_only_under_a_significant_test(periods):
+def test_the_route_states_a_fraction_only_under_a_significant_test(periods):  # noqa: F811 - the fixture
     suspect, heldout, _ = sets(periods, 150, seed=0, member_shift=1.5)
     finding = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
     assert finding.status == SetStatus.SIGNIFICANT and finding.documents.stated

@@ -32,19 +32,47 @@ def audit(
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
-    CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2)."""
+    CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2), or a
+    batch manifest listing claims: each gets its bundle, adjusted across the batch by the policy's
+    error control, and the batch a signed index (an interrupted batch resumes where it stopped)."""
     from verifier.audit import audit_to_bundle
+    from verifier.batch import is_batch
     from verifier.boundary.peers import PeerAccess
     from verifier.scoring.ray import RayOptions
 
     if engine not in ("inprocess", "ray"):
         raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
+    access = PeerAccess(api_key_env, judge_api_key_env, allow_http)
+    if is_batch(claim):
+        if plan is not None or engine != "inprocess":
+            raise VerifierError(f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only")
+        return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access)
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
         result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray, access=PeerAccess(api_key_env, judge_api_key_env, allow_http), plan=plan)
+                                 ray=ray, access=access, plan=plan)
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
     say(out, result.findings["verdict_sentence"])
     say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
+
+
+def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, cache_dir: Optional[Path], force: bool, access: object) -> None:
+    from collections import Counter
+
+    from verifier.audit import signing_key
+    from verifier.batch import run_batch
+
+    key, created = signing_key(sign_key) if sign else (None, None)
+    with progress_bars() as progress:
+        result = run_batch(manifest, out_dir, key, cache_dir, progress, force, access)
+    if created:
+        say(err, f"created signing key {created} (public key {created}.pub)")
+    counts = Counter(f["verdict"] for f in result.findings)
+    weakened = sum(f["verdict"] != f["batch"]["unadjusted_verdict"] for f in result.findings)
+    first = result.findings[0]["batch"]
+    say(out, f"batch {first['id']}: {len(result.findings)} claims ({result.resumed} read back from an interrupted run); "
+             + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+             + f"; {first['tested']} decided by a test, adjusted with {first['error_control']}: {weakened} weakened to INCONCLUSIVE")
+    say(out, f"bundles and {'signed index' if result.signed else 'no index (unsigned)'}: {result.folder}")

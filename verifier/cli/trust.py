@@ -57,6 +57,17 @@ def verify(
             pinned = key.read_bytes()
         except OSError as exc:
             raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
+    from verifier.trust.bundle import BATCH_INDEX, verify_batch
+
+    if (bundle / BATCH_INDEX).exists():
+        batch = verify_batch(bundle, pinned, trust_dir)
+        facts = (f"batch {batch.predicate.get('batch_id')}: index and {batch.bundles} bundles intact; signer {batch.signer[:16]}; "
+                 f"error control {batch.predicate.get('error_control')}")
+        if batch.pinned_by is None:
+            say(out, f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with --key or 'verifier keys trust'.")
+            raise typer.Exit(3)
+        say(out, f"OK: {facts}; signer pinned by {batch.pinned_by}")
+        return
     result = verify_bundle(bundle, pinned, trust_dir)
     p = result.predicate
     facts = (f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "

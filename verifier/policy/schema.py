@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -43,6 +43,8 @@ class PolicyFile(BaseModel):
     name: str
     version: int
     routes: list[RouteSpec] = Field(min_length=1)
+    error_control: Literal["holm", "bh"] = Field("holm", description="a batch audit's adjustment across its claims: holm "
+                                                 "(family-wise error rate) or bh (false discovery rate)")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Policy:
     file: str
     sha256: str
     raw: bytes  # the file as read and validated: what the bundle copies
+    error_control: str = "holm"
 
 
 BUNDLED_POLICIES = ("default", "strict")
@@ -119,7 +122,7 @@ def load_policy(path: Path) -> Policy:
             raise VerifierError(f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
                                 f"it can reach {', '.join(sorted(v.value for v in reachable))}")
         steps.append(PolicyRoute(spec.route, route, params, grants, declared.requires))
-    return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(data).hexdigest(), data)
+    return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(data).hexdigest(), data, raw.error_control)
 
 
 def load_regulation_map() -> dict[str, Any]:
@@ -138,6 +141,9 @@ def departures_from_default(policy: Policy) -> tuple[list[str], list[str]]:
     default = load_policy(resource("policies", "default.yaml"))
     mine = {step.name: step for step in policy.routes}
     looser, other = [], []
+    if policy.error_control != default.error_control:  # holm -> bh: a batch controls the false discovery rate only
+        looser.append(f"error_control {policy.error_control} (default {default.error_control}): a batch controls the false "
+                      "discovery rate, not the chance of any false verdict")
     order = [step.name for step in policy.routes if step.name in {b.name for b in default.routes}]
     if order != [b.name for b in default.routes if b.name in mine]:
         other.append(f"routes reordered: {' > '.join(order)}")

@@ -282,3 +282,62 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
             else:
                 digests[entry.name] = hashlib.file_digest(handle, "sha256").hexdigest()
     return digests, entries
+
+
+BATCH_INDEX = "batch-index.dsse.json"  # written by verifier.batch: the signed list of a batch's bundles
+BATCH_PREDICATE = "https://github.com/verifier/verifier/batch/v1"
+
+
+@dataclass(frozen=True)
+class BatchVerification:
+    predicate: dict[str, Any]
+    signer: str
+    pinned_by: str | None
+    bundles: int
+
+
+def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> BatchVerification:
+    """Check a batch folder: the index's signature, every bundle it names (as ``verify_bundle``,
+    signed by the index's signer, its envelope the one the index digests, its claim and verdict the
+    ones the index lists), and that the folder holds no bundle the index does not name."""
+    folder = Path(folder)
+    index = folder / BATCH_INDEX
+    if index.is_symlink() or not index.is_file() or index.stat().st_size > MAX_READ_BYTES:
+        raise VerifierError(f"{BATCH_INDEX}: differs: not a plain index file")
+    envelope, subjects, claimed = _read_statement_of(index.read_bytes(), BATCH_INDEX)
+    if claimed.predicateType != BATCH_PREDICATE or not isinstance(claimed.predicate.get("claims"), list):
+        raise VerifierError(f"{BATCH_INDEX}: differs: not a batch index")
+    listed = {entry.get("bundle"): entry for entry in claimed.predicate["claims"] if isinstance(entry, dict)}
+    if set(listed) != set(subjects):
+        raise VerifierError(f"{BATCH_INDEX}: differs: its claims and its signed subjects name different bundles")
+    present = sorted(p.name for p in folder.iterdir() if p.name != BATCH_INDEX)
+    if extra := [name for name in present if name not in subjects]:
+        raise VerifierError(f"{extra[0]}: differs: not a bundle of this batch (the index does not name it)")
+    signer = None
+    for name in sorted(subjects):
+        if not (folder / name).is_dir():
+            raise VerifierError(f"{name}: differs: the index names a bundle that is missing")
+        checked = verify_bundle(folder / name, pinned_key_pem, trust_dir)
+        if sha256((folder / name / ENVELOPE).read_bytes()) != subjects[name]:
+            raise VerifierError(f"{name}/{ENVELOPE}: differs: not the envelope the batch index signs")
+        entry = listed[name]
+        if (entry.get("claim_id"), entry.get("verdict")) != (checked.predicate["claim_id"], checked.predicate["verdict"]):
+            raise VerifierError(f"{BATCH_INDEX}: differs: its claim or verdict for {name} is not the bundle's")
+        if signer is not None and checked.signer != signer:
+            raise VerifierError(f"{name}: differs: signed by another key than the batch's other bundles")
+        signer = checked.signer
+        pem = pinned_key_pem if pinned_key_pem is not None else (folder / name / PUBLIC_KEY).read_bytes()
+    if signer is None:
+        raise VerifierError(f"{BATCH_INDEX}: differs: names no bundle")
+    verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY), BATCH_INDEX)
+    pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    return BatchVerification(claimed.predicate, signer, pinned_by, len(subjects))
+
+
+def _read_statement_of(data: bytes, where: str) -> tuple[Envelope, dict[str, str], Statement]:
+    try:
+        envelope = read_envelope(data)
+        claimed = read_statement(envelope.body())
+        return envelope, claimed.subjects(), claimed
+    except ValueError:
+        raise VerifierError(f"{where}: differs: not a readable DSSE envelope with an in-toto Statement") from None

@@ -10,7 +10,9 @@ from typing import Any
 
 
 def canonical_json(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Sorted keys, no spaces, UTF-8; NaN and Infinity refused (they are not JSON: ``verify``'s strict
+    reader would refuse the signed file, so a NaN reaching the findings must fail the audit, not the bundle)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def file_sha256(path: str | Path) -> str:

@@ -1,0 +1,296 @@
+"""Many claims in one audit: one run, one score cache, error control across the batch, a signed index.
+
+A rights holder with 200 books, or a regulator with every field of one summary, tests many
+claims at once, and at alpha 0.05 one claim in twenty is "significant" by chance. A batch
+manifest lists the claims (all under one policy: the policy names the error control); each claim
+is audited as on its own, its result kept in a part file under the output folder as soon as it is
+done (authenticated under the cache secret: a part edited on disk is refused and the claim audited
+again), so an interrupted batch resumes where it stopped. Then the p-values of the claims decided
+by a statistical test are adjusted together (``stats.multiple``: Holm by default, for the
+family-wise error; ``bh`` for the false discovery rate), a claim whose adjusted p-value no longer
+reaches its route's level loses its SUPPORTED or CONTRADICTED to INCONCLUSIVE (an adjustment only
+ever weakens), every claim gets its bundle with the batch's record in its findings, and the batch
+gets an index naming every bundle by its envelope's digest, signed with the same key.
+
+Claims decided without a test at a level (a corpus lookup, a refused method) are not in the family
+and keep their verdicts; the index says which were.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, ValidationError, field_validator
+
+from verifier import __version__
+from verifier.claims import Strict, load_claim
+from verifier.errors import VerifierError, first_validation_error
+from verifier.scoring.table import Progress
+from verifier.trust.bundle import BATCH_INDEX as INDEX
+from verifier.trust.bundle import BATCH_PREDICATE
+from verifier.trust.digests import canonical_json
+from verifier.verdicts import Verdict
+
+PARTS = ".parts"  # finished claims' results, until the batch's bundles are written
+ASSERTIONS = {Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value}
+
+
+class BatchInfo(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="names the batch's output folder")
+    statement: str | None = Field(None, max_length=2000, description="what the batch as a whole is about")
+
+
+class BatchManifest(Strict):
+    """A batch: claim files, relative to the manifest's folder and inside it."""
+
+    batch: BatchInfo
+    claims: list[Path] = Field(min_length=1, max_length=10_000)
+
+    @field_validator("claims")
+    @classmethod
+    def _distinct(cls, claims: list[Path]) -> list[Path]:
+        seen = set()
+        for i, path in enumerate(claims):
+            if path.is_absolute() or ".." in path.parts:
+                raise ValueError(f"claims.{i}: {path} must be a path relative to the batch's folder and inside it")
+            if path in seen:
+                raise ValueError(f"claims.{i}: {path} is listed twice")
+            seen.add(path)
+        return claims
+
+
+def is_batch(path: str | Path) -> bool:
+    """Whether ``path`` is a batch manifest (a YAML mapping with a ``batch`` key) rather than a claim."""
+    from verifier.boundary.resources import resolve_claim_path
+    from verifier.boundary.safe_yaml import load_yaml_file
+
+    resolved = resolve_claim_path(path)
+    data = load_yaml_file(resolved, "claim")
+    return isinstance(data, dict) and "batch" in data and "claim" not in data
+
+
+@dataclass(frozen=True)
+class Batch:
+    manifest: BatchManifest
+    path: Path
+    claims: list[Path]  # resolved claim files, in manifest order
+    error_control: str
+    policy_sha256: str
+
+
+def load_batch(path: str | Path) -> Batch:
+    """The validated manifest; every claim is loaded and checked, and all must share one policy."""
+    from verifier.boundary.safe_yaml import load_yaml_file
+    from verifier.policy import load_policy, resolve_policy_path
+    from verifier.policy.engine import check_against_claim
+
+    path = Path(path)
+    try:
+        manifest = BatchManifest.model_validate(load_yaml_file(path, "batch"))
+    except ValidationError as exc:
+        raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
+    claims, ids, policies = [], {}, {}
+    for i, rel in enumerate(manifest.claims):
+        claim_path = path.parent / rel
+        if not claim_path.is_file():
+            raise VerifierError(f"{path}: claims.{i}: file {rel} not found (paths are relative to the batch's folder)")
+        claim, base = load_claim(claim_path)
+        if claim.claim.id in ids:
+            raise VerifierError(f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}")
+        ids[claim.claim.id] = i
+        policy = load_policy(resolve_policy_path(claim.policy, base))
+        check_against_claim(policy, claim)
+        policies.setdefault(policy.sha256, (i, policy))
+        claims.append(claim_path)
+    if len(policies) > 1:
+        (_, (i, first)), (_, (j, other)) = list(policies.items())[:2]
+        raise VerifierError(f"{path}: claims.{j}: its policy ({other.file}) is not the policy of claims.{i} ({first.file}); "
+                            "a batch's error control is one policy's, so every claim must name the same policy")
+    (_, policy), = policies.values()
+    return Batch(manifest, path, claims, policy.error_control, policy.sha256)
+
+
+# -- parts: one finished claim, kept until the batch is written -----------------------------------
+
+def _part_key(claim_path: Path) -> dict[str, Any]:
+    """What a part must have been computed from: the claim file and every input it reads."""
+    from verifier.audit import input_digests
+
+    claim, base = load_claim(claim_path)
+    return {"claim_sha256": hashlib.sha256(claim_path.read_bytes()).hexdigest(), "inputs": input_digests(claim, base),
+            "verifier": __version__}
+
+
+def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
+    from verifier.boundary.atomic import atomic_output
+    from verifier.trust.tags import tag
+
+    scores = io.BytesIO()
+    result.scores.to_parquet(scores, index=False)
+    body = {"key": key, "findings": result.findings, "scores": base64.b64encode(scores.getvalue()).decode(),
+            "claim": base64.b64encode(result.claim_bytes).decode(), "policy": base64.b64encode(result.policy_bytes).decode(),
+            "usage": result.usage, "run": run}
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_output(folder / f"{name}.json") as tmp:
+        tmp.write_bytes(canonical_json({"body": body, "tag": tag(secret, canonical_json(body))}))
+
+
+def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:  # noqa: ANN401
+    """The part's result, if it is ours (its tag holds) and was computed from these inputs; else None."""
+    from verifier.audit import AuditResult
+    from verifier.boundary.peers import read_json
+    from verifier.trust.tags import holds
+
+    try:
+        data = read_json(path.read_bytes())
+        body = data["body"]
+        if not holds(data.get("tag"), secret, canonical_json(body)) or body["key"] != key:
+            return None
+        result = AuditResult(findings=body["findings"], scores=pd.read_parquet(io.BytesIO(base64.b64decode(body["scores"]))),
+                             claim_bytes=base64.b64decode(body["claim"]), policy_bytes=base64.b64decode(body["policy"]),
+                             usage=body["usage"])
+        return result, body["run"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _since(before: dict[str, int], now: dict[str, int]) -> dict[str, int]:
+    """One claim's cache counters: what changed while it was audited."""
+    return {name: now[name] - before[name] for name in now}
+
+
+# -- the adjustment -------------------------------------------------------------------------------
+
+def _decided_test(findings: dict[str, Any]) -> tuple[float, float] | None:
+    """The deciding route's p-value and level, when the verdict rests on a test at a level."""
+    record = next((r for r in findings["path"] if r["status"] == "decided"), None)
+    outcome = record.get("outcome") if record else None
+    if not outcome or outcome.get("p_value") is None or outcome.get("alpha") is None:
+        return None
+    return float(outcome["p_value"]), float(outcome["alpha"])
+
+
+def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: str) -> list[dict[str, Any]]:
+    """Each claim's findings with the batch's record, verdicts weakened where the adjusted p-value
+    no longer reaches the level (new dicts; the inputs are not changed)."""
+    from verifier.stats.multiple import CONTROLS, adjusted_p_values
+
+    tests = [_decided_test(f) for f in findings_list]
+    family = [i for i, t in enumerate(tests) if t is not None]
+    adjusted = adjusted_p_values(np.array([tests[i][0] for i in family]), error_control)  # type: ignore[index]
+    by_claim = dict(zip(family, adjusted))
+    out = []
+    for i, findings in enumerate(findings_list):
+        findings = json.loads(json.dumps(findings))
+        record: dict[str, Any] = {"id": batch_id, "error_control": error_control, "method": CONTROLS[error_control],
+                                  "claims": len(findings_list), "tested": len(family), "in_family": i in by_claim,
+                                  "unadjusted_verdict": findings["verdict"]}
+        if i in by_claim:
+            p, alpha = tests[i]  # type: ignore[misc]
+            adj = float(by_claim[i])
+            record |= {"p_value": p, "adjusted_p_value": round(adj, 6), "alpha": alpha}
+            if findings["verdict"] in ASSERTIONS and not adj < alpha:
+                findings["verdict"] = Verdict.INCONCLUSIVE.value
+                findings["verdict_sentence"] = (
+                    f"INCONCLUSIVE: tested as one of {len(family)} claims of batch {batch_id}, this claim's p-value "
+                    f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its own it "
+                    f"would be {record['unadjusted_verdict']}, and the findings below are that claim's own, unadjusted. "
+                    + findings["verdict_sentence"].split(": ", 1)[-1])
+        record["verdict"] = findings["verdict"]
+        findings["batch"] = record
+        out.append(findings)
+    return out
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    folder: Path
+    bundles: list[Path]
+    findings: list[dict[str, Any]]
+    resumed: int  # claims read back from parts instead of audited again
+    signed: bool
+
+
+def run_batch(
+    path: str | Path,
+    out_dir: Path,
+    key: Any = None,  # noqa: ANN401 - an Ed25519PrivateKey, or None for unsigned bundles
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+    access: Any = None,  # noqa: ANN401 - PeerAccess
+    audit: Callable[..., Any] | None = None,
+) -> BatchResult:
+    """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module docstring)."""
+    from verifier.audit import run_audit
+    from verifier.boundary.atomic import atomic_output
+    from verifier.report import render_html, render_pdf
+    from verifier.targets import ScoreCache
+    from verifier.trust import write_bundle
+    from verifier.trust.bundle import ENVELOPE, sha256
+    from verifier.trust.digests import findings_digest
+    from verifier.trust.envelopes import key_id, public_pem, sign_envelope, statement
+
+    batch = load_batch(path)
+    folder = out_dir / batch.manifest.batch.id
+    if (folder / INDEX).exists() and not force:
+        raise VerifierError(f"{folder}: this batch's bundles and index exist; refusing to replace them (--force replaces them)")
+    cache = ScoreCache(cache_dir)
+    secret = cache.secret
+    parts = folder / PARTS
+    results: list[tuple[Any, dict[str, Any]]] = []
+    resumed = 0
+    advance = progress(f"batch {batch.manifest.batch.id}: claims", len(batch.claims)) if progress else None
+    for i, claim_path in enumerate(batch.claims):
+        name = f"{i:05d}"
+        part_key = _part_key(claim_path)
+        kept = None if force else _load_part(parts / f"{name}.json", secret, part_key)
+        if kept is not None:
+            results.append(kept)
+            resumed += 1
+        else:
+            before = (asdict(cache.counts), asdict(cache.responses))
+            result = (audit or run_audit)(claim_path, cache=cache, progress=progress, access=access)
+            run = {"cache": _since(before[0], asdict(cache.counts)), "api_cache": _since(before[1], asdict(cache.responses)),
+                   "api": result.usage}
+            _save_part(parts, name, secret, part_key, result, run)
+            results.append((result, run))
+        if advance:
+            advance(1)
+    adjusted = adjust([r.findings for r, _ in results], batch.error_control, batch.manifest.batch.id)
+    signer = key_id(public_pem(key.public_key())) if key is not None else None
+    bundles = []
+    render = progress("rendering bundles", len(results)) if progress else None
+    for (result, run), findings in zip(results, adjusted):
+        result.findings = findings
+        html = render_html(findings, findings_digest(findings), signer, run)
+        bundles.append(write_bundle(result, html, render_pdf(html), folder, key, force=True, run=run))
+        if render:
+            render(1)
+    for stale in folder.iterdir():  # bundles of an earlier run of this batch, whose findings changed since
+        if stale.is_dir() and not stale.is_symlink() and stale not in bundles and stale.name != PARTS and (stale / "manifest.json").is_file():
+            shutil.rmtree(stale)
+    if key is not None:
+        entries = [{"claim_id": f["claim"]["claim"]["id"], "bundle": b.name, "verdict": f["verdict"],
+                    "unadjusted_verdict": f["batch"]["unadjusted_verdict"], "in_family": f["batch"]["in_family"],
+                    "p_value": f["batch"].get("p_value"), "adjusted_p_value": f["batch"].get("adjusted_p_value")}
+                   for b, f in zip(bundles, adjusted)]
+        predicate = {"batch_id": batch.manifest.batch.id, "statement": batch.manifest.batch.statement,
+                     "error_control": batch.error_control, "policy_sha256": batch.policy_sha256,
+                     "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(), "claims": entries, "verifier": __version__}
+        subjects = {b.name: sha256((b / ENVELOPE).read_bytes()) for b in bundles}
+        body = canonical_json(statement(subjects, predicate, BATCH_PREDICATE))
+        with atomic_output(folder / INDEX) as tmp:
+            tmp.write_bytes(json.dumps(sign_envelope(body, key), indent=1).encode())
+    shutil.rmtree(parts, ignore_errors=True)
+    return BatchResult(folder, bundles, adjusted, resumed, key is not None)
