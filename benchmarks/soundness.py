@@ -11,19 +11,28 @@ status), on ground-truth testbeds whose training membership is known and on real
    date shifts (10%, 20%, 50% post-2023 texts); suspect sets *less* member-like than the
    held-out set. Each rate has a Wilson 95% CI over all audits and its spread (min-max) across
    independently built testbeds.
-2. Power at n = 50, 100, 200 (suspect = members, held-out = same-period non-members) across the
-   builds: the test alone, the previous 2 x median split design and the permutation test, and
-   the whole rule set (which also demands established exchangeability).
-3. Real data: SmolLM2-135M on WikiMIA-64 pre-2017 texts against a lowercased or partly post-2023
+2. Power at n = 20, 50, 100, 200 (suspect = members, held-out = same-period non-members) across the
+   builds: the test alone (the 2 x median split design and the permutation test), and the whole
+   rule set, with the fixed exchangeability margin alone ("margin only": the rules before the
+   blind-residual test) and as it is now (where the margin is not met, the test on the signals
+   residualised on the blind classifier's text features).
+3. The same on heterogeneous real text (``--books``): testbeds trained six epochs on half of 500
+   PG-19 book openings (many authors and styles), power and member-free false verdicts at n = 50,
+   100, 200, margin only against the rules as they are.
+4. Real data: SmolLM2-135M on WikiMIA-64 pre-2017 texts against a lowercased or partly post-2023
    held-out set (membership status of both halves the same: any verdict is false).
 
-Usage: python benchmarks/soundness.py [--builds 4] [--trials-per-build 50] [--skip-smollm2]
+``--record`` writes the rows to the method-validation table (``verifier/validation/table.json``).
+
+Usage: python benchmarks/soundness.py [--builds 4] [--trials-per-build 50] [--presets light,faint] [--books]
+       [--skip-smollm2] [--record]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -39,11 +48,15 @@ from verifier.dataset_inference.statistic import trial_p_values
 from verifier.scoring.table import score_documents
 from verifier.stats import evaluate_scores
 from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
-from verifier.testbed import NEW, OLD, PRESETS, build_testbed
+from verifier.testbed import NEW, OLD, PRESETS, TestbedConfig, books_pool, build_testbed
+from verifier.validation import record
 
 ROOT = Path(__file__).resolve().parent.parent
 SIGNALS = ["loss", "zlib", "min_k", "min_k_pp", "gap_k"]
 PARAMS = SetTestParams(n_permutations=199, shift_permutations=199)
+MARGIN_ONLY = SetTestParams(n_permutations=199, shift_permutations=199, blind_residual_test=False)
+BOOKS = TestbedConfig(epochs=6, marks=None)  # GPT-2-style, six epochs on the members of 500 book openings
+ROWS: list[dict] = []  # what --record writes
 TRANSFORMS: dict[str, Callable[[str], str]] = {
     "lowercased": str.lower,
     "typographic quotes": lambda t: t.replace('"', "\u201c").replace("'", "\u2019").replace(" - ", " \u2013 "),
@@ -74,8 +87,9 @@ def score_pool(target: CausalLMTarget, texts: list[str], cache: ScoreCache) -> n
 
 
 def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool) -> tuple[Pool, dict]:
-    config = PRESETS[preset].model_copy(update={"seed": seed})
-    testbed = build_testbed(config)
+    base, pool = (BOOKS, books_pool()) if preset == "books" else (PRESETS[preset], None)
+    config = base.model_copy(update={"seed": seed})
+    testbed = build_testbed(config, pool=pool)
     docs = load_documents(testbed.documents, label_field="member")
     period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
     target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_tokens=32 * config.seq_len))
@@ -128,25 +142,39 @@ def false_verdict_rows(pool: Pool) -> dict[str, Callable]:
     return rows
 
 
-def rate_text(hits: list[int], trials: list[int]) -> str:
+def rate_text(hits: list[int], trials: list[int], keep: dict | None = None) -> str:
+    """The rate with its CI and spread; ``keep`` (route, quantity, scenario, n) also records it."""
     total = wilson(sum(hits), sum(trials))
     per_build = [h / t for h, t in zip(hits, trials)]
+    if keep is not None:
+        ROWS.append(keep | {"value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                            "spread": (round(min(per_build), 4), round(max(per_build), 4)), "trials": sum(trials), "builds": len(trials)})
     return f"{total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  builds {min(per_build):.3f}-{max(per_build):.3f}"
+
+
+def row(quantity: str, scenario: str, n: int) -> dict:
+    return {"route": "dataset_inference", "quantity": quantity, "scenario": scenario, "n": n}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--builds", type=int, default=4, help="independently built light testbeds (seeds 0..B-1)")
+    parser.add_argument("--builds", type=int, default=4, help="independently built testbeds per preset (seeds 0..B-1)")
     parser.add_argument("--trials-per-build", type=int, default=50)
+    parser.add_argument("--presets", default="light,faint", help="testbed presets for the power tables (light always runs the false-verdict rows)")
+    parser.add_argument("--books", action="store_true", help="also the heterogeneous book-openings testbeds")
     parser.add_argument("--skip-smollm2", action="store_true")
+    parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
     cache = ScoreCache()
-    testbeds: dict[str, list[Pool]] = {"light": [], "faint": []}
+    presets = list(dict.fromkeys(["light", *args.presets.split(","), *(["books"] if args.books else [])]))
+    testbeds: dict[str, list[Pool]] = {preset: [] for preset in presets}
+    digests = []
     for preset, pools in testbeds.items():
         for seed in range(args.builds):
             started = time.perf_counter()
             pool, manifest = testbed_pool(preset, seed, cache, with_variants=preset == "light")
             pools.append(pool)
+            digests.append(f"{preset}:{manifest['digest']}")
             aucs = [evaluate_scores(name, pool.features[:, i], pool.member.astype(int)).auc for i, name in enumerate(SIGNALS)]
             print(f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}, "
                   f"{manifest['parameters'] / 1e6:.2f}M parameters, {manifest['config']['epochs']} epochs, built in {manifest['build_seconds']} s "
@@ -162,20 +190,26 @@ def main() -> None:
         hits = [c[SetStatus.SIGNIFICANT] for c in per_build]
         total = sum(per_build, Counter())
         statuses = ", ".join(f"{s.value} {k}" for s, k in total.most_common())
-        print(f"  {name:<52}{rate_text(hits, [t] * len(pools)):<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
+        scenario, n = name.rsplit(", n = ", 1)
+        text = rate_text(hits, [t] * len(pools), row("false verdict rate (whole rule set, light testbeds)", scenario, int(n)))
+        print(f"  {name:<52}{text:<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    for preset, pools in testbeds.items():
-        power_table(preset, pools, t)
-    if args.skip_smollm2:
-        return
-    real_data(args.builds * t, cache)
+    for preset, preset_pools in testbeds.items():
+        if preset == "books":
+            books_table(preset_pools, t)
+        else:
+            power_table(preset, preset_pools, t)
+    if not args.skip_smollm2:
+        real_data(args.builds * t, cache)
+    if args.record:
+        record("soundness", ROWS, digests, "python benchmarks/soundness.py " + " ".join(sys.argv[1:]))
+        print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
 
 
 def power_table(preset: str, pools: list[Pool], t: int) -> None:
     print(f"\n== 2. {preset} testbeds: power (suspect = pre-2017 members, held-out = pre-2017 non-members) and the test's own FPR "
           f"(member-free suspect); {len(pools)} builds x {t} trials, alpha 0.05")
-    conditional = SetTestParams(n_permutations=199, shift_permutations=199, condition_on_text=True)
-    columns = ("split design, 2 x median", "permutation test", "whole rule set", "rule set, condition_on_text")
+    columns = ("split design, 2 x median", "permutation test", "rule set, margin only", "whole rule set")
     print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns))
     for n in (20, 50, 100, 200):
         hits: dict[str, list[int]] = {c: [] for c in columns}
@@ -191,14 +225,52 @@ def power_table(preset: str, pools: list[Pool], t: int) -> None:
                 p_perm = trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199)
                 counts[columns[0]].append(int((p_split < 0.05).sum()))
                 counts[columns[1]].append(int((p_perm < 0.05).sum()))
-            for column, params in ((columns[2], PARAMS), (columns[3], conditional)):
+            for column, params in ((columns[2], MARGIN_ONLY), (columns[3], PARAMS)):
                 statuses = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
                             for i, (s, h) in enumerate(zip(s_idx, h_idx))]
                 hits[column].append(sum(s == SetStatus.SIGNIFICANT for s in statuses))
         trials = [t] * len(pools)
-        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials):<44}" for c in columns), flush=True)
+        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n)):<44}" for c in columns), flush=True)
         print(f"  {'FPR':<6}{n:>4}  " + "".join(f"{rate_text(false[c], trials):<44}" for c in columns[:2]), flush=True)
 
+
+def books_table(pools: list[Pool], t: int) -> None:
+    print(f"\n== 3. heterogeneous real text: PG-19 book openings (six epochs on the members); {len(pools)} builds x {t} audits, alpha 0.05")
+    columns = ("permutation test", "rule set, margin only", "whole rule set")
+    print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns) + "statuses (whole rule set)")
+    for n in (50, 100, 120, 200):
+        hits: dict[str, list[int]] = {c: [] for c in columns}
+        false: dict[str, list[int]] = {c: [] for c in columns}
+        statuses: Counter = Counter()
+        for b, pool in enumerate(pools):
+            rng = np.random.default_rng(5000 * b + n)
+            members, others = np.flatnonzero(pool.member), np.flatnonzero(~pool.member)
+            if n > len(members) or n > len(others):
+                continue
+            s_idx, h_idx = draw(members, t, n, rng), draw(others, t, n, rng)
+            pairs = [((s_idx, h_idx), hits)]
+            if 2 * n <= len(others):  # member-free pairs need 2n non-members
+                free = draw(others, t, 2 * n, rng)
+                pairs.append(((free[:, :n], free[:, n:]), false))
+            for (suspect, heldout), counts in pairs:
+                counts[columns[0]].append(int((trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199) < 0.05).sum()))
+                for column, params in ((columns[1], MARGIN_ONLY), (columns[2], PARAMS)):
+                    found = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
+                             for i, (s, h) in enumerate(zip(suspect, heldout))]
+                    counts[column].append(sum(s == SetStatus.SIGNIFICANT for s in found))
+                    if column == columns[2] and counts is hits:
+                        statuses.update(s.value for s in found)
+        if not hits[columns[0]]:
+            print(f"  n = {n}: the pool cannot fill the sets")
+            continue
+        trials = [t] * len(hits[columns[0]])
+        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials, row(f'power ({c})', 'book openings testbeds', n)):<44}" for c in columns)
+              + ", ".join(f"{k} {v}" for k, v in statuses.most_common()), flush=True)
+        if false[columns[0]]:
+            print(f"  {'false':<6}{n:>4}  " + "".join(
+                f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', 'member-free book openings', n)):<44}" for c in columns), flush=True)
+        else:
+            print(f"  {'false':<6}{n:>4}  the pool's non-members cannot fill two disjoint sets of {n}")
 
 
 def real_data(trials: int, cache: ScoreCache) -> None:

@@ -80,6 +80,7 @@ class ExchangeabilityCheck:
     n_checked_second: int
     n_permutations: int
     seed: int
+    margin_rule: tuple[float, float] = (DEFAULT_MARGIN_SCALE, DEFAULT_MARGIN_CAP)  # (scale, cap) of margin_for
     null_hypothesis: str = "the two sets are exchangeable for a model-free classifier of words, characters and surface form"
     # The classifier's out-of-fold scores of the checked documents (first set first) and their
     # labels: the blind row of the report's comparison reuses them instead of fitting again.
@@ -105,6 +106,23 @@ class ExchangeabilityCheck:
             return (f"no shift detected, but at this size the check could not rule out one large enough to matter "
                     f"({numbers}; upper end above the margin {self.margin:.3f}; smallest detectable AUC {self.smallest_detectable:.3f})")
         return f"no shift detected ({numbers}; smallest detectable AUC {self.smallest_detectable:.3f})"
+
+
+SIZE_LIMIT = 100_000
+
+
+def size_to_establish(check: ExchangeabilityCheck) -> int | None:
+    """Documents per set at which this check would establish exchangeability if the blind AUC stayed
+    where it is and the null's spread shrank as 1 / sqrt(n) (as it does for a fixed population); None
+    when no size would (the observed AUC is at or above the margin's cap) or the sets already suffice."""
+    n = min(check.n_first, check.n_second)
+    spread = check.ci_high - check.auc_corrected  # the null's half-width at n
+    if check.detected or check.mirrored or check.exchangeable or spread <= 0:
+        return None
+    for size in np.unique(np.round(np.logspace(np.log10(n + 1), np.log10(SIZE_LIMIT), 200)).astype(int)):
+        if check.auc_corrected + spread * np.sqrt(n / size) < margin_for(int(size), *check.margin_rule):
+            return int(size)
+    return None
 
 
 def margin_for(n: int, scale: float = DEFAULT_MARGIN_SCALE, cap: float = DEFAULT_MARGIN_CAP) -> float:
@@ -207,6 +225,7 @@ def check_exchangeable(
         n_checked_second=c2,
         n_permutations=n_permutations,
         seed=seed,
+        margin_rule=(margin_scale, margin_cap),
         scores=relabelled_scores[:, 0],
         labels=labels.astype(int),
     )

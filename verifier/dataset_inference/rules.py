@@ -43,8 +43,12 @@ from verifier.baselines.exchangeability import (
     DEFAULT_MARGIN_SCALE,
     DEFAULT_MIRROR_ALPHA,
     DEFAULT_PERMUTATIONS,
+    MAX_PER_SET,
+    RIDGE,
     ExchangeabilityCheck,
+    blind_kernel,
     check_exchangeable,
+    size_to_establish,
 )
 from verifier.baselines.surface import surface_features
 from verifier.claims import Role
@@ -137,6 +141,10 @@ class SetTestParams(BaseModel):
                               description="the cap of that margin")
     near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"},
                                             description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate")
+    blind_residual_test: StrictBool = Field(True, json_schema_extra={"weaker": "true"},
+                                            description="where the blind check finds no shift but cannot establish exchangeability at "
+                                                        "this size, test the signals residualised on its text features instead of "
+                                                        "stopping (INCONCLUSIVE unless that test is significant)")
     require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
                                         description="SUPPORTED or CONTRADICTED only beside a validated member-free control")
     fraction_confidence: float = Field(0.95, ge=0.8, lt=1, json_schema_extra={"weaker": "lower"},
@@ -199,6 +207,7 @@ class SetMembershipFinding:
     result: DatasetInferenceResult | None = None
     control: ControlFinding | None = None
     documents: DocumentsFinding | None = None
+    on_blind: bool = False  # the test ran on signals residualised on the blind classifier's text features
     notes: list[str] = field(default_factory=list)
     tested: dict[str, DocumentSet] = field(default_factory=dict)  # the sets as tested (after removals; scored if the test ran)
 
@@ -208,6 +217,7 @@ class SetMembershipFinding:
             "status": self.status.value, "reason": self.reason, "heldout_overlap": asdict(self.heldout_overlap),
             "duplicates_removed": dict(self.duplicates_removed), "overlap_removed_sha256": self.overlap_removed_sha256,
             "n_suspect_tested": self.n_suspect, "n_heldout_tested": self.n_heldout, "seed": self.seed, "notes": list(self.notes),
+            "signals_residualised_on_blind_features": self.on_blind,
         }
 
 
@@ -223,6 +233,21 @@ def residualise_on_text(features: np.ndarray, texts: Sequence[str], ridge: float
     centred = features - features.mean(axis=0)
     coef = np.linalg.solve(design.T @ design + ridge * np.eye(design.shape[1]), design.T @ centred)
     return centred - design @ coef
+
+
+def residualise_on_blind(features: np.ndarray, texts: Sequence[str], ridge: float = RIDGE) -> np.ndarray:
+    """Signals minus their kernel ridge fit on the blind classifier's representation of the texts
+    (word and character n-grams and surface form: ``blind_kernel``), over the pooled rows, label-blind.
+
+    Why: when the blind check cannot establish that the sets are exchangeable, a shift it cannot
+    exclude might be what the signals see. Whatever part of the signals those text features
+    explain is removed for every document alike, so a shift visible to them moves nothing; the
+    labels are never used, so the permutation test stays exact. A shift the classifier's features
+    cannot represent is not removed, as it is not detected by the check either.
+    """
+    kernel = blind_kernel(texts)
+    centred = features - features.mean(axis=0)
+    return ridge * np.linalg.solve(kernel + ridge * np.eye(len(kernel)), centred)
 
 
 def dates_reason(suspect_year: int | None, other_year: int | None, cutoff: int | None = None) -> str | None:
@@ -298,9 +323,11 @@ def run_set_membership(
         return SetMembershipFinding(SetStatus.SHIFT_DETECTED, f"measures distribution shift: {shift.describe()}", shift=shift, notes=notes, **common)
     if shift.mirrored:
         return SetMembershipFinding(SetStatus.MIRRORED, shift.describe(), shift=shift, notes=notes, **common)
-    if not shift.exchangeable:
-        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"the held-out set is not shown to be exchangeable with the suspect set: "
-                                    f"{shift.describe()}", shift=shift, notes=notes, **common)
+    # Exchangeability established, or not excluded: then only what the blind classifier's text features
+    # cannot explain may count (the signals residualised on them), and the test must still be significant.
+    on_blind = not shift.exchangeable
+    if on_blind and (not params.blind_residual_test or max(len(suspect.texts), len(heldout.texts)) > MAX_PER_SET):
+        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, _not_established(shift), shift=shift, notes=notes, **common)
     suspect, heldout = suspect.scored("suspect", scorer), heldout.scored("heldout", scorer)
     test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
                  "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
@@ -308,17 +335,23 @@ def run_set_membership(
         return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"queries fail unevenly between the sets ({uneven}): a test would "
                                     f"measure which documents the model refuses or fails on, not training", shift=shift, notes=notes,
                                     **common | {"tested": {"suspect": suspect, "heldout": heldout}})
-    result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text), features, **test_args)
+    result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args)
+    if on_blind and not result.significant:
+        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, _not_established(shift) + (
+            f"; and the test on the signals residualised on the blind classifier's text features, which no shift that classifier "
+            f"can see survives, is not significant either (p = {result.p_value:.3g})"), shift=shift, result=result, notes=notes,
+            on_blind=True, **common | {"tested": {"suspect": suspect, "heldout": heldout}})
     worst = None
     if failed := {name: int((~np.isfinite(s.features)).any(axis=1).sum()) for name, s in (("suspect", suspect), ("held-out", heldout))
                   if not np.isfinite(s.features).all()}:
         notes.append("documents with a failed query (their signal filled with the pooled median, label-blind): "
                      + ", ".join(f"{n} {name}" for name, n in failed.items()))
         if result.significant:
-            worst = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, least_favourable=True), features, **test_args)
+            worst = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, least_favourable=True, on_blind=on_blind),
+                                      features, **test_args)
     control_finding = None
     if control is not None:
-        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer)
+        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer, on_blind)
     if control_finding is not None and control_finding.result is not None and control_finding.result.significant:
         status, reason = SetStatus.CONTROL_FLAGGED, (
             f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test separates documents "
@@ -332,22 +365,33 @@ def run_set_membership(
             f"significant with failed items filled at the median (p = {result.p_value:.3g}) but not when they are filled least "
             f"favourably - suspect at the lowest score, held-out at the highest (p = {worst.p_value:.3g}): the failures could carry it")
     elif result.significant:
+        basis = (f"beyond everything the blind classifier's text features explain (its interval could not establish exchangeability "
+                 f"at this size: {shift.describe()})" if on_blind else "")
         status, reason = SetStatus.SIGNIFICANT, (
-            f"suspect and held-out are not exchangeable under the model (p = {result.p_value:.3g}); if the held-out set is a valid "
-            f"same-population non-member sample, this indicates training on at least part of the suspect set")
+            f"suspect and held-out are not exchangeable under the model{' ' + basis if basis else ''} (p = {result.p_value:.3g}); if "
+            f"the held-out set is a valid same-population non-member sample, this indicates training on at least part of the suspect set")
     else:
         status, reason = SetStatus.NOT_SIGNIFICANT, f"no significant difference under the model (p = {result.p_value:.3g})"
     common["tested"] = {"suspect": suspect, "heldout": heldout}
-    documents = _documents(suspect, heldout, params, seed, least_favourable=bool(failed), stated=status == SetStatus.SIGNIFICANT)
+    documents = _documents(suspect, heldout, params, seed, least_favourable=bool(failed), stated=status == SetStatus.SIGNIFICANT,
+                           on_blind=on_blind)
     return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, documents=documents, notes=notes,
-                                **common)
+                                on_blind=on_blind, **common)
+
+
+def _not_established(shift: ExchangeabilityCheck) -> str:
+    """Why exchangeability is not established, and at what size it could be."""
+    needed = size_to_establish(shift)
+    size = (f"; about {needed} documents per set would let the check establish it if the blind AUC stayed at {shift.auc_corrected:.3f}"
+            if needed else "; at the observed blind AUC no set size would let the check establish it")
+    return f"the held-out set is not shown to be exchangeable with the suspect set: {shift.describe()}{size}"
 
 
 def _documents(suspect: DocumentSet, heldout: DocumentSet, params: SetTestParams, seed: int, least_favourable: bool,
-               stated: bool) -> DocumentsFinding:
+               stated: bool, on_blind: bool) -> DocumentsFinding:
     """The fraction bound and the identified documents, on the features as the test saw them
     (failed items filled least favourably to a detection, if any failed)."""
-    s, v = _features_of(suspect, heldout, params.condition_on_text, least_favourable=least_favourable)
+    s, v = _features_of(suspect, heldout, params.condition_on_text, least_favourable=least_favourable, on_blind=on_blind)
     folds = fold_scores(s[None], v[None], np.random.default_rng(seed))
     computed = fraction_trained(folds, params.fraction_confidence)[0]
     p, fold_of = conformal_p_values(folds)
@@ -359,11 +403,12 @@ def _documents(suspect: DocumentSet, heldout: DocumentSet, params: SetTestParams
 
 
 def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool,
-                 least_favourable: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 least_favourable: bool = False, on_blind: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The two sets' features as tested: failed items filled label-blind with the pooled median
     (counted in the notes by the caller) - or, for the sensitivity check, least favourably to a
     detection: the first set's at the column's lowest score, the second's at its highest - then
-    residualised on surface features if asked."""
+    residualised on surface features if asked, and on the blind classifier's whole text
+    representation where exchangeability was not established (``on_blind``)."""
     pooled = np.r_[first.features, second.features]
     if least_favourable:  # (np.r_ made a new array: filling it in place touches no set)
         low, high = np.nanmin(pooled, axis=0), np.nanmax(pooled, axis=0)
@@ -372,8 +417,11 @@ def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: boo
             rows, cols = np.nonzero(~np.isfinite(block))
             block[rows, cols] = value[cols]
     pooled, _ = fill_failed(pooled)
+    texts = list(first.texts) + list(second.texts)
     if condition_on_text:
-        pooled = residualise_on_text(pooled, list(first.texts) + list(second.texts))
+        pooled = residualise_on_text(pooled, texts)
+    if on_blind:
+        pooled = residualise_on_blind(pooled, texts)
     return pooled[: len(first.texts)], pooled[len(first.texts) :]
 
 
@@ -396,6 +444,7 @@ def uneven_failures(first: np.ndarray, second: np.ndarray, features: list[str], 
 def _run_control(
     submitted: tuple[DocumentSet, DocumentSet], suspect: DocumentSet, control: DocumentSet, heldout: DocumentSet,
     features: list[str], params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any], scorer: Scorer | None,
+    on_blind: bool = False,
 ) -> ControlFinding:
     """Test the control against the held-out set, and check whether it can validate anything.
 
@@ -424,5 +473,5 @@ def _run_control(
     if not shift.exchangeable:
         problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
     control = control.scored("control", scorer)
-    result = dataset_inference(*_features_of(control, heldout, params.condition_on_text), features, **test_args)
+    result = dataset_inference(*_features_of(control, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args)
     return ControlFinding(result, shift, repeated, overlap.count, not problems, problems)

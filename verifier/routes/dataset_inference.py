@@ -241,6 +241,9 @@ def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -
     ]
     if finding.shift is not None:
         rows += shift_rows(finding.shift)
+        if not finding.shift.exchangeable and not finding.shift.detected and not finding.shift.mirrored and finding.result is not None:
+            rows.append(["exchangeability not established at this size, so the test ran on the signals residualised on the blind "
+                         "classifier's text features (what they explain cannot count)", "yes"])
     rows += [[f"signal {name}", why] for name, why in not_computable.items()]
     result = finding.result
     if result is not None:

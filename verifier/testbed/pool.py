@@ -64,3 +64,11 @@ def bundled_pool(data: Path = DATA) -> list[PoolText]:
         pool.append(PoolText(f"wikimia24-length64-{row['idx']}", row["text"], OLD if old else NEW, 2016 if old else 2024, f"WikiMIA-24 length64 row {row['idx']}"))
     return pool
 
+
+
+def books_pool(data: Path = DATA) -> list[PoolText]:
+    """A heterogeneous pool: the 500 PG-19 book openings of the demo corpus (many authors, genres and
+    front-matter styles), all of one period - for measuring how the verdict rules fare on text far
+    less uniform than Wikipedia event summaries."""
+    path = data / "corpus" / "demo-v1" / "pg19-openings.jsonl"
+    return [PoolText(f"pg19-{i}", row["text"], OLD, 2016, f"PG-19 opening {row['id']}") for i, row in enumerate(_rows(path))]
