@@ -296,3 +296,51 @@ def test_copies_salted_with_invisible_characters_are_still_duplicates():
     suspect = [f"The council met on day {i} and voted on the new budget for the harbour district." for i in range(6)]
     salted = ["\u200b".join(t) for t in suspect[:3]] + [t.replace(" ", " \u00ad\u200e") for t in suspect[3:]]
     assert find_overlap(suspect, salted).count == 6
+
+
+def digit_share(texts) -> np.ndarray:
+    return np.array([sum(c.isdigit() for c in t) / max(1, len(t)) for t in texts])
+
+
+def test_a_text_driven_shift_the_check_cannot_exclude_is_not_read_as_training(periods):
+    # Small sets (the blind check cannot establish exchangeability at n = 30), a held-out set chosen
+    # with fewer digits, and signals that follow the digits: the test on the signals residualised on
+    # the blind classifier's text features must not call that training.
+    old, _ = periods
+    order = np.argsort(digit_share(old))
+    granted = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        low, high = rng.permutation(order[: len(order) // 2])[:30], rng.permutation(order[len(order) // 2 :])[:30]
+        s_texts, h_texts = [old[i] for i in high], [old[i] for i in low]
+        signal = lambda texts: (40 * digit_share(texts))[:, None] + 0.3 * rng.normal(size=(len(texts), len(SIGNALS)))  # noqa: E731
+        finding = run_set_membership(DocumentSet(s_texts, signal(s_texts), 2016), DocumentSet(h_texts, signal(h_texts), 2016), SIGNALS,
+                                     params=FAST)
+        assert finding.status != SetStatus.SIGNIFICANT or not finding.on_blind
+        granted += finding.status == SetStatus.SIGNIFICANT
+    assert granted <= 1  # the few the margin established are the test's own alpha
+
+
+def test_where_the_margin_cannot_be_met_a_real_effect_is_still_found(periods):
+    # Heterogeneous text at n = 40: the margin alone leaves a real, strong effect undecided; the
+    # rules now test it on the residualised signals, and the INCONCLUSIVE sentence says what size would do.
+    suspect, heldout, _ = sets(periods, 40, seed=3, member_shift=1.2)
+    margin_only = run_set_membership(suspect, heldout, SIGNALS, params=FAST.model_copy(update={"blind_residual_test": False}))
+    now = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
+    assert margin_only.status == SetStatus.NOT_ESTABLISHED and "would let the check establish it" in margin_only.reason
+    assert now.status == SetStatus.SIGNIFICANT and now.on_blind and "beyond everything the blind classifier's text features explain" in now.reason
+
+
+def test_the_size_that_would_establish_exchangeability():
+    from verifier.baselines.exchangeability import ExchangeabilityCheck, size_to_establish
+
+    def check(corrected: float, spread: float, n: int) -> ExchangeabilityCheck:
+        return ExchangeabilityCheck(auc=corrected, auc_corrected=corrected, ci_low=corrected - spread, ci_high=corrected + spread,
+                                    p_value=0.5, p_value_mirrored=0.5, null_median=0.45, smallest_detectable=0.7, margin=margin_for(n),
+                                    alpha=0.05, detected=False, mirrored=False, exchangeable=False, n_first=n, n_second=n,
+                                    n_checked_first=n, n_checked_second=n, n_permutations=199, seed=0)
+
+    found = size_to_establish(check(0.5, 0.21, 50))  # the null's spread shrinks as 1/sqrt(n): just above 50 suffices
+    assert found is not None and 50 < found < 60 and 0.5 + 0.21 * np.sqrt(50 / found) < margin_for(found)
+    # Where the null's spread x sqrt(n) exceeds the margin's scale (heterogeneous text), no size ever would.
+    assert size_to_establish(check(0.52, 0.22, 92)) is None
