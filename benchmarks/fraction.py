@@ -16,7 +16,7 @@ On independently built light testbeds (known membership; GPT-2-style model, two 
 Rows are written to the method-validation table (``verifier/validation/table.json``) with
 ``--record``.
 
-Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--batches 30] [--record]
+Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--batches 30] [--preset light|books] [--sizes 100,200] [--record]
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from verifier.targets import ScoreCache
 from verifier.validation import record
 
 SHARES = (0.0, 0.1, 0.25, 0.5, 1.0)
-SIZES = (100, 200)
 Q = 0.1
 BATCH = 20
 
@@ -58,20 +57,24 @@ def main() -> None:
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--audits", type=int, default=200, help="audits per cell and build")
     parser.add_argument("--batches", type=int, default=30, help="batches of 20 member-free claims per build")
+    parser.add_argument("--preset", default="light", choices=["light", "books"], help="light testbeds, or the book-openings ones")
+    parser.add_argument("--sizes", default="100,200", help="documents per set")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.sizes.split(",")]
+    where = f"{args.preset} testbeds"
     cache = ScoreCache()
     pools, digests = [], []
     for seed in range(args.builds):
-        pool, manifest = testbed_pool("light", seed, cache, with_variants=False)
+        pool, manifest = testbed_pool(args.preset, seed, cache, with_variants=False)
         pools.append(pool)
         digests.append(manifest["digest"])
-        print(f"light testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
+        print(f"{args.preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
     rows = []
     print(f"\n== 1-2. fraction bound (95% confidence) and documents identified at q = {Q}; {args.builds} builds x {args.audits} audits a cell")
     print("| n | true fraction | coverage [95% CI] | coverage across builds | mean bound | mean estimate | mean FDP [95% CI] | FDP across builds | mean identified |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for n in SIZES:
+    for n in sizes:
         for share in SHARES:
             started = time.perf_counter()
             covered, bound, estimate, fdp, found = [], [], [], [], []
@@ -101,13 +104,13 @@ def main() -> None:
                   f"{np.mean(bound):.3f} | {np.mean(estimate):.3f} | {all_fdp.mean():.3f} [{max(0, all_fdp.mean() - half):.3f}, "
                   f"{all_fdp.mean() + half:.3f}] | {min(fdp_means):.3f}-{max(fdp_means):.3f} | {np.mean(found):.1f} |", flush=True)
             common = {"route": "dataset_inference", "n": n, "trials": args.audits * len(pools), "builds": len(pools)}
-            rows.append(common | {"quantity": "fraction bound coverage (95% confidence)", "scenario": f"true fraction {share}",
+            rows.append(common | {"quantity": "fraction bound coverage (95% confidence)", "scenario": f"true fraction {share}, {where}",
                                   "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
                                   "spread": (min(per_build), max(per_build))})
-            rows.append(common | {"quantity": "mean fraction bound", "scenario": f"true fraction {share}", "value": round(float(np.mean(bound)), 4),
+            rows.append(common | {"quantity": "mean fraction bound", "scenario": f"true fraction {share}, {where}", "value": round(float(np.mean(bound)), 4),
                                   "spread": (round(float(min(bound)), 4), round(float(max(bound)), 4))})
             if share > 0:
-                rows.append(common | {"quantity": f"false discovery proportion of identified documents (q {Q})", "scenario": f"true fraction {share}",
+                rows.append(common | {"quantity": f"false discovery proportion of identified documents (q {Q})", "scenario": f"true fraction {share}, {where}",
                                       "value": round(float(all_fdp.mean()), 4),
                                       "ci": (round(max(0.0, all_fdp.mean() - half), 4), round(all_fdp.mean() + half, 4)),
                                       "spread": (round(min(fdp_means), 4), round(max(fdp_means), 4))})
@@ -128,11 +131,11 @@ def main() -> None:
         per_build = [h / args.batches for h in hits]
         print(f"| {method} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | {min(per_build):.3f}-{max(per_build):.3f} |", flush=True)
         rows.append({"route": "dataset_inference", "n": 100, "trials": args.batches * len(pools), "builds": len(pools),
-                     "quantity": f"batch family-wise error ({BATCH} member-free claims, alpha 0.05)", "scenario": f"error control {method}",
+                     "quantity": f"batch family-wise error ({BATCH} member-free claims, alpha 0.05)", "scenario": f"error control {method}, {where}",
                      "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
                      "spread": (min(per_build), max(per_build))})
     if args.record:
-        record("fraction", rows, digests, "python benchmarks/fraction.py " + " ".join(sys.argv[1:]))
+        record("fraction" if args.preset == "light" else f"fraction-{args.preset}", rows, digests, "python benchmarks/fraction.py " + " ".join(sys.argv[1:]))
         print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
 
 

@@ -108,13 +108,16 @@ def _comment_of(cls: type, member: str) -> str:
 
 
 def policy_page() -> str:
+    from verifier.policy.schema import PolicyFile
     from verifier.routes import ROUTES
 
     out = [HEADER, "# Policy reference\n\n",
            "A policy is YAML: `name`, `version` and an ordered list of `routes`, each with `route` (a name below), `grants` "
            "(the verdicts it may give; default: every verdict its table reaches) and `params`. The walk takes the routes in "
            "order; the first that reaches a verdict decides. *weaker when* names the direction in which a parameter loosens "
-           "the route: a policy moved that way from the default is marked looser in the report.\n\n"]
+           "the route: a policy moved that way from the default is marked looser in the report.\n\n",
+           f"`error_control` (`holm` or `bh`, default `holm`): {PolicyFile.model_fields['error_control'].description}; "
+           "`bh` is marked looser in the report.\n\n"]
     for name, route in ROUTES.items():
         schema = route.Params.model_json_schema()
         kinds = sorted(k.value for k in route.claim_kinds)
