@@ -16,7 +16,10 @@ Texts: WikiMIA-24 (2024 Wikipedia event summaries, 64 words), arXiv abstracts, a
 Gutenberg openings added after PG-19; the background corpus is the demo corpus (PG-19 openings,
 Wikipedia events). ``--documents`` texts a class (>= 20 for the acceptance numbers).
 
-    python benchmarks/lookup_soundness.py --documents 24
+    python benchmarks/lookup_soundness.py --documents 24 [--seeds 3] [--record]
+
+With ``--seeds`` the texts are drawn afresh per seed (the spread across draws is printed), and
+``--record`` writes each class's wrong-verdict rate to the method-validation table.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import json
 import random
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -36,7 +40,9 @@ from verifier.corpus import CorpusIndex, build_index
 from verifier.corpus import stored_forms as forms
 from verifier.corpus.backends import LocalBackend
 from verifier.corpus.queries import lookup
+from verifier.dataset_inference.power import wilson
 from verifier.routes.corpus import CorpusLookupParams, CorpusLookupRoute, classify, decide, hidden_forms
+from verifier.validation import record
 
 DATA = resource("examples", "data")
 KINDS = (ClaimKind.NOT_TRAINED_ON, ClaimKind.TRAINED_ON)
@@ -66,10 +72,32 @@ def verdicts(index: CorpusIndex, suspects: list[str], params: CorpusLookupParams
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=24, help="texts per class")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1, help="independent draws of the texts (seeds 0..S-1)")
+    parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
-    rng = random.Random(args.seed)
-    n = args.documents
+    results: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for seed in range(args.seeds):
+        for name, truth, wrong, claims in run(seed, args.documents):
+            results.setdefault((name, truth), []).append((wrong, claims))
+    print(f"\n{args.seeds} draws: wrong VERIFIED/CONTRADICTED per class, Wilson 95% CI over all claims, spread across draws")
+    rows = []
+    for (name, truth), per_seed in results.items():
+        total = wilson(sum(w for w, _ in per_seed), sum(c for _, c in per_seed))
+        spread = (min(w / c for w, c in per_seed), max(w / c for w, c in per_seed))
+        print(f"  {name:<70} {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  draws {spread[0]:.3f}-{spread[1]:.3f}")
+        rows.append({"route": "corpus", "quantity": "wrong VERIFIED or CONTRADICTED (single-document claims of both kinds)",
+                     "scenario": f"{name} ({truth})", "n": args.documents, "value": round(total.value, 4),
+                     "ci": (round(total.ci_low, 4), round(total.ci_high, 4)), "spread": spread, "trials": total.trials,
+                     "builds": args.seeds})
+    if args.record:
+        record("lookup_soundness", rows, [f"texts drawn with seeds 0-{args.seeds - 1}", "demo-v1 corpus"],
+               "python benchmarks/lookup_soundness.py " + " ".join(sys.argv[1:]))
+        print("recorded in verifier/validation/table.json", file=sys.stderr)
+
+
+def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
+    """One draw of the texts through every class: (class, truth, wrong verdicts, claims)."""
+    rng = random.Random(seed)
     wiki = [r["text"] for r in rows(DATA / "wikimia24" / "length64.jsonl") if r["label"] == 0]
     rng.shuffle(wiki)
     abstracts = [r["text"] for r in rows(DATA / "arxiv-carriers" / "abstracts.jsonl")]
@@ -118,6 +146,7 @@ def main() -> None:
     print("| class | truth | not_trained_on verdicts | trained_on verdicts | wrong | found | s |")
     print("|---|---|---|---|---|---|---|")
     wrong_total = 0
+    out = []
     for name, truth, extra, suspects in cases:
         started = time.perf_counter()
         corpus = work / "corpus"
@@ -135,10 +164,12 @@ def main() -> None:
         else:
             wrong, found = denial["CONTRADICTED"] + training["VERIFIED"], f"{denial['VERIFIED']}/{len(suspects)} verified absent"
         wrong_total += wrong
+        out.append((name, truth, wrong, 2 * len(suspects)))
         show = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))  # noqa: E731
         print(f"| {name} | {truth} | {show(denial)} | {show(training)} | {wrong} | {found} | {time.perf_counter() - started:.0f} |")
     shutil.rmtree(work, ignore_errors=True)
     print(f"\nwrong VERIFIED/CONTRADICTED in all: {wrong_total}")
+    return out
 
 
 if __name__ == "__main__":

@@ -114,7 +114,8 @@ def test_a_batch_index_names_exactly_its_bundles(interrupted_then_resumed, tmp_p
 
 def findings_with(p: float | None, verdict: str, alpha: float = 0.05) -> dict:
     outcome = {"p_value": p, "alpha": alpha if p is not None else None}
-    return {"verdict": verdict, "verdict_sentence": f"{verdict}: a claim.", "path": [{"status": "decided", "outcome": outcome}]}
+    return {"verdict": verdict, "verdict_sentence": f"{verdict}: a claim.",
+            "path": [{"route": "dataset_inference", "status": "decided", "verdict": verdict, "outcome": outcome}]}
 
 
 @pytest.mark.parametrize("control", ["holm", "bh"])
@@ -147,3 +148,35 @@ def test_a_batch_refuses_claims_under_different_policies_naming_the_claim(batch_
     (folder / "batch.yaml").write_text(yaml.safe_dump({"batch": {"id": "mixed"}, "claims": ["work-00.yaml", "../work-00.yaml"]}))
     result = runner.invoke(app, ["audit", str(folder / "batch.yaml"), "--no-sign", "--out", str(tmp_path / "ev")])
     assert result.exit_code == 2 and "must be a path relative to the batch's folder" in result.output
+
+
+def test_a_signer_cannot_list_a_verdict_the_adjustment_does_not_give(interrupted_then_resumed, batch_folder, tmp_path):
+    # The signer re-signs a false claim's bundle as SUPPORTED (verdict, unadjusted verdict and the
+    # deciding route's record alike) and re-signs the index over it: verify recomputes the
+    # adjustment from the bundles' own p-values and refuses it.
+    import io
+
+    import pandas as pd
+
+    from verifier.audit import AuditResult
+    from verifier.batch import load_batch, write_index
+    from verifier.trust import write_bundle
+
+    copy = tmp_path / "works"
+    shutil.copytree(interrupted_then_resumed.folder, copy)
+    key = load_private_key(batch_folder / "k.key")
+    bundles = sorted(p for p in copy.iterdir() if p.is_dir())
+    findings = [json.loads((b / "findings.json").read_text()) for b in bundles]
+    victim = next(i for i, f in enumerate(findings) if f["verdict"] == "INCONCLUSIVE" and f["batch"]["in_family"])
+    forged = findings[victim]
+    decided = next(r for r in forged["path"] if r["status"] == "decided")
+    forged["verdict"] = forged["batch"]["unadjusted_verdict"] = forged["batch"]["verdict"] = decided["verdict"] = "SUPPORTED"
+    old = bundles[victim]
+    result = AuditResult(forged, pd.read_parquet(io.BytesIO((old / "scores.parquet").read_bytes())), (old / "claim.yaml").read_bytes(),
+                         (old / "policy.yaml").read_bytes())
+    new = write_bundle(result, "<html></html>", b"%PDF-1.4", copy, key)
+    shutil.rmtree(old)
+    bundles[victim] = new
+    write_index(copy, bundles, findings, load_batch(batch_folder / "batch.yaml"), key)
+    with pytest.raises(VerifierError, match="its verdict is not what the batch's adjustment gives"):
+        verify_batch(copy, (batch_folder / "k.key.pub").read_bytes())

@@ -80,7 +80,7 @@ def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
     assert "internal error: RuntimeError: something broke" in lines[0] and "VERIFIER_DEBUG" in lines[0]
 
 
-@pytest.mark.parametrize("args, message", [(["plan", "x.yaml"], "No such command 'plan'"), (["verify"], "Missing argument"),
+@pytest.mark.parametrize("args, message", [(["planify", "x.yaml"], "No such command 'planify'"), (["verify"], "Missing argument"),
                                            (["index", "query", "--ngram", "x", "i"], "Invalid value for '--ngram'")])
 def test_usage_errors_are_the_users_with_the_usage_line_and_exit_2(args, message):
     """typer ships its own copy of click; its usage errors were reported as bugs ("internal error: UsageError")."""

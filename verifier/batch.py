@@ -37,7 +37,7 @@ from verifier.claims import Strict, load_claim
 from verifier.errors import VerifierError, first_validation_error
 from verifier.scoring.table import Progress
 from verifier.trust.bundle import BATCH_INDEX as INDEX
-from verifier.trust.bundle import BATCH_PREDICATE
+from verifier.trust.bundle import BATCH_PREDICATE, decided_test
 from verifier.trust.digests import canonical_json
 from verifier.verdicts import Verdict
 
@@ -104,6 +104,8 @@ def load_batch(path: str | Path) -> Batch:
         claim_path = path.parent / rel
         if not claim_path.is_file():
             raise VerifierError(f"{path}: claims.{i}: file {rel} not found (paths are relative to the batch's folder)")
+        if not claim_path.resolve().is_relative_to(path.parent.resolve()):
+            raise VerifierError(f"{path}: claims.{i}: {rel} leads outside the batch's folder (a link?)")
         claim, base = load_claim(claim_path)
         if claim.claim.id in ids:
             raise VerifierError(f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}")
@@ -122,13 +124,17 @@ def load_batch(path: str | Path) -> Batch:
 
 # -- parts: one finished claim, kept until the batch is written -----------------------------------
 
-def _part_key(claim_path: Path) -> dict[str, Any]:
-    """What a part must have been computed from: the claim file and every input it reads."""
-    from verifier.audit import input_digests
+def _part_key(claim_path: Path, policy_sha256: str) -> dict[str, Any]:
+    """What a part must have been computed from: the claim file, every input it reads, the policy
+    and the model (by the identity an audit records without loading it: for a local model, its
+    weights' digest), and this verifier."""
+    from verifier.audit import claim_model_spec, input_digests
+    from verifier.targets import kind_of
 
     claim, base = load_claim(claim_path)
+    spec = claim_model_spec(claim, base)
     return {"claim_sha256": hashlib.sha256(claim_path.read_bytes()).hexdigest(), "inputs": input_digests(claim, base),
-            "verifier": __version__}
+            "policy_sha256": policy_sha256, "model": kind_of(spec).cls.unloaded_identity(spec, base), "verifier": __version__}
 
 
 def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
@@ -169,23 +175,24 @@ def _since(before: dict[str, int], now: dict[str, int]) -> dict[str, int]:
     return {name: now[name] - before[name] for name in now}
 
 
-# -- the adjustment -------------------------------------------------------------------------------
-
-def _decided_test(findings: dict[str, Any]) -> tuple[float, float] | None:
-    """The deciding route's p-value and level, when the verdict rests on a test at a level."""
-    record = next((r for r in findings["path"] if r["status"] == "decided"), None)
-    outcome = record.get("outcome") if record else None
-    if not outcome or outcome.get("p_value") is None or outcome.get("alpha") is None:
+def _batch_of(folder: Path) -> str | None:
+    """The batch id a bundle folder's findings name, or None (not a bundle, or not a batch's)."""
+    try:
+        record = json.loads((folder / "findings.json").read_text(encoding="utf-8")).get("batch")
+        return record.get("id") if isinstance(record, dict) else None
+    except (OSError, ValueError, AttributeError):
         return None
-    return float(outcome["p_value"]), float(outcome["alpha"])
 
+
+# -- the adjustment -------------------------------------------------------------------------------
 
 def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: str) -> list[dict[str, Any]]:
     """Each claim's findings with the batch's record, verdicts weakened where the adjusted p-value
     no longer reaches the level (new dicts; the inputs are not changed)."""
+    from verifier.routes import ROUTES
     from verifier.stats.multiple import CONTROLS, adjusted_p_values
 
-    tests = [_decided_test(f) for f in findings_list]
+    tests = [decided_test(f) for f in findings_list]
     family = [i for i, t in enumerate(tests) if t is not None]
     adjusted = adjusted_p_values(np.array([tests[i][0] for i in family]), error_control)  # type: ignore[index]
     by_claim = dict(zip(family, adjusted))
@@ -201,6 +208,9 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
             record |= {"p_value": p, "adjusted_p_value": round(adj, 6), "alpha": alpha}
             if findings["verdict"] in ASSERTIONS and not adj < alpha:
                 findings["verdict"] = Verdict.INCONCLUSIVE.value
+                decided = next(r for r in findings["path"] if r["status"] == "decided")
+                if decided["route"] in ROUTES:
+                    ROUTES[decided["route"]].withdraw(decided["outcome"])
                 findings["verdict_sentence"] = (
                     f"INCONCLUSIVE: tested as one of {len(family)} claims of batch {batch_id}, this claim's p-value "
                     f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its own it "
@@ -233,13 +243,11 @@ def run_batch(
 ) -> BatchResult:
     """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module docstring)."""
     from verifier.audit import run_audit
-    from verifier.boundary.atomic import atomic_output
     from verifier.report import render_html, render_pdf
     from verifier.targets import ScoreCache
     from verifier.trust import write_bundle
-    from verifier.trust.bundle import ENVELOPE, sha256
     from verifier.trust.digests import findings_digest
-    from verifier.trust.envelopes import key_id, public_pem, sign_envelope, statement
+    from verifier.trust.envelopes import key_id, public_pem
 
     batch = load_batch(path)
     folder = out_dir / batch.manifest.batch.id
@@ -253,7 +261,7 @@ def run_batch(
     advance = progress(f"batch {batch.manifest.batch.id}: claims", len(batch.claims)) if progress else None
     for i, claim_path in enumerate(batch.claims):
         name = f"{i:05d}"
-        part_key = _part_key(claim_path)
+        part_key = _part_key(claim_path, batch.policy_sha256)
         kept = None if force else _load_part(parts / f"{name}.json", secret, part_key)
         if kept is not None:
             results.append(kept)
@@ -278,19 +286,28 @@ def run_batch(
         if render:
             render(1)
     for stale in folder.iterdir():  # bundles of an earlier run of this batch, whose findings changed since
-        if stale.is_dir() and not stale.is_symlink() and stale not in bundles and stale.name != PARTS and (stale / "manifest.json").is_file():
+        if stale.is_dir() and not stale.is_symlink() and stale not in bundles and _batch_of(stale) == batch.manifest.batch.id:
             shutil.rmtree(stale)
     if key is not None:
-        entries = [{"claim_id": f["claim"]["claim"]["id"], "bundle": b.name, "verdict": f["verdict"],
-                    "unadjusted_verdict": f["batch"]["unadjusted_verdict"], "in_family": f["batch"]["in_family"],
-                    "p_value": f["batch"].get("p_value"), "adjusted_p_value": f["batch"].get("adjusted_p_value")}
-                   for b, f in zip(bundles, adjusted)]
-        predicate = {"batch_id": batch.manifest.batch.id, "statement": batch.manifest.batch.statement,
-                     "error_control": batch.error_control, "policy_sha256": batch.policy_sha256,
-                     "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(), "claims": entries, "verifier": __version__}
-        subjects = {b.name: sha256((b / ENVELOPE).read_bytes()) for b in bundles}
-        body = canonical_json(statement(subjects, predicate, BATCH_PREDICATE))
-        with atomic_output(folder / INDEX) as tmp:
-            tmp.write_bytes(json.dumps(sign_envelope(body, key), indent=1).encode())
+        write_index(folder, bundles, adjusted, batch, key)
     shutil.rmtree(parts, ignore_errors=True)
     return BatchResult(folder, bundles, adjusted, resumed, key is not None)
+
+
+def write_index(folder: Path, bundles: list[Path], findings: list[dict[str, Any]], batch: Batch, key: Any) -> None:  # noqa: ANN401
+    """The batch index: every bundle by its envelope's digest, with its claim, verdicts and p-values, signed."""
+    from verifier.boundary.atomic import atomic_output
+    from verifier.trust.bundle import ENVELOPE, sha256
+    from verifier.trust.envelopes import sign_envelope, statement
+
+    entries = [{"claim_id": f["claim"]["claim"]["id"], "bundle": b.name, "verdict": f["verdict"],
+                "unadjusted_verdict": f["batch"]["unadjusted_verdict"], "in_family": f["batch"]["in_family"],
+                "p_value": f["batch"].get("p_value"), "adjusted_p_value": f["batch"].get("adjusted_p_value")}
+               for b, f in zip(bundles, findings)]
+    predicate = {"batch_id": batch.manifest.batch.id, "statement": batch.manifest.batch.statement,
+                 "error_control": batch.error_control, "policy_sha256": batch.policy_sha256,
+                 "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(), "claims": entries, "verifier": __version__}
+    subjects = {b.name: sha256((b / ENVELOPE).read_bytes()) for b in bundles}
+    body = canonical_json(statement(subjects, predicate, BATCH_PREDICATE))
+    with atomic_output(folder / INDEX) as tmp:
+        tmp.write_bytes(json.dumps(sign_envelope(body, key), indent=1).encode())

@@ -161,9 +161,21 @@ def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, whe
         if now is None:
             raise VerifierError(f"{where}: {what} is in the plan but not in the claim")
         raise VerifierError(f"{where}: {what} differs from the plan (SHA-256 {now[:16]}..., planned {planned[:16]}...)")
-    predicate = plan.predicate
-    return {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": predicate.get("created"),
-            "clock": predicate.get("clock", CLOCK), "design": predicate.get("design")}
+    return plan_record(plan, where)
+
+
+def plan_record(plan: Plan, where: str) -> dict[str, Any]:
+    """What the findings say of the plan: its digest and signer, and its time - by the planner's clock,
+    whatever the plan calls its clock (it is the planner's word) - and design."""
+    created = plan.predicate.get("created")
+    try:
+        datetime.fromisoformat(created)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise VerifierError(f"{where}: its creation time is not a date and time") from None
+    design = plan.predicate.get("design")
+    if not isinstance(design, dict):
+        raise VerifierError(f"{where}: its design is not a record")
+    return {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": created, "clock": CLOCK, "design": design}
 
 
 NOT_REGISTERED = {"registered": False}

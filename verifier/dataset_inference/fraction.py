@@ -110,7 +110,8 @@ def fraction_trained(folds: FoldScores, confidence: float = 0.95) -> list[Fracti
     chosen = np.argmax(np.stack(bounds), axis=0)  # ties, including no bound at all: the median level
     columns = np.arange(len(chosen))
     best, estimate = np.stack(bounds)[chosen, columns], np.stack(estimates)[chosen, columns]
-    return [FractionTrained(round(float(b), 6), round(float(e), 6), confidence) for b, e in zip(best, estimate)]
+    # The bound is rounded down (a bound rounded up could pass the true fraction), the estimate to nearest.
+    return [FractionTrained(float(np.floor(b * 1e6) / 1e6), round(float(e), 6), confidence) for b, e in zip(best, estimate)]
 
 
 def conformal_p_values(folds: FoldScores, trial: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -135,4 +136,4 @@ def identified(p: np.ndarray, fold_of: np.ndarray, q: float) -> np.ndarray:
         rows = np.flatnonzero(fold_of == f)
         adjusted = false_discovery_control(p[rows], method="bh")
         found.append(rows[adjusted <= q / 2])
-    return np.sort(np.concatenate(found)) if found else np.array([], dtype=int)
+    return np.sort(np.concatenate(found))

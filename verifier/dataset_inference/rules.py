@@ -141,10 +141,12 @@ class SetTestParams(BaseModel):
                               description="the cap of that margin")
     near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"},
                                             description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate")
-    blind_residual_test: StrictBool = Field(True, json_schema_extra={"weaker": "true"},
+    blind_residual_test: StrictBool = Field(False, json_schema_extra={"weaker": "true"},
                                             description="where the blind check finds no shift but cannot establish exchangeability at "
                                                         "this size, test the signals residualised on its text features instead of "
-                                                        "stopping (INCONCLUSIVE unless that test is significant)")
+                                                        "stopping (INCONCLUSIVE unless that test is significant). Off by default: a "
+                                                        "subtle shift the model is more sensitive to than the blind classifier survives "
+                                                        "the residualisation")
     require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
                                         description="SUPPORTED or CONTRADICTED only beside a validated member-free control")
     fraction_confidence: float = Field(0.95, ge=0.8, lt=1, json_schema_extra={"weaker": "lower"},
@@ -185,10 +187,9 @@ class DocumentsFinding:
     identified: list[str]  # suspect text digests identified at the false discovery rate
     fdr: float
     stated: bool  # False: the set test was not significant, so the bound is 0 and the list empty
-    fraction_computed: float  # the bound as computed, before it was withheld
 
     def as_finding(self) -> dict[str, Any]:
-        return {"fraction_trained": asdict(self.fraction), "fraction_computed": self.fraction_computed, "stated": self.stated,
+        return {"fraction_trained": asdict(self.fraction), "stated": self.stated,
                 "documents": {"method": FDR_METHOD, "fdr": self.fdr, "identified_sha256": list(self.identified),
                               "p_values": dict(self.p_values)}}
 
@@ -208,6 +209,7 @@ class SetMembershipFinding:
     control: ControlFinding | None = None
     documents: DocumentsFinding | None = None
     on_blind: bool = False  # the test ran on signals residualised on the blind classifier's text features
+    least_favourable: DatasetInferenceResult | None = None  # the test with failed items filled against a detection, when any failed
     notes: list[str] = field(default_factory=list)
     tested: dict[str, DocumentSet] = field(default_factory=dict)  # the sets as tested (after removals; scored if the test ran)
 
@@ -376,7 +378,7 @@ def run_set_membership(
     documents = _documents(suspect, heldout, params, seed, least_favourable=bool(failed), stated=status == SetStatus.SIGNIFICANT,
                            on_blind=on_blind)
     return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, documents=documents, notes=notes,
-                                on_blind=on_blind, **common)
+                                on_blind=on_blind, least_favourable=worst, **common)
 
 
 def _not_established(shift: ExchangeabilityCheck) -> str:
@@ -398,8 +400,7 @@ def _documents(suspect: DocumentSet, heldout: DocumentSet, params: SetTestParams
     digests = [text_digest(t) for t in suspect.texts]
     found = [digests[i] for i in identified(p, fold_of, params.document_fdr)] if stated else []
     fraction = computed if stated else replace(computed, lower_bound=0.0)
-    return DocumentsFinding(fraction, {d: round(float(x), 6) for d, x in zip(digests, p)}, found, params.document_fdr, stated,
-                            computed.lower_bound)
+    return DocumentsFinding(fraction, {d: round(float(x), 6) for d, x in zip(digests, p)}, found, params.document_fdr, stated)
 
 
 def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool,

@@ -261,6 +261,11 @@ class Route(ABC):
         """Test what this route can test; end in a status of ``verdicts``."""
 
     @classmethod
+    def withdraw(cls, outcome: dict[str, Any]) -> None:
+        """Withdraw, in a recorded outcome (the findings' plain data), what holds only beside the
+        route's own verdict, once a batch's adjustment has weakened it. Nothing, by default."""
+
+    @classmethod
     def signals_of(cls, params: RouteParams) -> list[str]:
         """The signals the route computes with these params (checked against the target before the walk)."""
         return list(getattr(params, "signals", []))

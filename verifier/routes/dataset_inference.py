@@ -88,6 +88,9 @@ VERDICTS = {
 }
 
 
+DOCUMENTS_TITLE = "How much of the suspect set, and which documents"
+
+
 class DatasetInferenceParams(SignalChoice, SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
@@ -112,6 +115,20 @@ class DatasetInferenceRoute(Route):
     claim_kinds = KINDS
     verdicts = VERDICTS
     needs_target = True
+
+    @classmethod
+    def withdraw(cls, outcome: dict[str, Any]) -> None:
+        """The fraction bound and the identified documents are stated only beside a significant test:
+        a batch that weakens the verdict withdraws them (bound 0, no document, the table replaced)."""
+        metrics = outcome.get("metrics", {})
+        if "fraction_trained" not in metrics:
+            return
+        metrics["fraction_trained"]["lower_bound"] = 0.0
+        metrics["stated"] = False
+        metrics["documents"]["identified_sha256"] = []
+        outcome["sections"] = [s for s in outcome.get("sections", []) if s.get("title") != DOCUMENTS_TITLE] + [asdict(Notes(
+            DOCUMENTS_TITLE, ["Withdrawn: adjusted across the batch, the set test is no longer significant, so no fraction trained "
+                              "on is stated and no document is identified."]))]
 
     def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
         evidence = ctx.claim.evidence
@@ -170,7 +187,6 @@ class DatasetInferenceRoute(Route):
             sections += compared
             if finding.documents is not None:
                 metrics |= finding.documents.as_finding()
-                tail.insert(1, _fraction_sentence(finding.documents))
                 sections.append(_documents_table(finding.documents))
             sections.append(Figure("power", {"curve": power_curve(result.effect_size, result.alpha, result.method),
                                              "target_power": params.target_power},
@@ -193,36 +209,29 @@ class DatasetInferenceRoute(Route):
         if finding.notes:
             sections.append(Notes("Notes on the sets", list(finding.notes)))
         summary = f"{finding.reason[0].upper()}{finding.reason[1:]}; {'; '.join(tail)}."
-        test = finding.result
-        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS), p_value=test.p_value if test else None,
+        test, worst = finding.result, finding.least_favourable
+        # The p-value the status rests on: with failed items, a detection must also hold filled least favourably.
+        p_value = None if test is None else max(test.p_value, worst.p_value) if worst is not None else test.p_value
+        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS), p_value=p_value,
                             alpha=test.alpha if test else None, size=finding.n_suspect)
-
-
-def _fraction_sentence(documents: DocumentsFinding) -> str:
-    fraction = documents.fraction
-    if not documents.stated:
-        return ("no fraction trained on is stated and no document is identified, as the set test is not significant "
-                f"(the bound computed was {documents.fraction_computed:.0%})")
-    found = len(documents.identified)
-    which = (f"{found} suspect document{'s' if found != 1 else ''} identified at a false discovery rate of {documents.fdr:.0%}" if found
-             else f"no single document can be identified at a false discovery rate of {documents.fdr:.0%}, as is usual at today's "
-                  f"per-document accuracy")
-    return f"{fraction.sentence()} are member-like beyond the held-out set's distribution; {which}"
 
 
 def _documents_table(documents: DocumentsFinding) -> Table:
     fraction = documents.fraction
+    found = len(documents.identified)
+    stated = (f"{fraction.sentence()} are member-like beyond the held-out set's distribution" if documents.stated
+              else "none stated: the set test is not significant (the bound is reported as 0)")
     rows: list[list[Cell]] = [
-        [f"lower bound on the fraction trained on ({fraction.confidence:.0%} confidence, any member distribution)",
-         f"{fraction.lower_bound:.1%}" + ("" if documents.stated else f" (withheld: the set test is not significant; computed "
-                                                                        f"{documents.fraction_computed:.1%})")],
+        [f"fraction trained on: lower bound, {fraction.confidence:.0%} confidence, any member distribution", stated],
         ["point estimate (the same ratio without confidence margins)", f"{fraction.estimate:.1%}"],
         ["method", fraction.method],
         [f"documents identified at false discovery rate {documents.fdr:.0%} ({FDR_METHOD})",
-         ", ".join(d[:12] for d in documents.identified) if documents.identified else "none"],
+         ", ".join(d[:12] for d in documents.identified) if found else
+         "none: no single document can be identified at this rate, as is usual at today's per-document accuracy"
+         if documents.stated else "none listed: the set test is not significant"],
         ["smallest per-document conformal p-value", pval(min(documents.p_values.values())) if documents.p_values else "-"],
     ]
-    return Table("How much of the suspect set, and which documents", ["quantity", "value"], rows,
+    return Table(DOCUMENTS_TITLE, ["quantity", "value"], rows,
                  note="Documents are named by the first 12 hex digits of their text's SHA-256; every p-value is in the findings.")
 
 
@@ -241,7 +250,7 @@ def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -
     ]
     if finding.shift is not None:
         rows += shift_rows(finding.shift)
-        if not finding.shift.exchangeable and not finding.shift.detected and not finding.shift.mirrored and finding.result is not None:
+        if finding.on_blind:
             rows.append(["exchangeability not established at this size, so the test ran on the signals residualised on the blind "
                          "classifier's text features (what they explain cannot count)", "yes"])
     rows += [[f"signal {name}", why] for name, why in not_computable.items()]

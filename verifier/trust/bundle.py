@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json, findings_digest
@@ -201,7 +203,7 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes]) -> None:
     """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
     the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
     findings that do not name it."""
-    from verifier.plan import parse_plan
+    from verifier.plan import parse_plan, plan_record
 
     record = findings.get("preregistration")
     registered = isinstance(record, dict) and record.get("registered") is True
@@ -212,8 +214,13 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes]) -> None:
     if PLAN not in entries:
         raise VerifierError(f"{PLAN}: differs: the findings say the audit was pre-registered, but the plan is missing")
     plan = parse_plan(entries[PLAN], PLAN)
-    if plan.sha256 != record.get("plan_sha256") or plan.signer != record.get("signer"):
-        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (SHA-256 or signer)")
+    if plan_record(plan, PLAN) != record:
+        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (its digest, signer, time or design)")
+    # The plan must be this audit's: the claim and policy it commits to are the ones the findings hold.
+    policy = findings.get("policy") if isinstance(findings.get("policy"), dict) else {}
+    if (plan.subjects.get("claim") != hashlib.sha256(canonical_json(findings.get("claim"))).hexdigest()
+            or plan.subjects.get("policy") != policy.get("sha256")):
+        raise VerifierError(f"{PLAN}: differs: it was made for another claim or policy than the findings'")
 
 
 PREDICATE_FIELDS = {"claim_id": str, "verdict": str, "findings_sha256": str, "verifier": str}
@@ -296,24 +303,37 @@ class BatchVerification:
     bundles: int
 
 
+def decided_test(findings: dict[str, Any]) -> tuple[float, float] | None:
+    """The deciding route's p-value and level, when the verdict rests on a test at a level."""
+    record = next((r for r in findings["path"] if r["status"] == "decided"), None)
+    outcome = record.get("outcome") if record else None
+    if not outcome or outcome.get("p_value") is None or outcome.get("alpha") is None:
+        return None
+    return float(outcome["p_value"]), float(outcome["alpha"])
+
+
 def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> BatchVerification:
-    """Check a batch folder: the index's signature, every bundle it names (as ``verify_bundle``,
-    signed by the index's signer, its envelope the one the index digests, its claim and verdict the
-    ones the index lists), and that the folder holds no bundle the index does not name."""
+    """Check a batch folder: the index's signature; every bundle it names (as ``verify_bundle``,
+    signed by the index's signer, its envelope the one the index digests); that the folder holds no
+    bundle the index does not name; and that the batch's adjustment is what the index and every
+    bundle's findings say: the same batch, error control and claim count, and the adjusted
+    p-values and verdicts recomputed from the bundles' own p-values (a signer cannot list an
+    unadjusted verdict, drop the claims that lost, or call a bh batch holm)."""
     folder = Path(folder)
     index = folder / BATCH_INDEX
     if index.is_symlink() or not index.is_file() or index.stat().st_size > MAX_READ_BYTES:
         raise VerifierError(f"{BATCH_INDEX}: differs: not a plain index file")
     envelope, subjects, claimed = _read_statement_of(index.read_bytes(), BATCH_INDEX)
-    if claimed.predicateType != BATCH_PREDICATE or not isinstance(claimed.predicate.get("claims"), list):
+    entries = claimed.predicate.get("claims")
+    if claimed.predicateType != BATCH_PREDICATE or not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise VerifierError(f"{BATCH_INDEX}: differs: not a batch index")
-    listed = {entry.get("bundle"): entry for entry in claimed.predicate["claims"] if isinstance(entry, dict)}
-    if set(listed) != set(subjects):
+    listed = {entry.get("bundle"): entry for entry in entries}
+    if len(listed) != len(entries) or set(listed) != set(subjects):
         raise VerifierError(f"{BATCH_INDEX}: differs: its claims and its signed subjects name different bundles")
     present = sorted(p.name for p in folder.iterdir() if p.name != BATCH_INDEX)
     if extra := [name for name in present if name not in subjects]:
         raise VerifierError(f"{extra[0]}: differs: not a bundle of this batch (the index does not name it)")
-    signer = None
+    signer, batches = None, {}
     for name in sorted(subjects):
         if not (folder / name).is_dir():
             raise VerifierError(f"{name}: differs: the index names a bundle that is missing")
@@ -327,11 +347,48 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
             raise VerifierError(f"{name}: differs: signed by another key than the batch's other bundles")
         signer = checked.signer
         pem = pinned_key_pem if pinned_key_pem is not None else (folder / name / PUBLIC_KEY).read_bytes()
+        batches[name] = read_json((folder / name / FINDINGS).read_bytes())
     if signer is None:
         raise VerifierError(f"{BATCH_INDEX}: differs: names no bundle")
     verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY), BATCH_INDEX)
+    _check_adjustment(claimed.predicate, listed, batches)
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
     return BatchVerification(claimed.predicate, signer, pinned_by, len(subjects))
+
+
+def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any]], findings: dict[str, dict[str, Any]]) -> None:
+    """Recompute the batch's adjustment from its bundles' findings; raise naming the first bundle that disagrees."""
+    from verifier.stats.multiple import CONTROLS, adjusted_p_values
+
+    control = predicate.get("error_control")
+    if control not in CONTROLS:
+        raise VerifierError(f"{BATCH_INDEX}: differs: unknown error control {str(control)[:40]!r}")
+    tests = {}
+    for name, found in findings.items():
+        record = found.get("batch") if isinstance(found, dict) else None
+        if not isinstance(record, dict) or (record.get("id"), record.get("error_control"), record.get("claims")) != (
+                predicate.get("batch_id"), control, len(listed)):
+            raise VerifierError(f"{name}/{FINDINGS}: differs: its batch record is not this batch's ({len(listed)} claims, {control})")
+        try:
+            tests[name] = decided_test(found)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise VerifierError(f"{name}/{FINDINGS}: differs: not readable findings") from None
+    family = sorted(name for name, test in tests.items() if test is not None)
+    adjusted = dict(zip(family, adjusted_p_values(np.array([tests[name][0] for name in family]), control)))  # type: ignore[index]
+    for name, found in findings.items():
+        record, entry = found["batch"], listed[name]
+        should = record.get("unadjusted_verdict")
+        decided = next((r for r in found.get("path", []) if isinstance(r, dict) and r.get("status") == "decided"), {})
+        if should != decided.get("verdict", "UNVERIFIABLE"):  # no route decided: a policy without a catch-all
+            raise VerifierError(f"{name}/{FINDINGS}: differs: its unadjusted verdict is not the one its deciding route gave")
+        if name in adjusted:
+            p, alpha = tests[name]  # type: ignore[misc]
+            if record.get("p_value") != p or abs(float(record.get("adjusted_p_value", -1)) - adjusted[name]) > 1e-6:
+                raise VerifierError(f"{name}/{FINDINGS}: differs: its adjusted p-value is not the batch's adjustment of its p-value")
+            if should in ("SUPPORTED", "CONTRADICTED") and not adjusted[name] < alpha:
+                should = "INCONCLUSIVE"
+        if found.get("verdict") != should or entry.get("verdict") != should or entry.get("unadjusted_verdict") != record.get("unadjusted_verdict"):
+            raise VerifierError(f"{name}: differs: its verdict is not what the batch's adjustment gives ({should})")
 
 
 def _read_statement_of(data: bytes, where: str) -> tuple[Envelope, dict[str, str], Statement]:

@@ -38,10 +38,10 @@ class Run(BaseModel):
 
 
 class Row(BaseModel):
-    """One measured rate: a share of audits, its Wilson 95% interval over all of them and its
-    spread (min-max) across independent builds."""
+    """One measured quantity: a rate (a share of audits, with its Wilson 95% interval over all of
+    them) or a mean (with a normal 95% interval), and its spread (min-max) across independent builds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     route: str
     quantity: str  # e.g. "false verdict rate", "power", "bound coverage"
     scenario: str
