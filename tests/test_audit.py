@@ -284,6 +284,22 @@ def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bun
                                  "--out", str(tmp_path / "ev")])
     assert result.exit_code == 2 and not (tmp_path / "ev").exists()
     assert result.output.strip().splitlines()[-1].startswith("error: --plan plan.json: the held-out set differs from the plan (SHA-256 ")
+    documents.write_text("".join(json.dumps(r) + "\n" for r in reversed(rows)))  # back to the planned sets
+    rows[heldout]["text"] = rows[heldout]["text"].removesuffix(" One sentence added after the plan.")
+    documents.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # Other weights at the same path are another model.
+    weights = next((folder / "testbed" / "build" / "model").glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    result = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "plan.json"), "--no-sign"])
+    assert result.exit_code == 2 and "the target model differs from the plan" in result.output
+    # A plan signed by another key than the audit's is another party's word.
+    other = tmp_path / "other.key"
+    assert runner.invoke(app, ["keys", "generate", "--out", str(other)]).exit_code == 0
+    result = runner.invoke(app, ["audit", str(testbed_claim), "--plan", str(tmp_path / "plan.json"), "--sign-key", str(other),
+                                 "--out", str(tmp_path / "ev2")])
+    assert result.exit_code == 2 and "not by the key that signs this audit" in result.output
     # A plan whose payload was edited after signing is refused as a plan.
     envelope = json.loads(raw)
     envelope["payload"] = envelope["payload"][:-8] + "AAAAAAA="

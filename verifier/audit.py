@@ -259,6 +259,12 @@ def audit_to_bundle(
     key, created = signing_key(sign_key) if sign else (None, None)
     from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
 
+    if plan is not None and key is not None:
+        from verifier.plan import read_plan
+
+        if (planner := read_plan(Path(plan)).signer) != key_id(public_pem(key.public_key())):
+            raise VerifierError(f"--plan {Path(plan).name}: signed by key {planner[:16]}, not by the key that signs this audit; "
+                                "a plan counts only as the auditor's own commitment")
     prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
     result = run_audit(claim, cache=cache, progress=progress, access=access, plan=plan)

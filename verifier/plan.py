@@ -9,9 +9,13 @@ stated effect size, computed for the set-level test). ``verifier audit CLAIM --p
 the plan's signature and refuses a claim, policy or set that differs from it, naming what
 differs; the findings record the plan's digest, signer and time, and the bundle carries the plan.
 
+A plan counts only when it is signed by the key that signs the audit's bundle (``audit_to_bundle``
+and ``verify`` check it): another party's plan is that party's word, not the auditor's commitment.
+
 What a plan cannot show: that nobody scored the documents before it was made. Its time is the
 planner's own clock; a trusted timestamp (RFC 3161) is what would put it beyond the planner's
-word.
+word. The report does say when this audit read scores from the auditor's cache, which were
+computed before the audit ran and possibly before the plan.
 """
 
 from __future__ import annotations
@@ -48,8 +52,9 @@ CLOCK = "the planner's system clock (no trusted timestamp)"
 def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """What a plan commits to: subject name -> SHA-256 (the claim, the policy, each set's
     documents, every other input file), and per set its file name and document count."""
-    from verifier.audit import input_digests, public_claim
+    from verifier.audit import claim_model_spec, input_digests, public_claim
     from verifier.data import load_documents
+    from verifier.targets import kind_of
     from verifier.targets.cache import text_digest
 
     subjects = {"claim": hashlib.sha256(canonical_json(public_claim(claim, base))).hexdigest(), "policy": policy.sha256}
@@ -62,6 +67,10 @@ def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[
     for entry in input_digests(claim, base):
         if entry["role"].startswith("marks "):
             subjects[f"file:{entry['role']}"] = entry["sha256"]
+    for role in ("target", "reference"):  # the model as an audit names it unloaded: for local weights, their digest
+        if getattr(claim.model, role):
+            spec = claim_model_spec(claim, base, role)
+            subjects[f"model:{role}"] = hashlib.sha256(canonical_json(kind_of(spec).cls.unloaded_identity(spec, base))).hexdigest()
     return subjects, sets
 
 
@@ -155,7 +164,8 @@ def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, whe
         if planned == now:
             continue
         kind, _, role = name.partition(":")
-        what = names.get(name) or (f"the {role.replace('heldout', 'held-out')} set" if kind == "documents" else f"the {role} file")
+        what = names.get(name) or {"documents": f"the {role.replace('heldout', 'held-out')} set", "model": f"the {role} model"}.get(
+            kind, f"the {role} file")
         if planned is None:
             raise VerifierError(f"{where}: {what} is not in the plan (the plan was made for other evidence)")
         if now is None:

@@ -24,7 +24,11 @@ def plan(
     power, in a signed plan, before any document is scored; 'verifier audit CLAIM --plan PLAN' then
     refuses anything that differs from it."""
     from verifier.audit import signing_key
+    from verifier.batch import is_batch
     from verifier.plan import make_plan
+
+    if is_batch(claim):
+        raise VerifierError(f"{claim}: a batch manifest; a plan covers one claim (plan each claim of the batch)")
 
     if effect is not None and not 0 < effect <= 10:
         raise VerifierError(f"--effect {effect}: a Cohen's d above 0 and at most 10")

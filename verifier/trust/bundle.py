@@ -193,13 +193,13 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
     if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
-    _check_plan(findings, entries)
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
+    _check_plan(findings, entries, signer)
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
     return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects))
 
 
-def _check_plan(findings: dict[str, Any], entries: dict[str, bytes]) -> None:
+def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str) -> None:
     """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
     the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
     findings that do not name it."""
@@ -214,6 +214,8 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes]) -> None:
     if PLAN not in entries:
         raise VerifierError(f"{PLAN}: differs: the findings say the audit was pre-registered, but the plan is missing")
     plan = parse_plan(entries[PLAN], PLAN)
+    if plan.signer != signer:
+        raise VerifierError(f"{PLAN}: differs: signed by another key than the bundle (a plan counts only as the auditor's own)")
     if plan_record(plan, PLAN) != record:
         raise VerifierError(f"{PLAN}: differs: not the plan the findings name (its digest, signer, time or design)")
     # The plan must be this audit's: the claim and policy it commits to are the ones the findings hold.
@@ -387,6 +389,9 @@ def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any
                 raise VerifierError(f"{name}/{FINDINGS}: differs: its adjusted p-value is not the batch's adjustment of its p-value")
             if should in ("SUPPORTED", "CONTRADICTED") and not adjusted[name] < alpha:
                 should = "INCONCLUSIVE"
+        listed_numbers = (entry.get("in_family"), entry.get("p_value"), entry.get("adjusted_p_value"))
+        if listed_numbers != (record.get("in_family"), record.get("p_value"), record.get("adjusted_p_value")):
+            raise VerifierError(f"{BATCH_INDEX}: differs: its p-values for {name} are not the bundle's")
         if found.get("verdict") != should or entry.get("verdict") != should or entry.get("unadjusted_verdict") != record.get("unadjusted_verdict"):
             raise VerifierError(f"{name}: differs: its verdict is not what the batch's adjustment gives ({should})")
 
