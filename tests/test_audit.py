@@ -250,6 +250,10 @@ def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundl
     assert pre["registered"] and pre["design"]["route"] == "dataset_inference" and 0 < pre["design"]["power_at_stated_effect"] < 1
     html = (folder / "report.html").read_text()
     assert "pre-registered: the claim, policy and document sets were fixed in a signed plan" in html
+    # The method-validation rows of the deciding route, read from the shipped table, with where they come from.
+    validation = findings["method_validation"]
+    assert validation["route"] == "dataset_inference" and validation["rows"] and validation["runs"]
+    assert "How often dataset inference is wrong" in html and "fraction bound coverage" in html and validation["table_sha256"] in html
     assert runner.invoke(app, ["verify", str(folder), "--key", str(work / "k.key.pub")]).exit_code == 0
     # The plan cannot be dropped from the bundle, nor slipped into one whose findings do not name it.
     (folder / "plan.dsse.json").unlink()
