@@ -65,7 +65,6 @@ def bundled_pool(data: Path = DATA) -> list[PoolText]:
     return pool
 
 
-
 def books_pool(data: Path = DATA) -> list[PoolText]:
     """A heterogeneous pool: the 500 PG-19 book openings of the demo corpus (many authors, genres and
     front-matter styles), all of one period - for measuring how the verdict rules fare on text far
