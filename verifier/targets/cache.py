@@ -115,7 +115,6 @@ class ScoreCache:
         except (OSError, sqlite3.Error) as exc:
             raise VerifierError(f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it") from None
 
-
     @property
     def secret(self) -> bytes:
         """The HMAC secret the cache's rows are tagged under (a batch tags its part files with it too)."""
