@@ -68,9 +68,13 @@ def dense_peak(device: str, dtype: torch.dtype, size: int = 8192) -> float:
     return max(2 * size**3 / timed(lambda: a @ b, device) for _ in range(5)) / 1e12
 
 
-def smollm2_tokenizer():  # noqa: ANN201
+def smollm2_tokenizer(folder: Path | None = None):  # noqa: ANN201
+    """SmolLM2's tokenizer: read from its GGUF file, or from ``folder`` where it was saved beforehand
+    (a device machine that cannot take the 94 MB GGUF package along takes the 3 MB tokenizer)."""
     from transformers import AutoTokenizer
 
+    if folder is not None:
+        return AutoTokenizer.from_pretrained(folder)
     source = resolve_model("smollm2-135m")
     return AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
 
@@ -201,13 +205,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs=2, default=[32, 128], metavar=("SMALL", "LARGE"), help="rows of 256 tokens per pass")
     parser.add_argument("--auc", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--tokenizer", type=Path, help="SmolLM2's tokenizer saved as a folder (default: read from its GGUF)")
     args = parser.parse_args()
 
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     peak = statistics.median(dense_peak(args.device, dtype) for _ in range(3))
     name = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"
     print(f"{name}: {args.dtype} dense peak {peak:.1f} TFLOP/s (GEMM, best of 5, median of 3)", flush=True)
-    tokenizer = smollm2_tokenizer()
+    tokenizer = smollm2_tokenizer(args.tokenizer)
     results: dict[str, object] = {"device": name, "dtype": args.dtype, "peak_tflops": peak, "shapes": {}}
     with tempfile.TemporaryDirectory() as work:
         for shape in args.shapes:
