@@ -93,6 +93,9 @@ def test_a_batch_resumes_and_writes_a_bundle_per_claim_and_a_signed_index(interr
         assert record["error_control"] == "holm" and record["claims"] == CLAIMS
         if record["in_family"]:
             assert record["adjusted_p_value"] >= record["p_value"]
+            # the test ran enough relabellings to reach alpha / 20 (the policy's 999 stop at 0.001)
+            metrics = next(r for r in findings["path"] if r["status"] == "decided")["outcome"]["metrics"]
+            assert metrics["family_size"] == CLAIMS and metrics["test"]["n_permutations"] == 3999
     checked = verify_batch(result.folder, (batch_folder / "k.key.pub").read_bytes())
     assert checked.bundles == CLAIMS and checked.pinned_by == "--key"
     shown = runner.invoke(app, ["verify", str(result.folder), "--key", str(batch_folder / "k.key.pub")])

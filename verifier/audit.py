@@ -62,9 +62,13 @@ def run_audit(
     target_factory: Callable[[str], Target] | None = None,
     access: PeerAccess | None = None,
     plan: Path | None = None,
+    family_size: int = 1,
 ) -> AuditResult:
     """Validate the claim and its policy (against each other), walk the tree, and return the
     findings (nothing is written here).
+
+    ``family_size``: how many claims are tested together (a batch), so that a route's test can
+    give p-values small enough to survive the batch's adjustment.
 
     ``plan``: a signed plan (``verifier plan``) the claim, policy and document sets must match;
     checked before anything is scored.
@@ -82,7 +86,8 @@ def run_audit(
     inputs = input_digests(claim, base)  # before anything runs: the digests of what the routes then read
     access = access or PeerAccess()
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
-                       target_factory=target_factory or _claim_targets(claim, base, access), access=access)
+                       target_factory=target_factory or _claim_targets(claim, base, access), access=access,
+                       family_size=family_size)
     records = walk(policy, ctx)
     decided = decision(records)
     summary = decided.outcome.summary if decided.outcome else decided.reason
@@ -234,6 +239,16 @@ class BundleResult:
     pdf_seconds: float
 
 
+def check_tsa(tsa: list[str] | None, sign: bool, access: PeerAccess | None) -> None:
+    """Refuse time-stamping authorities an audit could not use, before anything runs."""
+    from verifier.boundary.peers import check_endpoint
+
+    if tsa and not sign:
+        raise VerifierError("--tsa: an unsigned bundle (--no-sign) has no signature to timestamp")
+    for url in tsa or []:
+        check_endpoint(url, "--tsa", access or PeerAccess())
+
+
 def audit_to_bundle(
     claim: str | Path,
     out_dir: Path = Path("evidence"),
@@ -245,17 +260,20 @@ def audit_to_bundle(
     ray: RayOptions | None = None,
     access: PeerAccess | None = None,
     plan: Path | None = None,
+    tsa: list[str] | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
     Signing uses ``sign_key``, else the default key (created, mode 0600, if it does not exist yet).
     The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
-    An existing bundle of the same claim and findings is replaced only with ``force``.
+    An existing bundle of the same claim and findings is replaced only with ``force``. ``tsa``:
+    time-stamping authorities that date the bundle's signature (checked before the audit runs).
     """
     from verifier.report import render_html, render_pdf
     from verifier.trust import write_bundle
     from verifier.trust.envelopes import key_id, public_pem
 
+    check_tsa(tsa, sign, access)
     key, created = signing_key(sign_key) if sign else (None, None)
     from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
 
@@ -280,5 +298,5 @@ def audit_to_bundle(
     started = time.perf_counter()
     pdf = render_pdf(html)
     pdf_s = time.perf_counter() - started
-    folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run)
+    folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run, tsa=tsa, access=access)
     return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s)

@@ -3,7 +3,8 @@
 A rights holder with 200 books, or a regulator with every field of one summary, tests many
 claims at once, and at alpha 0.05 one claim in twenty is "significant" by chance. A batch
 manifest lists the claims (all under one policy: the policy names the error control); each claim
-is audited as on its own, its result kept in a part file under the output folder as soon as it is
+is audited as on its own (except that a permutation test runs enough relabellings for its p-value
+to reach alpha / claims, the strictest level the adjustment applies), its result kept in a part file under the output folder as soon as it is
 done (authenticated under the cache secret: a part edited on disk is refused and the claim audited
 again), so an interrupted batch resumes where it stopped. Then the p-values of the claims decided
 by a statistical test are adjusted together (``stats.multiple``: Holm by default, for the
@@ -124,17 +125,17 @@ def load_batch(path: str | Path) -> Batch:
 
 # -- parts: one finished claim, kept until the batch is written -----------------------------------
 
-def _part_key(claim_path: Path, policy_sha256: str) -> dict[str, Any]:
-    """What a part must have been computed from: the claim file, every input it reads, the policy
-    and the model (by the identity an audit records without loading it: for a local model, its
-    weights' digest), and this verifier."""
+def _part_key(claim_path: Path, policy_sha256: str, family_size: int) -> dict[str, Any]:
+    """What a part must have been computed from: the claim file, every input it reads, the policy,
+    the batch's size (it sets how fine the tests' p-values are), the model (by the identity an
+    audit records without loading it: for a local model, its weights' digest), and this verifier."""
     from verifier.audit import claim_model_spec, input_digests
     from verifier.targets import kind_of
 
     claim, base = load_claim(claim_path)
     spec = claim_model_spec(claim, base)
     return {"claim_sha256": hashlib.sha256(claim_path.read_bytes()).hexdigest(), "inputs": input_digests(claim, base),
-            "policy_sha256": policy_sha256, "model": kind_of(spec).cls.unloaded_identity(spec, base), "verifier": __version__}
+            "policy_sha256": policy_sha256, "family_size": family_size, "model": kind_of(spec).cls.unloaded_identity(spec, base), "verifier": __version__}
 
 
 def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
@@ -240,8 +241,10 @@ def run_batch(
     force: bool = False,
     access: Any = None,  # noqa: ANN401 - PeerAccess
     audit: Callable[..., Any] | None = None,
+    tsa: list[str] | None = None,
 ) -> BatchResult:
-    """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module docstring)."""
+    """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module
+    docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
     from verifier.audit import run_audit
     from verifier.report import render_html, render_pdf
     from verifier.targets import ScoreCache
@@ -249,6 +252,9 @@ def run_batch(
     from verifier.trust.digests import findings_digest
     from verifier.trust.envelopes import key_id, public_pem
 
+    from verifier.audit import check_tsa
+
+    check_tsa(tsa, key is not None, access)
     batch = load_batch(path)
     folder = out_dir / batch.manifest.batch.id
     if (folder / INDEX).exists() and not force:
@@ -261,14 +267,14 @@ def run_batch(
     advance = progress(f"batch {batch.manifest.batch.id}: claims", len(batch.claims)) if progress else None
     for i, claim_path in enumerate(batch.claims):
         name = f"{i:05d}"
-        part_key = _part_key(claim_path, batch.policy_sha256)
+        part_key = _part_key(claim_path, batch.policy_sha256, len(batch.claims))
         kept = None if force else _load_part(parts / f"{name}.json", secret, part_key)
         if kept is not None:
             results.append(kept)
             resumed += 1
         else:
             before = (asdict(cache.counts), asdict(cache.responses))
-            result = (audit or run_audit)(claim_path, cache=cache, progress=progress, access=access)
+            result = (audit or run_audit)(claim_path, cache=cache, progress=progress, access=access, family_size=len(batch.claims))
             run = {"cache": _since(before[0], asdict(cache.counts)), "api_cache": _since(before[1], asdict(cache.responses)),
                    "api": result.usage}
             _save_part(parts, name, secret, part_key, result, run)
@@ -282,7 +288,7 @@ def run_batch(
     for (result, run), findings in zip(results, adjusted):
         result.findings = findings
         html = render_html(findings, findings_digest(findings), signer, run)
-        bundles.append(write_bundle(result, html, render_pdf(html), folder, key, force=True, run=run))
+        bundles.append(write_bundle(result, html, render_pdf(html), folder, key, force=True, run=run, tsa=tsa, access=access))
         if render:
             render(1)
     for stale in folder.iterdir():  # bundles of an earlier run of this batch, whose findings changed since

@@ -363,3 +363,24 @@ def test_the_size_that_would_establish_exchangeability():
     assert found is not None and 50 < found < 60 and 0.5 + 0.21 * np.sqrt(50 / found) < margin_for(found)
     # Where the null's spread x sqrt(n) exceeds the margin's scale (heterogeneous text), no size ever would.
     assert size_to_establish(check(0.52, 0.22, 92)) is None
+
+
+@pytest.mark.parametrize("claims", [2, 20, 50, 200, 1000])
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.2])
+def test_a_claim_of_a_batch_can_reach_the_strictest_adjusted_level(claims, alpha):
+    """With the policy's 999 relabellings a batch of 50 claims at alpha 0.05 could never keep a
+    verdict (the smallest p-value, 0.001, is above 0.05 / 50): a claim of a batch of m runs enough
+    relabellings for its p-value to fall ten times below alpha / m, Holm's and BH's strictest level."""
+    params = SetTestParams(alpha=alpha, n_permutations=999)
+    family = params.for_family(claims)
+    assert 1 / (family.n_permutations + 1) <= alpha / claims / 10 + 1e-12
+    assert family.n_permutations >= params.n_permutations
+    assert {k: v for k, v in family.model_dump().items() if k != "n_permutations"} == \
+        {k: v for k, v in params.model_dump().items() if k != "n_permutations"}
+
+
+def test_a_single_claim_and_a_finer_policy_keep_their_relabellings():
+    params = SetTestParams(n_permutations=99_999)
+    assert params.for_family(1) is params and params.for_family(20) is params
+    assert SetTestParams().for_family(1).n_permutations == 999
+    assert SetTestParams(method="split_median").for_family(200).n_permutations == 999  # no relabellings to raise

@@ -29,6 +29,7 @@ proof lies on the comparison, in this order:
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
@@ -153,6 +154,17 @@ class SetTestParams(BaseModel):
                                        description="confidence of the lower bound on the fraction of suspect documents trained on")
     document_fdr: float = Field(0.1, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
                                 description="false discovery rate at which single suspect documents are identified")
+
+    def for_family(self, claims: int) -> SetTestParams:
+        """These params for one of ``claims`` claims tested together (a batch): enough relabellings
+        that the permutation p-value can fall ten times below alpha / claims, the strictest level
+        Holm's and Benjamini-Hochberg's adjustments hold a claim to. With the policy's 999 a batch of
+        50 claims at alpha 0.05 could never keep a verdict (0.001 > 0.05 / 50), whatever the model
+        did. More relabellings only make the p-value finer, never the test looser."""
+        needed = math.ceil(10 * claims / self.alpha) - 1
+        if self.method != "permutation" or claims <= 1 or needed <= self.n_permutations:
+            return self
+        return self.model_copy(update={"n_permutations": needed})
 
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:

@@ -151,6 +151,7 @@ class RouteContext:
     failure_reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # "role signal" -> {why: documents}
     signal_runs: dict[str, dict[str, object]] = field(default_factory=dict)  # what trace attacks read and ran, per "role signal" / model
     access: PeerAccess = field(default_factory=PeerAccess)  # the auditor's keys and http allowance for the claim's servers
+    family_size: int = 1  # claims tested together (a batch): a test's p-value must be able to reach alpha / family_size
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:

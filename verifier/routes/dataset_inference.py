@@ -132,6 +132,7 @@ class DatasetInferenceRoute(Route):
 
     def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
         evidence = ctx.claim.evidence
+        params = params.for_family(ctx.family_size)
         signals, not_computable = ctx.usable_signals(list(params.signals))
         sets = {}
         for role in ("suspect", "heldout", "control"):
@@ -162,6 +163,8 @@ class DatasetInferenceRoute(Route):
         metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
                                    "n_control": len(sets["control"].texts) if "control" in sets else 0,
                                    "signals": signals, "not_computable": not_computable, "set_test": finding.as_finding()}
+        if ctx.family_size > 1:
+            metrics["family_size"] = ctx.family_size  # the batch's size, which set the relabellings the test ran
         sections: list[Section] = [Table("Checks, in the order the rules apply them", ["check", "result"], _check_rows(finding, not_computable))]
         tail = list(finding.notes)
         if finding.shift is not None:
