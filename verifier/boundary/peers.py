@@ -151,8 +151,9 @@ class PeerClient:
 
     def __init__(self, base_url: str, *, what: str, access: PeerAccess, key_env: str | None = None, timeout_s: float = 30.0,
                  retries: int = 4, max_body: int = 8 << 20, rate_limit: float | None = None, backoff_s: float = 0.5,
-                 max_backoff_s: float = 30.0, budget_s: float | None = None) -> None:
+                 max_backoff_s: float = 30.0, budget_s: float | None = None, content_type: str = "application/json") -> None:
         check_endpoint(base_url, what, access)
+        self.content_type = content_type  # a bytes body is sent as it is, under this type (a timestamp query); others as JSON
         self.base_url = base_url.rstrip("/")
         self.what = what
         self.key_env = key_env
@@ -185,8 +186,8 @@ class PeerClient:
             self._local.session = session
         return self._local.session
 
-    def _headers(self, json_body: bool) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"} if json_body else {}
+    def _headers(self, has_body: bool) -> dict[str, str]:
+        headers = {"Content-Type": self.content_type} if has_body else {}
         if key := self._key():
             headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -206,7 +207,8 @@ class PeerClient:
         watchdog.daemon = True
         watchdog.start()
         try:
-            response = session.request(method, f"{self.base_url}{path}", json=body, headers=self._headers(body is not None),
+            content = {"data": body} if isinstance(body, bytes) else {"json": body}
+            response = session.request(method, f"{self.base_url}{path}", **content, headers=self._headers(body is not None),
                                        timeout=seconds, allow_redirects=False, stream=True)
             raw = _read_body(response, ends, self.max_body)
         except requests.RequestException:

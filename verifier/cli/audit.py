@@ -29,6 +29,8 @@ def audit(
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
     plan: Annotated[Optional[Path], typer.Option(help="A signed plan from 'verifier plan': the audit refuses a claim, policy or "
                                                  "document set that differs from it, and the report says it was pre-registered.")] = None,
+    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) to date the bundle's "
+                                                     "signature; repeatable. A TSA that fails writes no bundle.")] = None,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
@@ -46,11 +48,11 @@ def audit(
     if is_batch(claim):
         if plan is not None or engine != "inprocess":
             raise VerifierError(f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only")
-        return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access)
+        return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access, tsa)
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
         result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray, access=access, plan=plan)
+                                 ray=ray, access=access, plan=plan, tsa=tsa)
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
@@ -58,7 +60,8 @@ def audit(
     say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
 
 
-def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, cache_dir: Optional[Path], force: bool, access: object) -> None:
+def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, cache_dir: Optional[Path], force: bool, access: object,
+           tsa: Optional[list[str]]) -> None:
     from collections import Counter
 
     from verifier.audit import signing_key
@@ -66,7 +69,7 @@ def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, c
 
     key, created = signing_key(sign_key) if sign else (None, None)
     with progress_bars() as progress:
-        result = run_batch(manifest, out_dir, key, cache_dir, progress, force, access)
+        result = run_batch(manifest, out_dir, key, cache_dir, progress, force, access, tsa=tsa)
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     counts = Counter(f["verdict"] for f in result.findings)

@@ -44,10 +44,15 @@ def verify(
     bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
     key: Annotated[Optional[Path], typer.Option(help="The signer's public key, pinned for this check.")] = None,
     trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store of pinned public keys (default ~/.config/verifier/trusted).")] = None,
+    tsa_cert: Annotated[Optional[list[Path]], typer.Option("--tsa-cert", help="A time-stamping authority's CA certificate (PEM) "
+                                                           "whose tokens are trusted; repeatable (also: TRUST_DIR/tsa/*.pem).")] = None,
 ) -> None:
     """Exit 0 only if every entry, digest and the signature hold and the signer is pinned (--key or the
-    trust store); 3 if all holds but the signer is not pinned; 2 naming the first entry that differs."""
+    trust store); 3 if all holds but the signer is not pinned; 2 naming the first entry that differs
+    (a timestamp token that does not date the signature included). Prints each timestamp's time and
+    TSA, and whether a pinned TSA certificate vouches for it."""
     from verifier.trust import verify_bundle
+    from verifier.trust.timestamps import load_tsa_certificates
 
     pinned = None
     if key is not None and key.resolve().is_relative_to(bundle.resolve()):
@@ -68,7 +73,9 @@ def verify(
             raise typer.Exit(3)
         say(out, f"OK: {facts}; signer pinned by {batch.pinned_by}")
         return
-    result = verify_bundle(bundle, pinned, trust_dir)
+    result = verify_bundle(bundle, pinned, trust_dir, load_tsa_certificates(tsa_cert or [], trust_dir))
+    for i, stamp in enumerate(result.timestamps, 1):
+        say(out, f"timestamp {i}: {stamp.describe()}")
     p = result.predicate
     facts = (f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "
              f"claim {p.get('claim_id')}: {p.get('verdict')}; verifier {p.get('verifier')}")

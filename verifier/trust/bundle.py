@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -45,8 +46,10 @@ from verifier.trust.envelopes import (
     sign_envelope,
     statement,
     trusted_keys,
+    verified_signature,
     verify_envelope,
 )
+from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token
 
 if TYPE_CHECKING:
     from verifier.audit import AuditResult
@@ -70,12 +73,14 @@ def _umask() -> int:
 
 
 def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, private_key=None, force: bool = False,  # noqa: ANN001
-                 run: dict[str, Any] | None = None) -> Path:
+                 run: dict[str, Any] | None = None, tsa: list[str] | None = None, access: Any = None) -> Path:  # noqa: ANN401
     """Write the bundle for ``result``; sign it when ``private_key`` (Ed25519) is given.
 
     An existing bundle folder of the same name (same claim id and findings) is refused unless
     ``force``: it may be another signer's. Files and folder get the user's umask. ``run`` (how this
     run got its numbers, e.g. documents served by the cache) goes into the signed manifest.
+    ``tsa``: URLs of time-stamping authorities, each asked for a token over the signature
+    (``timestamp-<n>.tsr``); if any fails, nothing is written.
     """
     digest = findings_digest(result.findings)
     folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
@@ -109,6 +114,12 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
                      "findings_sha256": digest, "verifier": result.findings["environment"]["verifier"]}
         body = canonical_json(statement(subjects, predicate))
         files[ENVELOPE] = json.dumps(sign_envelope(body, private_key), indent=1).encode()
+        if tsa:
+            from verifier.trust.timestamps import stamp_envelope, token_names
+
+            files |= dict(zip(token_names(len(tsa)), stamp_envelope(files[ENVELOPE], tsa, access)))
+    elif tsa:
+        raise VerifierError("--tsa: an unsigned bundle has no signature to timestamp")
     try:
         out_root.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_root))
@@ -136,17 +147,20 @@ class Verification:
     signer: str  # SHA-256 fingerprint of the public key the signature verified under
     pinned_by: str | None  # "--key", "trust store", or None: valid signature, signer not pinned
     files: int
+    timestamps: tuple[Timestamp, ...] = ()  # the tokens dating the signature, in file order
 
     @property
     def predicate(self) -> dict[str, Any]:
         return self.statement["predicate"]
 
 
-def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> Verification:
+def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None,
+                  tsa_certificates: list[Any] | None = None) -> Verification:
     """Check the folder's every entry, every digest and the signature, or raise naming the first problem.
 
     The signature is checked under ``pinned_key_pem`` when given, else under the embedded key;
-    the result says whether the signer is pinned (by ``--key`` or by the trust store).
+    the result says whether the signer is pinned (by ``--key`` or by the trust store). Each
+    timestamp token must date the signature; it is trusted if it holds under ``tsa_certificates``.
     """
     folder = Path(folder)
     if not folder.is_dir() or folder.is_symlink():
@@ -175,7 +189,7 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
             raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
         raise
-    for name in sorted(set(digests) - {ENVELOPE} | set(subjects)):
+    for name in sorted({n for n in digests if n != ENVELOPE and not TOKEN.fullmatch(n)} | set(subjects)):
         if name not in subjects:
             raise VerifierError(f"{name}: differs: file is not covered by the signature")
         if name not in digests:
@@ -193,10 +207,19 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
     if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
-    signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
+    public = load_public_key(pem, PUBLIC_KEY)
+    signer = key_id(public_pem(public))
     _check_plan(findings, entries, signer)
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
-    return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects))
+    signature = verified_signature(envelope, public)
+    timestamps = tuple(check_token(entries[name], signature, tsa_certificates or [], name) for name in sorted(entries, key=_token_order)
+                       if TOKEN.fullmatch(name))
+    return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects), timestamps)
+
+
+def _token_order(name: str) -> tuple[int, str]:
+    match = TOKEN.fullmatch(name)
+    return (int(match.group(1)), name) if match else (0, name)
 
 
 def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str) -> None:
@@ -249,6 +272,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
 MAX_FILE_BYTES = 4 << 30
 
 
+TOKEN = re.compile(r"timestamp-([1-9][0-9]{0,2})\.tsr")  # RFC 3161 tokens over the envelope's signature (trust.timestamps)
 READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS, PLAN})  # parsed by verify; every other file is only hashed
 MAX_READ_BYTES = 64 << 20
 
@@ -270,7 +294,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         if not stat.S_ISREG(mode):
             kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
             raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
-        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN}:
+        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN} and not TOKEN.fullmatch(entry.name):
             raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
     for entry in listing:
         try:
@@ -283,7 +307,12 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
                 raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
             if info.st_size > MAX_FILE_BYTES:
                 raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
-            if entry.name in READ_WHOLE:
+            if TOKEN.fullmatch(entry.name):  # dates the signature rather than being signed: checked as a token
+                if info.st_size > MAX_TOKEN_BYTES:
+                    raise VerifierError(f"{entry.name}: differs: larger than any timestamp token ({info.st_size} bytes)")
+                entries[entry.name] = handle.read(MAX_TOKEN_BYTES + 1)
+                digests[entry.name] = sha256(entries[entry.name])
+            elif entry.name in READ_WHOLE:
                 if info.st_size > MAX_READ_BYTES:
                     raise VerifierError(f"{entry.name}: differs: larger than any {entry.name} ({info.st_size} bytes)")
                 entries[entry.name] = handle.read(MAX_READ_BYTES + 1)

@@ -223,10 +223,19 @@ def verify_envelope(envelope: Envelope, public: Ed25519PublicKey, where: str = "
             raise ValueError("not a DSSE envelope of an in-toto statement")
     except ValueError:
         raise VerifierError(f"{where}: differs: malformed DSSE envelope") from None
+    verified_signature(envelope, public, where)
+    return body
+
+
+def verified_signature(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
+    """The raw bytes of the envelope's first signature that verifies under ``public`` (what a
+    timestamp must date: a token over another signature in the envelope dates nothing this key signed)."""
+    body = envelope.body()
     for entry in envelope.signatures:
         try:
-            public.verify(base64.b64decode(entry.sig, validate=True), pae(envelope.payloadType, body))
-            return body
+            raw = base64.b64decode(entry.sig, validate=True)
+            public.verify(raw, pae(envelope.payloadType, body))
+            return raw
         except (InvalidSignature, ValueError):
             continue
     raise VerifierError(f"{where}: differs: signature does not verify under the public key")

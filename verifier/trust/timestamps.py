@@ -1,0 +1,169 @@
+"""RFC 3161 timestamps: a time-stamping authority's signed word that some bytes existed at a time.
+
+Why: everything else in a bundle or a marks registration is dated by its own signer, who can write
+any date. A token from a time-stamping authority (TSA) the reader pins dates a signature
+independently of the signer: a registration stamped in March existed in March, whoever made it.
+
+What is stamped: the SHA-256 of the raw Ed25519 signature of a DSSE envelope (the first
+signature's ``sig``, base64-decoded). The signature covers the statement, the statement every
+file, so one token dates everything the envelope signs, and a token cannot be moved to another
+envelope. A token is stored verbatim as the TSA's DER ``TimeStampResp``, in a file of its own
+beside the envelope (``timestamp-<n>.tsr`` in a bundle; ``<registration>.timestamp-<n>.tsr``
+beside a marks registration), so ``openssl ts -verify -in timestamp-1.tsr -data sig.bin -CAfile
+tsa-ca.pem`` checks it without verifier. Tokens are added after signing and are not among the
+statement's subjects; each must date this envelope's signature or verification fails.
+
+Getting a token (``stamp``): a query with a random nonce and a request for the TSA's certificate
+goes through the peer client (bounded time and size, no redirects, http only to loopback unless
+allowed). The answer is refused, in one line, unless its status is granted, it stamps our digest
+and carries our nonce; nothing is written as timestamped otherwise.
+
+Checking a token (``check_token``): against the TSA certificates the reader pins (``--tsa-cert``,
+or ``<trust store>/tsa/*.pem``): the TSA's root CA, or a self-signed TSA certificate. A token
+whose imprint is not this signature's, or whose signature or chain does not hold under a pinned
+certificate, is an error; a token from a TSA nobody pinned is reported as not trusted and dates
+nothing. Parsing is rfc3161-client's (strict DER; no ASN.1 is written here).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cryptography import x509
+
+from verifier.errors import VerifierError
+
+TOKEN_SUFFIX = ".tsr"
+MAX_TOKEN_BYTES = 64 << 10  # a response is a few KB (one signature and its certificates)
+CONTENT_TYPE = "application/timestamp-query"
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    """What one token says, and whether a pinned TSA vouches for it."""
+
+    time: datetime  # the TSA's genTime (UTC)
+    tsa: str  # the TSA's name in the token, else its certificate's subject
+    serial: int
+    pinned: bool  # signature and chain hold under a pinned TSA certificate
+
+    def describe(self) -> str:
+        when = self.time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{when} by {self.tsa}" + ("" if self.pinned else " (not trusted: no pinned TSA certificate vouches for it)")
+
+
+def signature_bytes(envelope: dict) -> bytes:  # type: ignore[type-arg]
+    """The raw bytes of the signature of an envelope just signed (one signature): what a timestamp dates."""
+    try:
+        return base64.b64decode(envelope["signatures"][0]["sig"], validate=True)
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise VerifierError("envelope: no readable signature to timestamp") from None
+
+
+def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
+    """A TSA's DER response dating ``data`` (see the module docstring); one line on any failure."""
+    import rfc3161_client as rfc
+
+    from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient
+
+    what = f"--tsa {url}"
+    client = PeerClient(url, what=what, access=access or PeerAccess(), timeout_s=timeout_s, retries=1, max_body=MAX_TOKEN_BYTES,
+                        content_type=CONTENT_TYPE)
+    request = rfc.TimestampRequestBuilder(data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True).build()
+
+    def read(answer):  # noqa: ANN001, ANN202
+        if answer.status != 200:
+            raise VerifierError(f"{what}: answered HTTP {answer.status}, not a timestamp")
+        return answer.body
+
+    try:
+        der = client.post("", request.as_bytes(), read)
+    except ItemFailed as exc:
+        raise VerifierError(f"{what}: no timestamp ({exc})") from None
+    try:
+        response = rfc.decode_timestamp_response(der)
+    except ValueError:
+        raise VerifierError(f"{what}: the answer is not a DER timestamp response") from None
+    if response.status not in (0, 1):  # granted, grantedWithMods
+        raise VerifierError(f"{what}: the TSA refused (status {response.status})")
+    info = response.tst_info
+    if info.message_imprint.message != hashlib.sha256(data).digest():
+        raise VerifierError(f"{what}: the token dates other data than the signature sent")
+    if info.nonce != request.nonce:
+        raise VerifierError(f"{what}: the token does not carry this request's nonce (a replayed or foreign token)")
+    return der
+
+
+def _tsa_name(response) -> str:  # noqa: ANN001
+    """The name the token gives its TSA, else the subject of the (first) certificate it carries."""
+    name = response.tst_info.name
+    value = getattr(name, "value", None)
+    if isinstance(value, x509.Name):
+        return value.rfc4514_string()
+    for der in response.signed_data.certificates:
+        return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+    return "an unnamed TSA"
+
+
+def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: str) -> Timestamp:
+    """What the token ``der`` says of ``data``; raises naming ``where`` if it is not a token over
+    ``data`` or does not hold under the pinned certificates it should."""
+    import rfc3161_client as rfc
+
+    try:
+        response = rfc.decode_timestamp_response(der)
+        info = response.tst_info
+    except ValueError:
+        raise VerifierError(f"{where}: differs: not a DER timestamp response") from None
+    if response.status not in (0, 1):
+        raise VerifierError(f"{where}: differs: not a granted timestamp")
+    algorithms = {"2.16.840.1.101.3.4.2.1": hashlib.sha256, "2.16.840.1.101.3.4.2.2": hashlib.sha384,
+                  "2.16.840.1.101.3.4.2.3": hashlib.sha512}
+    digest = algorithms.get(info.message_imprint.hash_algorithm.dotted_string)
+    if digest is None or info.message_imprint.message != digest(data).digest():
+        raise VerifierError(f"{where}: differs: the token dates other data than this signature")
+    trusted = False
+    if pinned:
+        builder = rfc.VerifierBuilder()
+        for certificate in pinned:
+            builder = builder.add_root_certificate(certificate)
+        try:
+            trusted = builder.build().verify_message(response, data)
+        except rfc.VerificationError:
+            trusted = False
+    return Timestamp(info.gen_time.astimezone(UTC) if info.gen_time.tzinfo else info.gen_time.replace(tzinfo=UTC),
+                     _tsa_name(response), info.serial_number, trusted)
+
+
+def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None) -> list[x509.Certificate]:
+    """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust store's ``tsa/*.pem``."""
+    from verifier.trust.envelopes import default_trust_dir
+
+    store = (trust_dir or default_trust_dir()) / "tsa"
+    files = list(paths) + (sorted(store.glob("*.pem")) if store.is_dir() else [])
+    certificates = []
+    for path in files:
+        try:
+            certificates += x509.load_pem_x509_certificates(Path(path).read_bytes())
+        except OSError as exc:
+            raise VerifierError(f"--tsa-cert {path}: cannot read ({exc.strerror})") from None
+        except ValueError:
+            raise VerifierError(f"--tsa-cert {path}: not a PEM certificate") from None
+    return certificates
+
+
+def token_names(count: int, prefix: str = "timestamp-") -> list[str]:
+    """Where the tokens of one envelope are stored: ``timestamp-1.tsr``, ``timestamp-2.tsr``, ..."""
+    return [f"{prefix}{i}{TOKEN_SUFFIX}" for i in range(1, count + 1)]
+
+
+def stamp_envelope(envelope_bytes: bytes, urls: list[str], access: object = None) -> list[bytes]:
+    """One token from each TSA in ``urls`` over the envelope's signature (all or none: one failure raises)."""
+    import json
+
+    data = signature_bytes(json.loads(envelope_bytes))
+    return [stamp(data, url, access) for url in urls]
