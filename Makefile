@@ -10,10 +10,13 @@ WHEELS := $(wildcard /opt/wheels)
 .PHONY: install system-deps demo test test-slow wheel-check bench docs
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
-# tests that look at the PDF pages and load the HTML report in a headless browser.
-DEBS := libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils chromium
+# tests that look at the PDF pages (and validate their signatures with pdfsig) and load the HTML
+# report in a headless browser; openssl and jq for the real time-stamping authority of the tests
+# and the check of a bundle with standard tools only (docs/verify-by-hand.md).
+DEBS := libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils chromium openssl jq
 system-deps:
-	@if ! command -v pdftoppm >/dev/null || ! command -v chromium >/dev/null || ! ldconfig -p | grep -q libpangoft2; then \
+	@if ! command -v pdftoppm >/dev/null || ! command -v chromium >/dev/null || ! command -v openssl >/dev/null \
+	  || ! command -v jq >/dev/null || ! ldconfig -p | grep -q libpangoft2; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS) >/dev/null; \
 	  else echo "missing Debian packages (run as root or install): $(DEBS)" >&2; fi; fi
 

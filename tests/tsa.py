@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -23,6 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+import yaml
+from conftest import WIKIMIA
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -178,3 +182,22 @@ def openssl_verify(token: Path, data: bytes, ca: Path) -> subprocess.CompletedPr
         stamped.write_bytes(data)
         return subprocess.run(["openssl", "ts", "-verify", "-in", str(token), "-data", str(stamped), "-CAfile", str(ca)],
                               capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def stamping(tmp_path_factory) -> dict[str, Path]:
+    """A claim refused on its declared years (audited in seconds, no model loaded), a signing key,
+    and two time-stamping authorities' CAs (an honest and a rogue one)."""
+    from verifier.trust.envelopes import generate_key
+
+    folder = tmp_path_factory.mktemp("stamped")
+    shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
+    claim = {"claim": {"id": "stamped", "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
+                       "made_by": "tests"},
+             "model": {"target": "smollm2-135m"},
+             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
+                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
+    (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
+    generate_key(folder / "signing.key")
+    return {"claim": folder / "claim.yaml", "key": folder / "signing.key", "pub": folder / "signing.key.pub",
+            "tsa": make_tsa_ca(folder / "tsa"), "rogue": make_tsa_ca(folder / "rogue", "Rogue TSA")}

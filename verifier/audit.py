@@ -41,6 +41,7 @@ from verifier.validation import for_audit
 
 if TYPE_CHECKING:
     from verifier.scoring.ray import RayOptions
+    from verifier.trust.certificates import PdfSigning
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
 
@@ -237,6 +238,8 @@ class BundleResult:
     created_key: Path | None  # the default key, when this run created it
     html_seconds: float
     pdf_seconds: float
+    pdf_signer: str | None = None  # the certificate subject that signed report.pdf
+    created_certificate: Path | None = None  # the self-signed report certificate, when this run issued it
 
 
 def check_tsa(tsa: list[str] | None, sign: bool, access: PeerAccess | None) -> None:
@@ -261,6 +264,7 @@ def audit_to_bundle(
     access: PeerAccess | None = None,
     plan: Path | None = None,
     tsa: list[str] | None = None,
+    pdf_signing: PdfSigning | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
@@ -268,13 +272,18 @@ def audit_to_bundle(
     The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
     An existing bundle of the same claim and findings is replaced only with ``force``. ``tsa``:
     time-stamping authorities that date the bundle's signature (checked before the audit runs).
+    A signed bundle's report.pdf is signed first (PAdES; B-T with the first TSA) by the
+    certificate ``pdf_signing`` chooses, by default the signing key's own self-signed one.
     """
     from verifier.report import render_html, render_pdf
     from verifier.trust import write_bundle
+    from verifier.trust.certificates import PdfSigning
     from verifier.trust.envelopes import key_id, public_pem
+    from verifier.trust.pdf_signing import sign_pdf
 
     check_tsa(tsa, sign, access)
     key, created = signing_key(sign_key) if sign else (None, None)
+    document, issued = (pdf_signing or PdfSigning()).signer(sign_key or default_key_path(), key) if key is not None else (None, None)
     from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
 
     if plan is not None and key is not None:
@@ -297,6 +306,8 @@ def audit_to_bundle(
     html_s = time.perf_counter() - started
     started = time.perf_counter()
     pdf = render_pdf(html)
+    if document is not None:
+        pdf = sign_pdf(pdf, document, result.findings["claim"]["claim"]["id"], digest, tsa[0] if tsa else None, access)
     pdf_s = time.perf_counter() - started
     folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run, tsa=tsa, access=access)
-    return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s)
+    return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s, document.subject if document else None, issued)

@@ -242,17 +242,17 @@ def run_batch(
     access: Any = None,  # noqa: ANN401 - PeerAccess
     audit: Callable[..., Any] | None = None,
     tsa: list[str] | None = None,
+    pdf_signer: Any = None,  # noqa: ANN401 - a trust.certificates.DocumentSigner: signs each report.pdf
 ) -> BatchResult:
     """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module
     docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
-    from verifier.audit import run_audit
+    from verifier.audit import check_tsa, run_audit
     from verifier.report import render_html, render_pdf
     from verifier.targets import ScoreCache
     from verifier.trust import write_bundle
     from verifier.trust.digests import findings_digest
     from verifier.trust.envelopes import key_id, public_pem
-
-    from verifier.audit import check_tsa
+    from verifier.trust.pdf_signing import sign_pdf
 
     check_tsa(tsa, key is not None, access)
     batch = load_batch(path)
@@ -288,7 +288,10 @@ def run_batch(
     for (result, run), findings in zip(results, adjusted):
         result.findings = findings
         html = render_html(findings, findings_digest(findings), signer, run)
-        bundles.append(write_bundle(result, html, render_pdf(html), folder, key, force=True, run=run, tsa=tsa, access=access))
+        pdf = render_pdf(html)
+        if pdf_signer is not None:
+            pdf = sign_pdf(pdf, pdf_signer, findings["claim"]["claim"]["id"], findings_digest(findings), tsa[0] if tsa else None, access)
+        bundles.append(write_bundle(result, html, pdf, folder, key, force=True, run=run, tsa=tsa, access=access))
         if render:
             render(1)
     for stale in folder.iterdir():  # bundles of an earlier run of this batch, whose findings changed since

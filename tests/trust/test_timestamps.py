@@ -14,41 +14,23 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import WIKIMIA
-from tsa import LoopbackTSA, make_tsa_ca, openssl_verify
+from tsa import LoopbackTSA, openssl_verify, stamping  # noqa: F401 - a fixture
 from typer.testing import CliRunner
 
 from verifier.cli import app
-from verifier.trust.envelopes import generate_key
 
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory) -> dict[str, Path]:
-    """A claim refused on its declared years (audited in seconds, no model), a key, and two TSAs' CAs."""
-    folder = tmp_path_factory.mktemp("stamped")
-    shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
-    claim = {"claim": {"id": "stamped", "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
-                       "made_by": "tests"},
-             "model": {"target": "smollm2-135m"},
-             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
-                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
-    (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
-    generate_key(folder / "signing.key")
-    return {"claim": folder / "claim.yaml", "key": folder / "signing.key", "pub": folder / "signing.key.pub",
-            "tsa": make_tsa_ca(folder / "tsa"), "rogue": make_tsa_ca(folder / "rogue", "Rogue TSA")}
-
-
-def audit(setup: dict[str, Path], out: Path, *tsa: str):  # noqa: ANN201
-    args = ["audit", str(setup["claim"]), "--out", str(out), "--sign-key", str(setup["key"]), "--cache-dir", str(out / "cache")]
+def audit(stamping: dict[str, Path], out: Path, *tsa: str):  # noqa: ANN201
+    args = ["audit", str(stamping["claim"]), "--out", str(out), "--sign-key", str(stamping["key"]), "--cache-dir", str(out / "cache")]
     for url in tsa:
         args += ["--tsa", url]
     return runner.invoke(app, args)
 
 
-def verify(bundle: Path, setup: dict[str, Path], *tsa_certs: Path):  # noqa: ANN201
-    args = ["verify", str(bundle), "--key", str(setup["pub"]), "--trust-dir", str(bundle.parent / "no-trust-store")]
+def verify(bundle: Path, stamping: dict[str, Path], *tsa_certs: Path):  # noqa: ANN201
+    args = ["verify", str(bundle), "--key", str(stamping["pub"]), "--trust-dir", str(bundle.parent / "no-trust-store")]
     for cert in tsa_certs:
         args += ["--tsa-cert", str(cert)]
     result = runner.invoke(app, args)
@@ -65,39 +47,39 @@ def signature(bundle: Path) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def stamped(setup, tmp_path_factory) -> Path:
+def stamped(stamping, tmp_path_factory) -> Path:
     """A bundle dated by the honest TSA and by the rogue one."""
     out = tmp_path_factory.mktemp("out")
-    with LoopbackTSA(setup["tsa"]) as honest, LoopbackTSA(setup["rogue"]) as rogue:
-        result = audit(setup, out, honest.url(), rogue.url())
+    with LoopbackTSA(stamping["tsa"]) as honest, LoopbackTSA(stamping["rogue"]) as rogue:
+        result = audit(stamping, out, honest.url(), rogue.url())
     assert result.exit_code == 0, result.output
     return bundle_of(out)
 
 
-def test_a_token_dates_the_signature_and_openssl_agrees(stamped, setup):
+def test_a_token_dates_the_signature_and_openssl_agrees(stamped, stamping):
     assert sorted(p.name for p in stamped.glob("timestamp-*")) == ["timestamp-1.tsr", "timestamp-2.tsr"]
-    check = openssl_verify(stamped / "timestamp-1.tsr", signature(stamped), setup["tsa"] / "ca.crt")
+    check = openssl_verify(stamped / "timestamp-1.tsr", signature(stamped), stamping["tsa"] / "ca.crt")
     assert check.returncode == 0 and "Verification: OK" in check.stdout
     # The independent verifier also refuses what verifier must refuse: another TSA's CA, other data.
-    assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped), setup["rogue"] / "ca.crt").returncode != 0
-    assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped)[::-1], setup["tsa"] / "ca.crt").returncode != 0
-    status, lines = verify(stamped, setup, setup["tsa"] / "ca.crt")
+    assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped), stamping["rogue"] / "ca.crt").returncode != 0
+    assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped)[::-1], stamping["tsa"] / "ca.crt").returncode != 0
+    status, lines = verify(stamped, stamping, stamping["tsa"] / "ca.crt")
     assert status == 0 and lines[-1].startswith("OK: ")
     assert lines[0].startswith("timestamp 1: ") and lines[0].endswith("by CN=Test TSA,O=verifier tests")
     assert lines[1].endswith("by CN=Rogue TSA,O=verifier tests (not trusted: no pinned TSA certificate vouches for it)")
 
 
-def test_a_token_from_an_unpinned_tsa_is_not_trusted(stamped, setup):
-    status, lines = verify(stamped, setup)
+def test_a_token_from_an_unpinned_tsa_is_not_trusted(stamped, stamping):
+    status, lines = verify(stamped, stamping)
     assert status == 0 and all("(not trusted" in line for line in lines if line.startswith("timestamp"))
-    status, lines = verify(stamped, setup, setup["rogue"] / "ca.crt")  # pinning the rogue CA vouches for its token only
+    status, lines = verify(stamped, stamping, stamping["rogue"] / "ca.crt")  # pinning the rogue CA vouches for its token only
     assert "not trusted" in lines[0] and "not trusted" not in lines[1]
 
 
-def test_a_token_moved_from_another_bundle_or_garbled_fails_verification(stamped, setup, tmp_path):
+def test_a_token_moved_from_another_bundle_or_garbled_fails_verification(stamped, stamping, tmp_path):
     other = tmp_path / "other"
-    with LoopbackTSA(setup["tsa"]) as honest:
-        setup_other = dict(setup, claim=_changed_claim(setup["claim"], tmp_path))
+    with LoopbackTSA(stamping["tsa"]) as honest:
+        setup_other = dict(stamping, claim=_changed_claim(stamping["claim"], tmp_path))
         assert audit(setup_other, other, honest.url()).exit_code == 0
     foreign = bundle_of(other) / "timestamp-1.tsr"
     for name, content in (("timestamp-1.tsr", foreign.read_bytes()), ("timestamp-3.tsr", foreign.read_bytes()),
@@ -105,12 +87,12 @@ def test_a_token_moved_from_another_bundle_or_garbled_fails_verification(stamped
         copy = tmp_path / f"copy-{name}-{len(content)}"
         shutil.copytree(stamped, copy)
         (copy / name).write_bytes(content)
-        status, lines = verify(copy, setup, setup["tsa"] / "ca.crt")
+        status, lines = verify(copy, stamping, stamping["tsa"] / "ca.crt")
         assert status == 2 and len(lines) == 1 and lines[0].startswith(f"error: {name}: differs: "), (name, lines)
     copy = tmp_path / "misnamed"
     shutil.copytree(stamped, copy)
     (copy / "timestamp-01.tsr").write_bytes(foreign.read_bytes())  # only timestamp-<n>.tsr is a token's name
-    status, lines = verify(copy, setup, setup["tsa"] / "ca.crt")
+    status, lines = verify(copy, stamping, stamping["tsa"] / "ca.crt")
     assert status == 2 and lines == ["error: timestamp-01.tsr: differs: file is not covered by the signature"]
 
 
@@ -128,29 +110,29 @@ def _changed_claim(claim: Path, folder: Path) -> Path:
     ("rejection", "the answer is not a DER timestamp response"),
     ("missing", "answered HTTP 404"),
 ])
-def test_a_tsa_that_fails_writes_no_bundle(setup, tmp_path, path, message):
-    with LoopbackTSA(setup["tsa"]) as tsa:
-        result = audit(setup, tmp_path / "out", tsa.url(path) if path != "missing" else tsa.url("tsa").replace("/tsa", "/nothing"))
+def test_a_tsa_that_fails_writes_no_bundle(stamping, tmp_path, path, message):
+    with LoopbackTSA(stamping["tsa"]) as tsa:
+        result = audit(stamping, tmp_path / "out", tsa.url(path) if path != "missing" else tsa.url("tsa").replace("/tsa", "/nothing"))
     assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1
     assert not any(p.name.startswith("stamped-") for p in (tmp_path / "out").iterdir())
 
 
-def test_an_unreachable_or_unusable_tsa_is_refused_in_one_line(setup, tmp_path):
-    result = audit(setup, tmp_path / "out", "http://127.0.0.1:9/tsa")
+def test_an_unreachable_or_unusable_tsa_is_refused_in_one_line(stamping, tmp_path):
+    result = audit(stamping, tmp_path / "out", "http://127.0.0.1:9/tsa")
     assert result.exit_code != 0 and "no timestamp (connection failed or dropped" in result.output
-    result = audit(setup, tmp_path / "out", "http://tsa.example.org/tsa")  # plain http leaving the machine
+    result = audit(stamping, tmp_path / "out", "http://tsa.example.org/tsa")  # plain http leaving the machine
     assert result.exit_code != 0 and "--tsa http://tsa.example.org/tsa: plain http to another machine" in result.output
-    result = runner.invoke(app, ["audit", str(setup["claim"]), "--out", str(tmp_path / "out"), "--no-sign", "--tsa", "http://127.0.0.1:9/"])
+    result = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out"), "--no-sign", "--tsa", "http://127.0.0.1:9/"])
     assert result.exit_code != 0 and "--tsa: an unsigned bundle (--no-sign) has no signature to timestamp" in result.output
 
 
-def test_a_slow_tsa_costs_a_bounded_time(setup):
+def test_a_slow_tsa_costs_a_bounded_time(stamping):
     import time
 
     from verifier.errors import VerifierError
     from verifier.trust.timestamps import stamp
 
-    with LoopbackTSA(setup["tsa"], slow_s=10) as tsa:
+    with LoopbackTSA(stamping["tsa"], slow_s=10) as tsa:
         started = time.monotonic()
         with pytest.raises(VerifierError, match="no timestamp \\(timeout"):
             stamp(b"a signature", tsa.url("slow"), timeout_s=1)

@@ -30,7 +30,13 @@ def audit(
     plan: Annotated[Optional[Path], typer.Option(help="A signed plan from 'verifier plan': the audit refuses a claim, policy or "
                                                  "document set that differs from it, and the report says it was pre-registered.")] = None,
     tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) to date the bundle's "
-                                                     "signature; repeatable. A TSA that fails writes no bundle.")] = None,
+                                                     "signature (the first also dates the PDF's); repeatable. A TSA that fails "
+                                                     "writes no bundle.")] = None,
+    pdf_cert: Annotated[Optional[Path], typer.Option(help="Sign report.pdf with this X.509 certificate (PEM; a chain may follow) "
+                                                     "instead of the signing key's self-signed one.")] = None,
+    pdf_key: Annotated[Optional[Path], typer.Option(help="The private key of --pdf-cert (PEM, mode 0600).")] = None,
+    pdf_p12: Annotated[Optional[Path], typer.Option(help="Sign report.pdf with the certificate and key of this PKCS#12 file (mode 0600).")] = None,
+    pdf_p12_password_env: Annotated[Optional[str], typer.Option(help="The environment variable holding --pdf-p12's password.")] = None,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
@@ -41,35 +47,42 @@ def audit(
     from verifier.batch import is_batch
     from verifier.boundary.peers import PeerAccess
     from verifier.scoring.ray import RayOptions
+    from verifier.trust.certificates import PdfSigning
 
     if engine not in ("inprocess", "ray"):
         raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
     access = PeerAccess(api_key_env, judge_api_key_env, allow_http)
+    pdf_signing = PdfSigning(pdf_cert, pdf_key, pdf_p12, pdf_p12_password_env)
     if is_batch(claim):
         if plan is not None or engine != "inprocess":
             raise VerifierError(f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only")
-        return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access, tsa)
+        return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access, tsa, pdf_signing)
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
         result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray, access=access, plan=plan, tsa=tsa)
+                                 ray=ray, access=access, plan=plan, tsa=tsa, pdf_signing=pdf_signing)
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
+    if result.created_certificate:
+        say(err, f"issued a self-signed report-signing certificate {result.created_certificate}")
     err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
     say(out, result.findings["verdict_sentence"])
     say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
 
 
 def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, cache_dir: Optional[Path], force: bool, access: object,
-           tsa: Optional[list[str]]) -> None:
+           tsa: Optional[list[str]], pdf_signing: object) -> None:
     from collections import Counter
 
-    from verifier.audit import signing_key
+    from verifier.audit import default_key_path, signing_key
     from verifier.batch import run_batch
 
     key, created = signing_key(sign_key) if sign else (None, None)
+    document, issued = pdf_signing.signer(sign_key or default_key_path(), key) if key is not None else (None, None)  # type: ignore[attr-defined]
+    if issued:
+        say(err, f"issued a self-signed report-signing certificate {issued}")
     with progress_bars() as progress:
-        result = run_batch(manifest, out_dir, key, cache_dir, progress, force, access, tsa=tsa)
+        result = run_batch(manifest, out_dir, key, cache_dir, progress, force, access, tsa=tsa, pdf_signer=document)
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     counts = Counter(f["verdict"] for f in result.findings)

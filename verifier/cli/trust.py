@@ -17,15 +17,22 @@ keys = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles
 def generate(
     out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing private or public key.")] = False,
+    certificate: Annotated[bool, typer.Option(help="Also issue a self-signed X.509 certificate (ECDSA P-256, naming the key) that "
+                                              "signs report PDFs: OUT without .key, plus .pdf.crt and .pdf.key.")] = True,
+    name: Annotated[Optional[str], typer.Option(help="The certificate's common name (who signs the reports).")] = None,
 ) -> None:
-    """Create an Ed25519 signing key pair."""
+    """Create an Ed25519 signing key pair, and a self-signed certificate for signing report PDFs."""
     from verifier.audit import default_key_path
-    from verifier.trust import generate_key
+    from verifier.trust import generate_key, load_private_key
+    from verifier.trust.certificates import issue_self_signed
 
     path = out_path or default_key_path()
     public = generate_key(path, force=force)
     say(err, f"private key: {path} (mode 0600)")
     say(err, f"public key:  {public}")
+    if certificate:
+        issued = issue_self_signed(path, load_private_key(path), name, force=force)
+        say(err, f"report-signing certificate: {issued} (self-signed; its key {issued.with_suffix('.key').name}, mode 0600)")
 
 
 @keys.command("trust")

@@ -64,16 +64,14 @@ def signature_bytes(envelope: dict) -> bytes:  # type: ignore[type-arg]
         raise VerifierError("envelope: no readable signature to timestamp") from None
 
 
-def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
-    """A TSA's DER response dating ``data`` (see the module docstring); one line on any failure."""
-    import rfc3161_client as rfc
-
+def post_query(query: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
+    """The TSA's answer to a DER ``TimeStampReq``, through the peer client (bounded time and size,
+    no redirects, http only to loopback unless allowed); one line on failure."""
     from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient
 
     what = f"--tsa {url}"
     client = PeerClient(url, what=what, access=access or PeerAccess(), timeout_s=timeout_s, retries=1, max_body=MAX_TOKEN_BYTES,
                         content_type=CONTENT_TYPE)
-    request = rfc.TimestampRequestBuilder(data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True).build()
 
     def read(answer):  # noqa: ANN001, ANN202
         if answer.status != 200:
@@ -81,9 +79,16 @@ def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0)
         return answer.body
 
     try:
-        der = client.post("", request.as_bytes(), read)
+        return client.post("", query, read)
     except ItemFailed as exc:
         raise VerifierError(f"{what}: no timestamp ({exc})") from None
+
+
+def check_answer(der: bytes, imprint: bytes, nonce: int | None, what: str) -> None:
+    """Refuse a TSA's answer, in one line, unless it is a granted token over ``imprint`` (the digest
+    asked about) carrying our ``nonce``: nothing is marked as timestamped otherwise."""
+    import rfc3161_client as rfc
+
     try:
         response = rfc.decode_timestamp_response(der)
     except ValueError:
@@ -91,10 +96,19 @@ def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0)
     if response.status not in (0, 1):  # granted, grantedWithMods
         raise VerifierError(f"{what}: the TSA refused (status {response.status})")
     info = response.tst_info
-    if info.message_imprint.message != hashlib.sha256(data).digest():
+    if info.message_imprint.message != imprint:
         raise VerifierError(f"{what}: the token dates other data than the signature sent")
-    if info.nonce != request.nonce:
+    if info.nonce != nonce:
         raise VerifierError(f"{what}: the token does not carry this request's nonce (a replayed or foreign token)")
+
+
+def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
+    """A TSA's DER response dating ``data`` (see the module docstring); one line on any failure."""
+    import rfc3161_client as rfc
+
+    request = rfc.TimestampRequestBuilder(data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True).build()
+    der = post_query(request.as_bytes(), url, access, timeout_s)
+    check_answer(der, hashlib.sha256(data).digest(), request.nonce, f"--tsa {url}")
     return der
 
 
