@@ -81,7 +81,8 @@ def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
 def test_bundled_policies_load_and_strict_is_not_weaker():
     assert departures_from_default(load_policy(DEFAULT)) == ([], [])
     strict = load_policy(ROOT / "verifier" / "policies" / "strict.yaml")
-    assert departures_from_default(strict) == ([], ["dataset_inference.require_control True (default False)"])
+    assert departures_from_default(strict) == ([], ["marks.require_timestamp True (default False)",
+                                                    "dataset_inference.require_control True (default False)"])
 
 
 def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):

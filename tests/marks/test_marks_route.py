@@ -16,6 +16,7 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from scipy import stats
 from test_marks import carriers
+from tsa import LoopbackTSA, make_tsa_ca
 from typer.testing import CliRunner
 
 from verifier.audit import run_audit
@@ -27,6 +28,7 @@ from verifier.marks.rephrase import OfflineRephraser
 from verifier.targets import ScoreCache
 from verifier.targets.model_source import resolve_model
 from verifier.trust.envelopes import public_pem
+from verifier.trust.timestamps import stamp_envelope
 
 EXAMPLE = resource("examples", "data", "marks")
 runner = CliRunner()
@@ -61,7 +63,7 @@ def released_after(path: Path) -> str:
 
 
 def audit(folder: Path, name: str, kind: str = "trained_on", model: dict | None = None, suspect: dict | None = None,
-          marks: dict | None = None) -> dict:
+          marks: dict | None = None, policy: str | None = None) -> dict:
     registration = folder / (marks or {}).get("registration", "marks/registration.dsse.json")
     claim = {"claim": {"id": name, "statement": "s", "kind": kind, "made_by": "tests"},
              "model": {"target": "testbed/model", "released": released_after(registration)} | (model or {}),
@@ -69,6 +71,8 @@ def audit(folder: Path, name: str, kind: str = "trained_on", model: dict | None 
     if marks is not False:
         claim["evidence"]["marks"] = marks or {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}
     claim["model"] = {k: v for k, v in claim["model"].items() if v is not None}
+    if policy:
+        claim["policy"] = policy
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(claim))
     return run_audit(folder / f"{name}.yaml", cache=ScoreCache(folder / "cache")).findings
 
@@ -239,3 +243,71 @@ def test_identifiers_a_model_merely_likes_are_not_evidence(trusted):
     outcome = route(findings, "identifiers")["outcome"]
     assert outcome["metrics"]["identifiers"] == 10 and outcome["metrics"]["set_aside"] == {"not random-looking": 10}
     assert findings["verdict"] != "SUPPORTED" and outcome["status"] == "not_significant"
+
+
+STAMPED = {"registration": "stamped/registration.dsse.json", "siblings": "stamped/siblings.json"}
+
+
+@pytest.fixture(scope="module")
+def stamped(workspace, tmp_path_factory):
+    """The example registration dated today by a real TSA (its registrant's own date is older), and
+    two trust stores pinning the registrant: one also pins the TSA, one does not."""
+    folder, plain = workspace
+    ca = make_tsa_ca(tmp_path_factory.mktemp("tsa"))
+    with_tsa = tmp_path_factory.mktemp("trust-with-tsa")
+    shutil.copy(EXAMPLE / "registrant.pub", with_tsa / "example.pem")
+    (with_tsa / "tsa").mkdir()
+    shutil.copy(ca / "ca.crt", with_tsa / "tsa" / "test-tsa.pem")
+    shutil.copytree(EXAMPLE, folder / "stamped")
+    with LoopbackTSA(ca) as tsa:
+        (token,) = stamp_envelope((folder / "stamped" / "registration.dsse.json").read_bytes(), [tsa.url()])
+        other = make_marks(carriers(3, 5), [MarkSpec(kind="canary", format="words", siblings=19)] * 3, "other", seed=5)
+        key = Ed25519PrivateKey.generate()
+        write_marks(other, folder / "other-stamped", key, tsa=[tsa.url()])
+    (folder / "stamped" / "registration.timestamp-1.tsr").write_bytes(token)
+    return {"folder": folder, "with_tsa": with_tsa, "without_tsa": plain, "ca": ca}
+
+
+def test_a_pinned_timestamp_dates_the_registration_and_refuses_a_back_dated_one(stamped, monkeypatch):
+    """The registrant's signed date is old, but a pinned TSA saw the registration only today: against a
+    model released the day after the registrant's date, the registration is refused (back-dated)."""
+    folder = stamped["folder"]
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["with_tsa"]))
+    findings = audit(folder, "backdated", marks=STAMPED)
+    outcome = route(findings, "marks")["outcome"]
+    assert outcome["status"] == "refused" and findings["decided_by"] != "marks"
+    assert "by a pinned time-stamping authority, not before the model's declared release" in outcome["summary"]
+    # Released after the TSA's date: the same registration is evidence, dated by the TSA's clock.
+    tomorrow = (date.today() + timedelta(days=2)).isoformat()
+    findings = audit(folder, "timestamped", marks=STAMPED, model={"released": tomorrow})
+    outcome = route(findings, "marks")["outcome"]
+    dated = outcome["metrics"]["registration"]["dated"]
+    assert findings["verdict"] == "SUPPORTED" and dated["trusted_timestamp"] and "CN=Test TSA" in dated["by"]
+    assert any("is the clock of the time-stamping authority CN=Test TSA" in line for line in outcome["limitations"])
+
+
+def test_an_unpinned_tsa_leaves_the_registrants_own_date_and_says_so(stamped, monkeypatch):
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["without_tsa"]))
+    findings = audit(stamped["folder"], "registrant-dated", marks=STAMPED)
+    dated = route(findings, "marks")["outcome"]["metrics"]["registration"]["dated"]
+    assert findings["verdict"] == "SUPPORTED" and not dated["trusted_timestamp"] and "registrant's own statement" in dated["by"]
+    assert [t["pinned"] for t in dated["timestamps"]] == [False]
+    assert any("its signer's statement" in line for line in route(findings, "marks")["outcome"]["limitations"])
+
+
+def test_a_policy_requiring_a_timestamp_refuses_the_registrants_own_date(stamped, monkeypatch):
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["without_tsa"]))
+    findings = audit(stamped["folder"], "required", policy="strict")  # the example registration, no token beside it
+    outcome = route(findings, "marks")["outcome"]
+    assert outcome["status"] == "refused" and "requires a timestamp of a time-stamping authority" in outcome["summary"]
+
+
+def test_a_token_of_another_registration_is_refused(stamped, monkeypatch, tmp_path):
+    folder = stamped["folder"]
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["with_tsa"]))
+    shutil.copytree(folder / "stamped", folder / "moved")
+    shutil.copy(folder / "other-stamped" / "registration.timestamp-1.tsr", folder / "moved" / "registration.timestamp-1.tsr")
+    findings = audit(folder, "moved", marks={"registration": "moved/registration.dsse.json", "siblings": "moved/siblings.json"},
+                     model={"released": (date.today() + timedelta(days=2)).isoformat()})
+    outcome = route(findings, "marks")["outcome"]
+    assert outcome["status"] == "refused" and "registration.timestamp-1.tsr: differs: the token dates other data" in outcome["summary"]

@@ -137,3 +137,24 @@ def test_a_slow_tsa_costs_a_bounded_time(stamping):
         with pytest.raises(VerifierError, match="no timestamp \\(timeout"):
             stamp(b"a signature", tsa.url("slow"), timeout_s=1)
         assert time.monotonic() - started < 8
+
+
+def test_marks_make_dates_its_registration_and_keys_trust_tsa_pins_the_authority(stamping, tmp_path):
+    from conftest import WIKIMIA
+
+    trust = tmp_path / "trust"
+    pinned = runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "ca.crt"), "--trust-dir", str(trust)])
+    assert pinned.exit_code == 0 and len(list((trust / "tsa").glob("*.pem"))) == 1
+    with LoopbackTSA(stamping["tsa"]) as tsa:
+        made = runner.invoke(app, ["marks", "make", str(WIKIMIA / "length64.jsonl"), "--out", str(tmp_path / "marks"),
+                                   "--sign-key", str(stamping["key"]), "--siblings", "19", "--tsa", tsa.url()])
+        assert made.exit_code == 0, made.output
+        failed = runner.invoke(app, ["marks", "make", str(WIKIMIA / "length64.jsonl"), "--out", str(tmp_path / "failed"),
+                                     "--sign-key", str(stamping["key"]), "--tsa", tsa.url("garbage")])
+    assert "timestamp: " in made.output and (tmp_path / "marks" / "registration.timestamp-1.tsr").is_file()
+    envelope = json.loads((tmp_path / "marks" / "registration.dsse.json").read_text())
+    check = openssl_verify(tmp_path / "marks" / "registration.timestamp-1.tsr", base64.b64decode(envelope["signatures"][0]["sig"]),
+                           stamping["tsa"] / "ca.crt")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert failed.exit_code != 0 and "the answer is not a DER timestamp response" in failed.output
+    assert not (tmp_path / "failed").exists() or not any((tmp_path / "failed").iterdir())  # nothing written that looks dated

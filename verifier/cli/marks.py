@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from verifier.cli.options import CacheDir, checked
+from verifier.cli.options import ALLOW_HTTP, CacheDir, checked
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
@@ -33,6 +33,10 @@ def make(
     sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key, created if missing).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Secret seed of the generator (default: drawn from the system).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace marks already in OUT.")] = False,
+    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) that dates the registration "
+                                                     "(registration.timestamp-<n>.tsr, published beside it); repeatable. A TSA "
+                                                     "that fails writes nothing.")] = None,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Mark documents before release: the text to publish, and a signed registration of the marks and their siblings."""
     from pydantic import ValidationError
@@ -49,11 +53,19 @@ def make(
                           siblings=siblings, repeats=repeats if kind == "trap" else 1) for kind in kinds]
     except ValidationError as exc:
         raise VerifierError(f"marks make: {first_validation_error(exc, top='options')}") from None
-    paths, created = make_files(documents, out_dir, specs, sign_key, name or documents.stem, text_field, id_field, rephraser, seed, force)
+    from verifier.boundary.peers import PeerAccess, check_endpoint
+
+    access = PeerAccess(allow_http=allow_http)
+    for url in tsa or []:
+        check_endpoint(url, "--tsa", access)
+    paths, created = make_files(documents, out_dir, specs, sign_key, name or documents.stem, text_field, id_field, rephraser, seed, force,
+                                tsa, access)
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     say(out, f"publish:  {paths['published.jsonl']}")
     say(out, f"register: {paths['registration.dsse.json']} (signed; public key {paths['registrant.pub']})")
+    for token in sorted(p for n, p in paths.items() if n.endswith(".tsr")):
+        say(out, f"timestamp: {token} (publish it with the registration)")
     say(out, f"keep private: {paths['private/siblings.json']} (the siblings: needed to test, never to be published)")
 
 

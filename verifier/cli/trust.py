@@ -47,6 +47,18 @@ def trust(
     say(err, f"pinned {fingerprint} as {path}")
 
 
+@keys.command("trust-tsa")
+def trust_tsa(
+    certificate: Annotated[Path, typer.Argument(help="A time-stamping authority's CA certificate (PEM), obtained by a channel you trust.")],
+    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
+) -> None:
+    """Pin a time-stamping authority: its tokens then date bundles ('verify') and marks registrations (audits)."""
+    from verifier.trust.timestamps import trust_tsa_certificate
+
+    path, subject = trust_tsa_certificate(certificate, trust_dir)
+    say(err, f"pinned the time-stamping authority {subject} as {path}")
+
+
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
     key: Annotated[Optional[Path], typer.Option(help="The signer's public key, pinned for this check.")] = None,

@@ -9,17 +9,33 @@ from pathlib import Path
 
 from verifier.errors import VerifierError
 from verifier.marks.make import regenerate
-from verifier.marks.registration import Registration, Secrets, predates_training, read_registration, read_secrets, rephrased_by
+from verifier.marks.registration import (
+    Registration,
+    Secrets,
+    date_registration,
+    predates_training,
+    read_registration,
+    read_secrets,
+    rephrased_by,
+)
 
 
 def checked_registration(registration: Path, siblings: Path, released: date | None, cutoff: int | None,
                          target_weights: Callable[[], str | None], pinned_sha256: str | None = None,
-                         rephraser_model: str | None = None, trust_dir: Path | None = None) -> tuple[Registration, Secrets]:
-    """The registration and its secrets once signature, pin, date, rephraser, commitments and
-    regenerated pools all hold; otherwise one line naming the file. ``target_weights`` is called
-    only once the registration's date has passed (it may load the model)."""
-    found = read_registration(registration, pinned_sha256, trust_dir)
-    if reason := predates_training(found.predicate.created, released, cutoff):
+                         rephraser_model: str | None = None, trust_dir: Path | None = None,
+                         require_timestamp: bool = False) -> tuple[Registration, Secrets]:
+    """The registration (dated: ``registration.dated``) and its secrets once signature, pin,
+    timestamps, date, rephraser, commitments and regenerated pools all hold; otherwise one line
+    naming the file. The date is the earliest pinned TSA's token, else the registrant's own, which
+    ``require_timestamp`` refuses. ``target_weights`` is called only once the date has passed (it
+    may load the model)."""
+    found = date_registration(read_registration(registration, pinned_sha256, trust_dir), registration, trust_dir)
+    dated = found.dated
+    assert dated is not None
+    if require_timestamp and not dated.trusted:
+        raise VerifierError(f"{registration.name}: refused: the policy requires a timestamp of a time-stamping authority the "
+                            "auditor pins, and the registration's date is only the registrant's own statement")
+    if reason := predates_training(dated.when, released, cutoff, by="a pinned time-stamping authority" if dated.trusted else "its signer"):
         raise VerifierError(f"{registration.name}: refused: {reason}")
     if rephrased_by(found, target_weights()):
         raise VerifierError(f"{registration.name}: refused: the rephrasings were made by the model under test")

@@ -26,10 +26,19 @@ from verifier import __version__
 from verifier.boundary.atomic import atomic_output
 from verifier.errors import VerifierError
 from verifier.marks.generators import MarkSpec, draw_distinct, word_list_sha256
-from verifier.marks.registration import PREDICATE_TYPE, REGISTRATION_FORMAT, SECRETS_FORMAT, Registration, Secrets, commitment
+from verifier.marks.registration import (
+    PREDICATE_TYPE,
+    REGISTRATION_FORMAT,
+    SECRETS_FORMAT,
+    Registration,
+    Secrets,
+    commitment,
+    registration_tokens,
+)
 from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
 from verifier.trust.envelopes import public_pem, sign_envelope, statement
+from verifier.trust.timestamps import stamp_envelope, token_names
 
 PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
 INSERT_AFTER_WORDS = 12
@@ -142,10 +151,14 @@ def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: st
     return MarkedSet(published, predicate, secrets)
 
 
-def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: bool = False) -> dict[str, Path]:
+def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: bool = False, tsa: list[str] | None = None,
+                access: object = None) -> dict[str, Path]:
     """Write the published documents, the private siblings file (mode 0600), the signed
     registration and the signer's public key into ``out``; refuses to replace a registration
-    unless ``force`` (it may be the only record of marks already published)."""
+    unless ``force`` (it may be the only record of marks already published). ``tsa``: each
+    time-stamping authority dates the registration's signature (``registration.timestamp-<n>.tsr``,
+    published beside it); the tokens are obtained before anything is written, so a TSA that fails
+    leaves no registration that looks timestamped."""
     paths = {name: out / name for name in (PUBLISHED, REGISTRATION, SECRETS, REGISTRANT)}
     if not force and any(p.exists() for p in paths.values()):
         raise VerifierError(f"{out}: already holds marks; refusing to overwrite them (--force replaces them)")
@@ -155,13 +168,20 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
     predicate = dict(marked.predicate, secrets_sha256=hashlib.sha256(secrets_bytes).hexdigest())
     subjects = {doc["id"]: text_digest(doc["text"]) for doc in marked.published}
     body = json.dumps(statement(subjects, predicate, PREDICATE_TYPE), sort_keys=True).encode()
+    envelope = json.dumps(sign_envelope(body, key), indent=1).encode()
+    tokens = stamp_envelope(envelope, tsa, access) if tsa else []  # before any file is written
     paths[SECRETS].parent.mkdir(parents=True, exist_ok=True)
     os.chmod(paths[SECRETS].parent, 0o700)
     with atomic_output(paths[SECRETS]) as tmp:
         tmp.chmod(0o600)
         tmp.write_bytes(secrets_bytes)
+    for stale in registration_tokens(paths[REGISTRATION]):  # a replaced registration's tokens date another signature
+        stale.unlink()
     public = {PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
-              REGISTRANT: public_pem(key.public_key()), REGISTRATION: json.dumps(sign_envelope(body, key), indent=1).encode()}
+              REGISTRANT: public_pem(key.public_key()), REGISTRATION: envelope}
+    names = [f"{REGISTRATION.removesuffix('.dsse.json')}.{name}" for name in token_names(len(tokens))]
+    public |= dict(zip(names, tokens))
+    paths |= {name: out / name for name in names}
     for name, data in public.items():  # meant to be published: readable by all
         with atomic_output(paths[name]) as tmp:
             tmp.write_bytes(data)

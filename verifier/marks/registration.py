@@ -16,7 +16,8 @@ added or edited afterwards.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -32,8 +33,10 @@ from verifier.trust.envelopes import (
     load_public_key,
     pinned_public_keys,
     read_statement,
+    verified_signature,
     verify_envelope,
 )
+from verifier.trust.timestamps import Timestamp
 
 PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"
 REGISTRATION_FORMAT = "verifier-marks-registration/1"
@@ -110,6 +113,21 @@ def commitment(text: str, salt: str) -> str:
 
 
 @dataclass(frozen=True)
+class RegistrationDate:
+    """When the registration demonstrably existed, and on whose word: the earliest token of a
+    time-stamping authority the auditor pins, else the registrant's own signed ``created``."""
+
+    when: datetime
+    by: str
+    trusted: bool  # a pinned TSA's clock, not the registrant's
+    timestamps: tuple[Timestamp, ...] = ()
+
+    def as_finding(self) -> dict[str, Any]:
+        return {"date": self.when.isoformat(), "by": self.by, "trusted_timestamp": self.trusted,
+                "timestamps": [{"time": t.time.isoformat(), "tsa": t.tsa, "pinned": t.pinned} for t in self.timestamps]}
+
+
+@dataclass(frozen=True)
 class Registration:
     """A registration whose signature verified under a pinned key."""
 
@@ -117,6 +135,41 @@ class Registration:
     subjects: dict[str, str]  # published document id -> SHA-256 of its text
     signer: str  # fingerprint of the pinned key
     sha256: str  # of the registration file
+    signature: bytes = b""  # the raw signature that verified: what a timestamp must date
+    dated: RegistrationDate | None = None  # set by ``date_registration``
+
+
+def registration_tokens(path: Path) -> list[Path]:
+    """The timestamp tokens published beside the registration ``path``: ``<name>.timestamp-<n>.tsr``
+    for ``<name>.dsse.json``, in token order."""
+    stem = path.name.removesuffix(".dsse.json")
+    found = [(int(m.group(1)), p) for p in path.parent.glob(f"{stem}.timestamp-*.tsr")
+             if (m := re.fullmatch(re.escape(stem) + r"\.timestamp-([1-9][0-9]{0,2})\.tsr", p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def date_registration(registration: Registration, path: Path, trust_dir: Path | None = None) -> Registration:
+    """The registration with its date: each token beside it must date its signature (else it is
+    refused, naming the token); the earliest token a pinned TSA vouches for sets the date, else the
+    registrant's signed ``created`` does (and the report says it is the registrant's own word)."""
+    from verifier.trust.timestamps import MAX_TOKEN_BYTES, check_token, load_tsa_certificates
+
+    pinned = load_tsa_certificates([], trust_dir)
+    stamps = []
+    for token in registration_tokens(path):
+        data = _read(token, "timestamp token")
+        if len(data) > MAX_TOKEN_BYTES:
+            raise VerifierError(f"{token.name}: larger than any timestamp token")
+        stamps.append(check_token(data, registration.signature, pinned, token.name))
+    trusted = sorted((t for t in stamps if t.pinned), key=lambda t: t.time)
+    if trusted:
+        first = trusted[0]
+        dated = RegistrationDate(first.time, f"the clock of the time-stamping authority {first.tsa} (a token the auditor's trust "
+                                 "store pins)", True, tuple(stamps))
+    else:
+        dated = RegistrationDate(registration.predicate.created, "the registrant's own statement (no timestamp of a pinned "
+                                 "time-stamping authority)", False, tuple(stamps))
+    return replace(registration, dated=dated)
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -161,7 +214,9 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
         raise VerifierError(f"{name}: signed by a key not pinned in the trust store (key {shown}); pin the registrant's "
                             "public key with 'verifier keys trust' only if you trust the dates it signs")
     try:
-        body = verify_envelope(envelope, load_public_key(pinned[signer], "trust store"), where=name)
+        public = load_public_key(pinned[signer], "trust store")
+        body = verify_envelope(envelope, public, where=name)
+        signature = verified_signature(envelope, public, where=name)
     except VerifierError:
         raise VerifierError(f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}") from None
     try:
@@ -186,7 +241,7 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     for mark in predicate.marks:
         if subjects.get(mark.document) != mark.document_sha256:
             raise VerifierError(f"{name}: mark {mark.id}: its document {mark.document!r} is not a subject of the statement with that digest")
-    return Registration(predicate, subjects, signer, digest)
+    return Registration(predicate, subjects, signer, digest, signature)
 
 
 def read_secrets(path: Path, registration: Registration) -> Secrets:
@@ -226,15 +281,17 @@ def rephrased_by(registration: Registration, weights_sha256: str | None) -> bool
     return bool(made_by) and made_by == weights_sha256
 
 
-def predates_training(created: datetime, released: date | None, cutoff_year: int | None, now: datetime | None = None) -> str | None:
-    """Why a registration made at ``created`` cannot show that its marks predate training (None: it can)."""
+def predates_training(created: datetime, released: date | None, cutoff_year: int | None, now: datetime | None = None,
+                      by: str = "its signer") -> str | None:
+    """Why a registration dated ``created`` (on the word of ``by``) cannot show that its marks
+    predate training (None: it can)."""
     now = now or datetime.now(UTC)
     if created > now:
         return f"its date {created:%Y-%m-%d} is in the future"
     if released is None and cutoff_year is None:
         return "the claim declares neither the model's release date nor its training cutoff, so the registration cannot be shown to predate training"
     if released is not None and created.date() >= released:
-        return f"it is dated {created:%Y-%m-%d}, not before the model's declared release ({released:%Y-%m-%d})"
+        return f"it is dated {created:%Y-%m-%d} by {by}, not before the model's declared release ({released:%Y-%m-%d})"
     if cutoff_year is not None and created.year >= cutoff_year:
-        return f"it is dated {created:%Y-%m-%d}, not before the year of the model's declared training cutoff ({cutoff_year})"
+        return f"it is dated {created:%Y-%m-%d} by {by}, not before the year of the model's declared training cutoff ({cutoff_year})"
     return None

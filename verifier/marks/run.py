@@ -22,10 +22,11 @@ from verifier.targets import ScoreCache, ScoringOptions, load_target
 
 
 def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path | None, name: str, text_field: str = "text",
-               id_field: str = "id", rephraser: str = "offline", seed: int | None = None, force: bool = False) -> tuple[dict[str, Path], Path | None]:
+               id_field: str = "id", rephraser: str = "offline", seed: int | None = None, force: bool = False,
+               tsa: list[str] | None = None, access: object = None) -> tuple[dict[str, Path], Path | None]:
     """Mark the documents of ``documents`` with ``specs`` (in equal blocks, in file order); write the
-    publication and its signed registration. Signs with ``key_path``, else the default key (created
-    if missing: returned second)."""
+    publication and its signed registration, dated by each TSA in ``tsa``. Signs with ``key_path``,
+    else the default key (created if missing: returned second)."""
     key, created = signing_key(key_path)
     docs = load_identified(documents, text_field, id_field)
     if len(specs) > len(docs):
@@ -35,7 +36,7 @@ def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path
     except ValueError as exc:
         raise VerifierError(str(exc)) from None
     marked = make_marks(docs, [specs[i * len(specs) // len(docs)] for i in range(len(docs))], name, seed, chosen)
-    return write_marks(marked, out, key, force=force), created
+    return write_marks(marked, out, key, force=force, tsa=tsa, access=access), created
 
 
 class TargetScorer:

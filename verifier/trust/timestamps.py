@@ -181,3 +181,20 @@ def stamp_envelope(envelope_bytes: bytes, urls: list[str], access: object = None
 
     data = signature_bytes(json.loads(envelope_bytes))
     return [stamp(data, url, access) for url in urls]
+
+
+def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Path, str]:
+    """Copy a TSA's CA certificate (PEM) into the trust store's ``tsa/`` folder: (where, its subject)."""
+    from cryptography.hazmat.primitives import serialization
+
+    from verifier.trust.envelopes import default_trust_dir
+
+    (certificate, *_) = load_tsa_certificates([path]) or [None]
+    if certificate is None:
+        raise VerifierError(f"{path}: holds no certificate")
+    pem = certificate.public_bytes(serialization.Encoding.PEM)
+    store = (trust_dir or default_trust_dir()) / "tsa"
+    store.mkdir(parents=True, exist_ok=True)
+    target = store / f"{hashlib.sha256(pem).hexdigest()[:16]}.pem"
+    target.write_bytes(pem)
+    return target, certificate.subject.rfc4514_string()
