@@ -1,4 +1,4 @@
-"""How much, which, and how many at once: the fraction bound, the false discovery rate, batch error control.
+"""How much and which: the fraction bound and the false discovery rate of identified documents.
 
 On independently built light testbeds (known membership; GPT-2-style model, two epochs):
 
@@ -9,14 +9,12 @@ On independently built light testbeds (known membership; GPT-2-style model, two 
 2. Which documents: the realised false discovery proportion of the documents identified at
    q = 0.1 (mean, with a normal 95% CI over audits and its spread across builds), measured
    without the route's gate on a significant set test (the gate only lowers it).
-3. Many claims at once: batches of 20 member-free claims (n = 100 per set, set-test p-values with
-   199 relabellings): the family-wise error - any claim of the batch significant - unadjusted,
-   with Holm and with Benjamini-Hochberg.
+(Many claims at once - a batch's error control - is ``benchmarks/batch.py``.)
 
 Rows are written to the method-validation table (``verifier/validation/table.json``) with
 ``--record``.
 
-Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--batches 30] [--preset light|books] [--sizes 100,200] [--record]
+Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--preset light|books] [--sizes 100,200] [--record]
 """
 
 from __future__ import annotations
@@ -30,14 +28,11 @@ from soundness import testbed_pool
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson
-from verifier.dataset_inference.statistic import trial_p_values
-from verifier.stats.multiple import adjusted_p_values
 from verifier.targets import ScoreCache
 from verifier.validation import record
 
 SHARES = (0.0, 0.1, 0.25, 0.5, 1.0)
 Q = 0.1
-BATCH = 20
 
 
 def draw(pool, n: int, share: float, audits: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +51,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--audits", type=int, default=200, help="audits per cell and build")
-    parser.add_argument("--batches", type=int, default=30, help="batches of 20 member-free claims per build")
     parser.add_argument("--preset", default="light", choices=["light", "books"], help="light testbeds, or the book-openings ones")
     parser.add_argument("--sizes", default="100,200", help="documents per set")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
@@ -115,25 +109,6 @@ def main() -> None:
                                       "ci": (round(max(0.0, all_fdp.mean() - half), 4), round(all_fdp.mean() + half, 4)),
                                       "spread": (round(min(fdp_means), 4), round(max(fdp_means), 4))})
             print(f"   ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    print(f"\n== 3. batches of {BATCH} member-free claims (n = 100 per set), {args.batches} batches per build, alpha 0.05: family-wise error")
-    print("| error control | family-wise error [95% CI] | across builds |")
-    print("|---|---|---|")
-    errors: dict[str, list[int]] = {"none": [], "holm": [], "bh": []}
-    for b, pool in enumerate(pools):
-        rng = np.random.default_rng(77_000 + b)
-        suspect, heldout = draw(pool, 100, 0.0, args.batches * BATCH, rng)
-        p = trial_p_values(suspect, heldout, rng, n_permutations=199).reshape(args.batches, BATCH)
-        errors["none"].append(int((p < 0.05).any(axis=1).sum()))
-        for method in ("holm", "bh"):
-            errors[method].append(int(sum((adjusted_p_values(batch, method) < 0.05).any() for batch in p)))
-    for method, hits in errors.items():
-        total = wilson(sum(hits), args.batches * len(pools))
-        per_build = [h / args.batches for h in hits]
-        print(f"| {method} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | {min(per_build):.3f}-{max(per_build):.3f} |", flush=True)
-        rows.append({"route": "dataset_inference", "n": 100, "trials": args.batches * len(pools), "builds": len(pools),
-                     "quantity": f"batch family-wise error ({BATCH} member-free claims, alpha 0.05)", "scenario": f"error control {method}{where}",
-                     "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
-                     "spread": (min(per_build), max(per_build))})
     if args.record:
         record("fraction" if args.preset == "light" else f"fraction-{args.preset}", rows, digests, "python benchmarks/fraction.py " + " ".join(sys.argv[1:]))
         print("\nrecorded in verifier/validation/table.json", file=sys.stderr)

@@ -29,6 +29,7 @@ from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, load_claim
 from verifier.errors import VerifierError
 from verifier.plan import NOT_REGISTERED, check_plan, read_plan
+from verifier.trust.timestamps import load_tsa_certificates
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
@@ -54,6 +55,7 @@ class AuditResult:
     policy_bytes: bytes  # the policy file as read and validated
     usage: dict[str, Any] = field(default_factory=dict)  # API targets' request counters by role (run record, not findings)
     plan_bytes: bytes | None = None  # the signed plan the audit was checked against, if any (carried in the bundle)
+    plan_tokens: tuple[tuple[str, bytes], ...] = ()  # the plan's timestamps (plan.timestamp-<n>.tsr), carried and signed with it
 
 
 def run_audit(
@@ -83,7 +85,8 @@ def run_audit(
     policy = load_policy(resolve_policy_path(claim.policy, base))
     check_against_claim(policy, claim)
     planned = read_plan(Path(plan)) if plan is not None else None
-    preregistration = check_plan(planned, claim, base, policy, f"--plan {Path(plan).name}") if planned else NOT_REGISTERED
+    pinned_tsa = load_tsa_certificates([]) if planned and planned.tokens else []
+    preregistration = check_plan(planned, claim, base, policy, f"--plan {Path(plan).name}", pinned_tsa) if planned else NOT_REGISTERED
     inputs = input_digests(claim, base)  # before anything runs: the digests of what the routes then read
     access = access or PeerAccess()
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
@@ -118,7 +121,7 @@ def run_audit(
     claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
     usage = {role: target.usage for role, target in ctx.loaded.items() if (target_kind := kind_of_target(target)) and target_kind.remote}
     return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage,
-                       plan_bytes=planned.raw if planned else None)
+                       plan_bytes=planned.raw if planned else None, plan_tokens=planned.tokens if planned else ())
 
 
 def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:

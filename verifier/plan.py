@@ -13,15 +13,16 @@ A plan counts only when it is signed by the key that signs the audit's bundle (`
 and ``verify`` check it): another party's plan is that party's word, not the auditor's commitment.
 
 What a plan cannot show: that nobody scored the documents before it was made. Its time is the
-planner's own clock; a trusted timestamp (RFC 3161) is what would put it beyond the planner's
-word. The report does say when this audit read scores from the auditor's cache, which were
+planner's own clock unless a time-stamping authority the auditor pins dated it (``verifier plan
+--tsa URL``: ``plan.timestamp-<n>.tsr`` beside the plan, carried into the bundle and signed with
+it); then the findings put the plan's time on that authority's clock. The report does say when this audit read scores from the auditor's cache, which were
 computed before the audit ran and possibly before the plan.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from verifier.trust.envelopes import (
     read_statement,
     sign_envelope,
     statement,
+    verified_signature,
     verify_envelope,
 )
 
@@ -121,6 +123,8 @@ class Plan:
     signer: str  # SHA-256 fingerprint of the key it is signed with
     sha256: str  # of the plan file
     raw: bytes
+    signature: bytes = b""  # the raw signature that verified: what a timestamp of the plan must date
+    tokens: tuple[tuple[str, bytes], ...] = ()  # (file name, DER) of its timestamps: plan.timestamp-<n>.tsr
 
 
 def read_plan(path: Path) -> Plan:
@@ -130,10 +134,14 @@ def read_plan(path: Path) -> Plan:
             raw = handle.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
         raise VerifierError(f"--plan {path}: cannot read it ({exc.strerror})") from None
-    return parse_plan(raw, f"--plan {path.name}")
+    from verifier.trust.timestamps import read_tokens_beside
+
+    plan = parse_plan(raw, f"--plan {path.name}")
+    tokens = tuple((f"plan.{name.rsplit('.', 2)[-2]}.tsr", data) for name, data in read_tokens_beside(path))
+    return replace(plan, tokens=tokens)
 
 
-def parse_plan(raw: bytes, where: str) -> Plan:
+def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = ()) -> Plan:
     """A plan's bytes, its signature checked under the key it names (``where`` names it in errors)."""
     if len(raw) > MAX_PLAN_BYTES:
         raise VerifierError(f"{where}: larger than a plan can be")
@@ -151,10 +159,11 @@ def parse_plan(raw: bytes, where: str) -> Plan:
         subjects = verified.subjects()
     except ValueError as exc:
         raise VerifierError(f"{where}: {exc}") from None
-    return Plan(subjects, verified.predicate, key_id(public_pem(public)), hashlib.sha256(raw).hexdigest(), raw)
+    return Plan(subjects, verified.predicate, key_id(public_pem(public)), hashlib.sha256(raw).hexdigest(), raw,
+                verified_signature(envelope, public, where), tokens)
 
 
-def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, where: str) -> dict[str, Any]:
+def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
     """The findings' pre-registration record, if the audit is the plan's; else one line naming
     the first thing that differs."""
     subjects, _ = commitments(claim, base, policy)
@@ -171,12 +180,16 @@ def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, whe
         if now is None:
             raise VerifierError(f"{where}: {what} is in the plan but not in the claim")
         raise VerifierError(f"{where}: {what} differs from the plan (SHA-256 {now[:16]}..., planned {planned[:16]}...)")
-    return plan_record(plan, where)
+    return plan_record(plan, where, pinned)
 
 
-def plan_record(plan: Plan, where: str) -> dict[str, Any]:
+def plan_record(plan: Plan, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
     """What the findings say of the plan: its digest and signer, and its time - by the planner's clock,
-    whatever the plan calls its clock (it is the planner's word) - and design."""
+    whatever the plan calls its clock (it is the planner's word) - and design. With timestamps of the
+    plan, each must date its signature; the earliest a ``pinned`` TSA certificate vouches for puts
+    the plan's time on that authority's clock (``timestamped``)."""
+    from verifier.trust.timestamps import check_token
+
     created = plan.predicate.get("created")
     try:
         datetime.fromisoformat(created)  # type: ignore[arg-type]
@@ -185,7 +198,18 @@ def plan_record(plan: Plan, where: str) -> dict[str, Any]:
     design = plan.predicate.get("design")
     if not isinstance(design, dict):
         raise VerifierError(f"{where}: its design is not a record")
-    return {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": created, "clock": CLOCK, "design": design}
+    record = {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": created, "clock": CLOCK, "design": design}
+    stamps = [(name, check_token(data, plan.signature, pinned or [], name)) for name, data in plan.tokens]
+    if stamps:
+        record["timestamps"] = [{"token": name, "time": t.time.isoformat(), "tsa": t.tsa} for name, t in stamps]
+    trusted = sorted((t for _, t in stamps if t.pinned), key=lambda t: t.time)
+    if trusted:
+        record |= {"clock": tsa_clock(trusted[0].tsa), "timestamped": trusted[0].time.isoformat()}
+    return record
+
+
+def tsa_clock(tsa: str) -> str:
+    return f"the clock of the time-stamping authority {tsa} (a timestamp token the auditor pins)"
 
 
 NOT_REGISTERED = {"registered": False}

@@ -158,3 +158,43 @@ def test_marks_make_dates_its_registration_and_keys_trust_tsa_pins_the_authority
     assert check.returncode == 0, check.stdout + check.stderr
     assert failed.exit_code != 0 and "the answer is not a DER timestamp response" in failed.output
     assert not (tmp_path / "failed").exists() or not any((tmp_path / "failed").iterdir())  # nothing written that looks dated
+
+
+def test_a_timestamped_plan_puts_the_pre_registration_on_the_tsas_clock(stamping, tmp_path, monkeypatch):
+    trust = tmp_path / "trust"
+    assert runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "ca.crt"), "--trust-dir", str(trust)]).exit_code == 0
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
+    with LoopbackTSA(stamping["tsa"]) as tsa:
+        planned = runner.invoke(app, ["plan", str(stamping["claim"]), "--out", str(tmp_path / "plan.dsse.json"), "--sign-key",
+                                      str(stamping["key"]), "--tsa", tsa.url()])
+    assert planned.exit_code == 0, planned.output
+    assert (tmp_path / "plan.timestamp-1.tsr").is_file()
+    result = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out"), "--sign-key", str(stamping["key"]),
+                                 "--cache-dir", str(tmp_path / "cache"), "--plan", str(tmp_path / "plan.dsse.json")])
+    assert result.exit_code == 0, result.output
+    bundle = bundle_of(tmp_path / "out")
+    record = json.loads((bundle / "findings.json").read_text())["preregistration"]
+    assert record["clock"].startswith("the clock of the time-stamping authority CN=Test TSA") and record["timestamped"]
+    assert (bundle / "plan.timestamp-1.tsr").read_bytes() == (tmp_path / "plan.timestamp-1.tsr").read_bytes()
+    assert "dated " in (bundle / "report.html").read_text() and "CN=Test TSA" in (bundle / "report.html").read_text()
+    status, lines = verify(bundle, stamping)
+    assert status == 0, lines
+    # The plan's token is a signed file of the bundle: removed or swapped, the bundle no longer verifies.
+    for change in ("remove", "swap"):
+        copy = tmp_path / change
+        shutil.copytree(bundle, copy)
+        if change == "remove":
+            (copy / "plan.timestamp-1.tsr").unlink()
+        else:
+            (copy / "plan.timestamp-1.tsr").write_bytes(b"\x30\x03\x02\x01\x00")
+        status, lines = verify(copy, stamping)
+        assert status == 2 and "plan.timestamp-1.tsr: differs" in lines[0], lines
+    # A plan token that dates something else is refused at audit time.
+    shutil.copy(tmp_path / "plan.timestamp-1.tsr", tmp_path / "keep.tsr")
+    other = runner.invoke(app, ["plan", str(stamping["claim"]), "--out", str(tmp_path / "other.dsse.json"), "--sign-key",
+                                str(stamping["key"])])
+    assert other.exit_code == 0
+    shutil.copy(tmp_path / "keep.tsr", tmp_path / "other.timestamp-1.tsr")
+    refused = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out2"), "--sign-key", str(stamping["key"]),
+                                  "--cache-dir", str(tmp_path / "cache"), "--plan", str(tmp_path / "other.dsse.json")])
+    assert refused.exit_code == 2 and "plan.timestamp-1.tsr: differs: the token dates other data than this signature" in refused.output

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from verifier.boundary.atomic import atomic_output
+from verifier.cli.options import ALLOW_HTTP
 from verifier.cli.output import err, out, say
 from verifier.errors import VerifierError
 
@@ -19,6 +20,10 @@ def plan(
     effect: Annotated[Optional[float], typer.Option(help="A Cohen's d the design should detect: the plan states the set-level "
                                                     "test's power for it at the claim's set size.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing plan file.")] = False,
+    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) that dates the plan "
+                                                     "(PLAN's name with .timestamp-<n>.tsr, beside it; an audit carries them "
+                                                     "into its bundle); repeatable. A TSA that fails writes nothing.")] = None,
+    allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Commit to the claim, its policy, the digests of every document set, the seed and the design's
     power, in a signed plan, before any document is scored; 'verifier audit CLAIM --plan PLAN' then
@@ -34,10 +39,23 @@ def plan(
         raise VerifierError(f"--effect {effect}: a Cohen's d above 0 and at most 10")
     if out_path.exists() and not force:
         raise VerifierError(f"{out_path}: exists; refusing to replace it (--force replaces it)")
+    from verifier.boundary.peers import PeerAccess, check_endpoint
+    from verifier.trust.timestamps import names_beside, stamp_envelope, tokens_beside
+
+    access = PeerAccess(allow_http=allow_http)
+    for url in tsa or []:
+        check_endpoint(url, "--tsa", access)
     key, created = signing_key(sign_key)
     raw, predicate = make_plan(claim, key, effect)
+    tokens = stamp_envelope(raw, tsa, access) if tsa else []  # before anything is written
+    for stale in tokens_beside(out_path):  # a replaced plan's tokens date another signature
+        stale.unlink()
     with atomic_output(out_path) as tmp:
         tmp.write_bytes(raw)
+    for name, token in zip(names_beside(out_path, len(tokens)), tokens):
+        with atomic_output(out_path.with_name(name)) as tmp:
+            tmp.write_bytes(token)
+        say(out, f"timestamp: {out_path.with_name(name)}")
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     planned = predicate["design"]

@@ -38,7 +38,7 @@ from verifier.marks.registration import (
 from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
 from verifier.trust.envelopes import public_pem, sign_envelope, statement
-from verifier.trust.timestamps import stamp_envelope, token_names
+from verifier.trust.timestamps import names_beside, stamp_envelope
 
 PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
 INSERT_AFTER_WORDS = 12
@@ -179,7 +179,7 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
         stale.unlink()
     public = {PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
               REGISTRANT: public_pem(key.public_key()), REGISTRATION: envelope}
-    names = [f"{REGISTRATION.removesuffix('.dsse.json')}.{name}" for name in token_names(len(tokens))]
+    names = names_beside(Path(REGISTRATION), len(tokens))
     public |= dict(zip(names, tokens))
     paths |= {name: out / name for name in names}
     for name, data in public.items():  # meant to be published: readable by all

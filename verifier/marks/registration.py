@@ -16,7 +16,6 @@ added or edited afterwards.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -142,25 +141,19 @@ class Registration:
 def registration_tokens(path: Path) -> list[Path]:
     """The timestamp tokens published beside the registration ``path``: ``<name>.timestamp-<n>.tsr``
     for ``<name>.dsse.json``, in token order."""
-    stem = path.name.removesuffix(".dsse.json")
-    found = [(int(m.group(1)), p) for p in path.parent.glob(f"{stem}.timestamp-*.tsr")
-             if (m := re.fullmatch(re.escape(stem) + r"\.timestamp-([1-9][0-9]{0,2})\.tsr", p.name))]
-    return [p for _, p in sorted(found)]
+    from verifier.trust.timestamps import tokens_beside
+
+    return tokens_beside(path)
 
 
 def date_registration(registration: Registration, path: Path, trust_dir: Path | None = None) -> Registration:
     """The registration with its date: each token beside it must date its signature (else it is
     refused, naming the token); the earliest token a pinned TSA vouches for sets the date, else the
     registrant's signed ``created`` does (and the report says it is the registrant's own word)."""
-    from verifier.trust.timestamps import MAX_TOKEN_BYTES, check_token, load_tsa_certificates
+    from verifier.trust.timestamps import check_token, load_tsa_certificates, read_tokens_beside
 
     pinned = load_tsa_certificates([], trust_dir)
-    stamps = []
-    for token in registration_tokens(path):
-        data = _read(token, "timestamp token")
-        if len(data) > MAX_TOKEN_BYTES:
-            raise VerifierError(f"{token.name}: larger than any timestamp token")
-        stamps.append(check_token(data, registration.signature, pinned, token.name))
+    stamps = [check_token(data, registration.signature, pinned, name) for name, data in read_tokens_beside(path)]
     trusted = sorted((t for t in stamps if t.pinned), key=lambda t: t.time)
     if trusted:
         first = trusted[0]

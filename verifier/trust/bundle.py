@@ -105,6 +105,7 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
         files[PUBLIC_KEY] = public_pem(private_key.public_key())
     if result.plan_bytes is not None:
         files[PLAN] = result.plan_bytes
+        files |= dict(result.plan_tokens)
     manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())},
                 "run": run or {}}
     files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
@@ -209,7 +210,7 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
     public = load_public_key(pem, PUBLIC_KEY)
     signer = key_id(public_pem(public))
-    _check_plan(findings, entries, signer)
+    _check_plan(findings, entries, signer, tsa_certificates or [])
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
     signature = verified_signature(envelope, public)
     timestamps = tuple(check_token(entries[name], signature, tsa_certificates or [], name) for name in sorted(entries, key=_token_order)
@@ -222,25 +223,35 @@ def _token_order(name: str) -> tuple[int, str]:
     return (int(match.group(1)), name) if match else (0, name)
 
 
-def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str) -> None:
+def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str, tsa_certificates: list[Any]) -> None:
     """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
     the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
     findings that do not name it."""
-    from verifier.plan import parse_plan, plan_record
+    from verifier.plan import CLOCK, parse_plan, plan_record, tsa_clock
 
     record = findings.get("preregistration")
     registered = isinstance(record, dict) and record.get("registered") is True
-    if PLAN in entries and not registered:
+    tokens = tuple(sorted(((name, data) for name, data in entries.items() if PLAN_TOKEN.fullmatch(name)),
+                          key=lambda item: int(PLAN_TOKEN.fullmatch(item[0]).group(1))))  # type: ignore[union-attr]
+    if (PLAN in entries or tokens) and not registered:
         raise VerifierError(f"{PLAN}: differs: the findings do not say the audit was pre-registered")
     if not registered:
         return
     if PLAN not in entries:
         raise VerifierError(f"{PLAN}: differs: the findings say the audit was pre-registered, but the plan is missing")
-    plan = parse_plan(entries[PLAN], PLAN)
+    plan = parse_plan(entries[PLAN], PLAN, tokens)
     if plan.signer != signer:
         raise VerifierError(f"{PLAN}: differs: signed by another key than the bundle (a plan counts only as the auditor's own)")
-    if plan_record(plan, PLAN) != record:
-        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (its digest, signer, time or design)")
+    expected = plan_record(plan, PLAN, tsa_certificates)  # every token must date the plan's signature
+    clock_keys = {"clock", "timestamped"}  # whose clock the auditor pinned: checked against the tokens, not the reader's pins
+    said = {k: v for k, v in record.items() if k not in clock_keys}
+    if said != {k: v for k, v in expected.items() if k not in clock_keys}:
+        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (its digest, signer, time, design or timestamps)")
+    if "timestamped" in record and not any(t["time"] == record["timestamped"] and tsa_clock(t["tsa"]) == record.get("clock")
+                                           for t in expected.get("timestamps", [])):
+        raise VerifierError(f"{PLAN}: differs: the findings date the plan by a timestamp it does not carry")
+    if "timestamped" not in record and record.get("clock") != CLOCK:
+        raise VerifierError(f"{PLAN}: differs: the findings name a clock the plan's record does not support")
     # The plan must be this audit's: the claim and policy it commits to are the ones the findings hold.
     policy = findings.get("policy") if isinstance(findings.get("policy"), dict) else {}
     if (plan.subjects.get("claim") != hashlib.sha256(canonical_json(findings.get("claim"))).hexdigest()
@@ -262,7 +273,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
             raise ValueError("predicate fields")
     except ValueError:
         raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
-    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES | {PLAN}):
+    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES | {PLAN} and not PLAN_TOKEN.fullmatch(name)):
         raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
     if claimed.predicateType != PREDICATE_TYPE:
         raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
@@ -273,6 +284,7 @@ MAX_FILE_BYTES = 4 << 30
 
 
 TOKEN = re.compile(r"timestamp-([1-9][0-9]{0,2})\.tsr")  # RFC 3161 tokens over the envelope's signature (trust.timestamps)
+PLAN_TOKEN = re.compile(r"plan\.timestamp-([1-9][0-9]{0,2})\.tsr")  # the plan's tokens over the plan's signature: signed files
 READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS, PLAN})  # parsed by verify; every other file is only hashed
 MAX_READ_BYTES = 64 << 20
 
@@ -294,7 +306,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         if not stat.S_ISREG(mode):
             kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
             raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
-        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN} and not TOKEN.fullmatch(entry.name):
+        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN} and not TOKEN.fullmatch(entry.name) and not PLAN_TOKEN.fullmatch(entry.name):
             raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
     for entry in listing:
         try:
@@ -307,7 +319,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
                 raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
             if info.st_size > MAX_FILE_BYTES:
                 raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
-            if TOKEN.fullmatch(entry.name):  # dates the signature rather than being signed: checked as a token
+            if TOKEN.fullmatch(entry.name) or PLAN_TOKEN.fullmatch(entry.name):  # read whole: checked as a token
                 if info.st_size > MAX_TOKEN_BYTES:
                     raise VerifierError(f"{entry.name}: differs: larger than any timestamp token ({info.st_size} bytes)")
                 entries[entry.name] = handle.read(MAX_TOKEN_BYTES + 1)

@@ -170,6 +170,34 @@ def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None) -> l
     return certificates
 
 
+def tokens_beside(path: Path) -> list[Path]:
+    """The tokens published beside the envelope file ``path`` (``NAME.dsse.json``): ``NAME.timestamp-<n>.tsr``, in token order."""
+    import re
+
+    stem = path.name.removesuffix(".dsse.json")
+    found = [(int(m.group(1)), p) for p in path.parent.glob(f"{stem}.timestamp-*{TOKEN_SUFFIX}")
+             if (m := re.fullmatch(re.escape(stem) + r"\.timestamp-([1-9][0-9]{0,2})\.tsr", p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def names_beside(path: Path, count: int) -> list[str]:
+    """Where ``count`` tokens of the envelope file ``path`` are published: ``NAME.timestamp-1.tsr``, ..."""
+    stem = path.name.removesuffix(".dsse.json")
+    return [f"{stem}.{name}" for name in token_names(count)]
+
+
+def read_tokens_beside(path: Path) -> list[tuple[str, bytes]]:
+    """(name, bytes) of each token beside ``path``; one line for a token too large to be one."""
+    tokens = []
+    for token in tokens_beside(path):
+        with open(token, "rb") as handle:
+            data = handle.read(MAX_TOKEN_BYTES + 1)
+        if len(data) > MAX_TOKEN_BYTES:
+            raise VerifierError(f"{token.name}: larger than any timestamp token")
+        tokens.append((token.name, data))
+    return tokens
+
+
 def token_names(count: int, prefix: str = "timestamp-") -> list[str]:
     """Where the tokens of one envelope are stored: ``timestamp-1.tsr``, ``timestamp-2.tsr``, ..."""
     return [f"{prefix}{i}{TOKEN_SUFFIX}" for i in range(1, count + 1)]
