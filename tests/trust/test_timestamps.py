@@ -198,3 +198,32 @@ def test_a_timestamped_plan_puts_the_pre_registration_on_the_tsas_clock(stamping
     refused = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out2"), "--sign-key", str(stamping["key"]),
                                   "--cache-dir", str(tmp_path / "cache"), "--plan", str(tmp_path / "other.dsse.json")])
     assert refused.exit_code == 2 and "plan.timestamp-1.tsr: differs: the token dates other data than this signature" in refused.output
+
+
+def test_hostile_files_beside_a_registration_or_given_as_certificates_are_one_line(stamping, tmp_path):
+    """Found by the outside attack: a FIFO named like a token hung the marks route, a link was
+    followed out of the claim folder, a folder was an internal error; /dev/zero as --tsa-cert ran
+    out of memory and a FIFO hung; a malformed --tsa URL was an internal error; a TSA's leaf
+    certificate could be pinned though it anchors nothing."""
+    import os
+
+    from verifier.errors import VerifierError
+    from verifier.trust.timestamps import read_tokens_beside
+
+    registration = tmp_path / "registration.dsse.json"
+    registration.write_text("{}")
+    (tmp_path / "elsewhere.tsr").write_bytes(b"token")
+    for make in (lambda p: os.mkfifo(p), lambda p: p.mkdir(), lambda p: p.symlink_to(tmp_path / "elsewhere.tsr")):
+        token = tmp_path / "registration.timestamp-1.tsr"
+        make(token)
+        with pytest.raises(VerifierError, match="registration.timestamp-1.tsr: (not a plain file|cannot be read as a plain file)"):
+            read_tokens_beside(registration)
+        token.rmdir() if token.is_dir() and not token.is_symlink() else token.unlink()
+    os.mkfifo(tmp_path / "fifo.pem")
+    for cert in ("/dev/zero", str(tmp_path / "fifo.pem"), str(tmp_path)):
+        shown = runner.invoke(app, ["verify", str(tmp_path), "--tsa-cert", cert])
+        assert shown.exit_code == 2 and "not a plain file" in shown.output and len(shown.output.strip().splitlines()) == 1, shown.output
+    shown = audit(stamping, tmp_path / "out", "http://[::1/x")
+    assert shown.exit_code == 2 and "--tsa http://[::1/x: not a URL" in shown.output
+    leaf = runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "tsa.crt"), "--trust-dir", str(tmp_path / "trust")])
+    assert leaf.exit_code == 2 and "is not a CA certificate; pin the TSA's root CA" in leaf.output

@@ -75,7 +75,8 @@ def _resign(bundle: Path, key_path: Path) -> None:
     (bundle / "envelope.dsse.json").write_text(json.dumps(sign_envelope(body, load_private_key(key_path))))
 
 
-@pytest.mark.parametrize("tamper", ["findings", "pdf", "added file", "removed file", "re-signed", "token", "unaccepted TSA"])
+@pytest.mark.parametrize("tamper", ["findings", "pdf", "added file", "removed file", "re-signed", "token", "unaccepted TSA",
+                                    "name with a line break", "folder", "link"])
 def test_the_procedure_fails_on_a_tampered_copy(example, tmp_path, tamper):
     copy = tmp_path / "copy"
     shutil.copytree(example["bundle"], copy)
@@ -96,5 +97,13 @@ def test_the_procedure_fails_on_a_tampered_copy(example, tmp_path, tamper):
         _flip(copy / "timestamp-1.tsr")
     elif tamper == "unaccepted TSA":
         tsa_ca = example["other_ca"]
+    elif tamper == "name with a line break":  # 'ls' would show it as two names the filter drops (found by the outside attack)
+        (copy / "timestamp-5.tsr\nenvelope.dsse.json").write_text("FORGED REPORT")
+    elif tamper == "folder":
+        (copy / "timestamp-5.tsr\nenvelope.dsse.json").mkdir()
+    elif tamper == "link":  # the same bytes, but from outside the bundle
+        shutil.copy(copy / "report.pdf", tmp_path / "elsewhere.pdf")
+        (copy / "report.pdf").unlink()
+        (copy / "report.pdf").symlink_to(tmp_path / "elsewhere.pdf")
     checked = run_procedure(copy, example["pub"], tsa_ca)
     assert checked.returncode != 0 and "bundle verified with standard tools" not in checked.stdout, tamper

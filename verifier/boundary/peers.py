@@ -136,7 +136,11 @@ def is_loopback(host: str) -> bool:
 def check_endpoint(url: str, what: str, access: PeerAccess) -> None:
     """Refuse a URL an audit must not send documents or keys to: not http(s), carrying
     credentials, or plain http to another machine without the auditor's ``--allow-http``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here, not mid-request
+    except ValueError as exc:
+        raise VerifierError(f"{what} {url}: not a URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise VerifierError(f"{what} {url}: not an http(s) URL")
     if parts.username or parts.password:

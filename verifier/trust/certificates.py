@@ -95,12 +95,9 @@ def check_validity(certificate: x509.Certificate, where: str, now: datetime.date
 
 
 def _read(path: Path, what: str) -> bytes:
-    if not path.is_file():
-        raise VerifierError(f"{what} {path}: not found")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise VerifierError(f"{what} {path}: cannot read ({exc.strerror})") from None
+    from verifier.trust.timestamps import MAX_CERTIFICATE_FILE_BYTES, read_small_file
+
+    return read_small_file(path, MAX_CERTIFICATE_FILE_BYTES, what)
 
 
 def _usable(key: object, certificate: x509.Certificate, where: str) -> SigningKey:

@@ -8,8 +8,9 @@ What is stamped: the SHA-256 of the raw Ed25519 signature of a DSSE envelope (th
 signature's ``sig``, base64-decoded). The signature covers the statement, the statement every
 file, so one token dates everything the envelope signs, and a token cannot be moved to another
 envelope. A token is stored verbatim as the TSA's DER ``TimeStampResp``, in a file of its own
-beside the envelope (``timestamp-<n>.tsr`` in a bundle; ``<registration>.timestamp-<n>.tsr``
-beside a marks registration), so ``openssl ts -verify -in timestamp-1.tsr -data sig.bin -CAfile
+beside the envelope (``timestamp-<n>.tsr`` in a bundle; ``NAME.timestamp-<n>.tsr`` beside a marks
+registration or a plan ``NAME.dsse.json``; a plan's tokens travel into the bundle as signed
+``plan.timestamp-<n>.tsr`` files), so ``openssl ts -verify -in timestamp-1.tsr -data sig.bin -CAfile
 tsa-ca.pem`` checks it without verifier. Tokens are added after signing and are not among the
 statement's subjects; each must date this envelope's signature or verification fails.
 
@@ -153,20 +154,61 @@ def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: 
                      _tsa_name(response), info.serial_number, trusted)
 
 
-def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None) -> list[x509.Certificate]:
-    """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust store's ``tsa/*.pem``."""
+MAX_CERTIFICATE_FILE_BYTES = 1 << 20
+
+
+def read_small_file(path: Path, limit: int, what: str) -> bytes:
+    """A plain file's bytes, at most ``limit``: a folder, link, FIFO or device (which could block or
+    never end) is one line naming ``what`` and the path, as is a file over the limit."""
+    import os
+    import stat
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise VerifierError(f"{what} {path}: not found") from None
+    except OSError as exc:
+        raise VerifierError(f"{what} {path}: cannot be read as a plain file ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise VerifierError(f"{what} {path}: not a plain file")
+    with os.fdopen(descriptor, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise VerifierError(f"{what} {path}: larger than such a file can be ({limit} bytes)")
+    return data
+
+
+def _is_anchor(certificate: x509.Certificate) -> bool:
+    """A certificate that can anchor a chain: a CA, or self-signed."""
+    try:
+        if certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
+            return True
+    except x509.ExtensionNotFound:
+        pass
+    return certificate.issuer == certificate.subject
+
+
+def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what: str = "--tsa-cert") -> list[x509.Certificate]:
+    """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust
+    store's ``tsa/*.pem``. Each must be a CA's (or self-signed): a TSA's own certificate issued by
+    a CA anchors no chain, so pinning it would vouch for nothing."""
     from verifier.trust.envelopes import default_trust_dir
 
     store = (trust_dir or default_trust_dir()) / "tsa"
-    files = list(paths) + (sorted(store.glob("*.pem")) if store.is_dir() else [])
+    files = [(Path(p), what) for p in paths] + [(p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])]
     certificates = []
-    for path in files:
+    for path, label in files:
+        data = read_small_file(path, MAX_CERTIFICATE_FILE_BYTES, label)
         try:
-            certificates += x509.load_pem_x509_certificates(Path(path).read_bytes())
-        except OSError as exc:
-            raise VerifierError(f"--tsa-cert {path}: cannot read ({exc.strerror})") from None
+            found = x509.load_pem_x509_certificates(data)
         except ValueError:
-            raise VerifierError(f"--tsa-cert {path}: not a PEM certificate") from None
+            raise VerifierError(f"{label} {path}: not a PEM certificate") from None
+        for certificate in found:
+            if not _is_anchor(certificate):
+                raise VerifierError(f"{label} {path}: {certificate.subject.rfc4514_string()} is not a CA certificate; pin the TSA's "
+                                    f"root CA (this one is issued by {certificate.issuer.rfc4514_string()})")
+        certificates += found
     return certificates
 
 
@@ -188,19 +230,12 @@ def names_beside(path: Path, count: int) -> list[str]:
 
 def read_tokens_beside(path: Path) -> list[tuple[str, bytes]]:
     """(name, bytes) of each token beside ``path``; one line for a token too large to be one."""
-    tokens = []
-    for token in tokens_beside(path):
-        with open(token, "rb") as handle:
-            data = handle.read(MAX_TOKEN_BYTES + 1)
-        if len(data) > MAX_TOKEN_BYTES:
-            raise VerifierError(f"{token.name}: larger than any timestamp token")
-        tokens.append((token.name, data))
-    return tokens
+    return [(token.name, read_small_file(token, MAX_TOKEN_BYTES, "timestamp token")) for token in tokens_beside(path)]
 
 
-def token_names(count: int, prefix: str = "timestamp-") -> list[str]:
-    """Where the tokens of one envelope are stored: ``timestamp-1.tsr``, ``timestamp-2.tsr``, ..."""
-    return [f"{prefix}{i}{TOKEN_SUFFIX}" for i in range(1, count + 1)]
+def token_names(count: int) -> list[str]:
+    """Where the tokens of a bundle's envelope are stored: ``timestamp-1.tsr``, ``timestamp-2.tsr``, ..."""
+    return [f"timestamp-{i}{TOKEN_SUFFIX}" for i in range(1, count + 1)]
 
 
 def stamp_envelope(envelope_bytes: bytes, urls: list[str], access: object = None) -> list[bytes]:
@@ -217,9 +252,7 @@ def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Pa
 
     from verifier.trust.envelopes import default_trust_dir
 
-    (certificate, *_) = load_tsa_certificates([path]) or [None]
-    if certificate is None:
-        raise VerifierError(f"{path}: holds no certificate")
+    certificate = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")[0]
     pem = certificate.public_bytes(serialization.Encoding.PEM)
     store = (trust_dir or default_trust_dir()) / "tsa"
     store.mkdir(parents=True, exist_ok=True)
