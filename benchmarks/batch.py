@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 from fraction import draw
-from soundness import testbed_pool
+from soundness import testbed_pools
 
 from verifier.dataset_inference.power import wilson
 from verifier.dataset_inference.rules import SetTestParams
@@ -68,12 +68,7 @@ def main() -> None:
     permutations = SetTestParams(alpha=ALPHA).for_family(CLAIMS).n_permutations
     where = "" if args.preset == "light" else f", {args.preset} testbeds"
     cache = ScoreCache()
-    pools, digests = [], []
-    for seed in range(args.builds):
-        pool, manifest = testbed_pool(args.preset, seed, cache, with_variants=False)
-        pools.append(pool)
-        digests.append(manifest["digest"])
-        print(f"{args.preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
+    pools, digests = testbed_pools(args.preset, args.builds, cache)
     common = {"route": "dataset_inference", "n": N, "builds": len(pools)}
     rows = []
 

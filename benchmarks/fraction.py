@@ -24,7 +24,7 @@ import sys
 import time
 
 import numpy as np
-from soundness import testbed_pool
+from soundness import testbed_pools
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson
@@ -58,12 +58,7 @@ def main() -> None:
     sizes = [int(n) for n in args.sizes.split(",")]
     where = "" if args.preset == "light" else f", {args.preset} testbeds"  # the light rows were the first recorded: their names stay
     cache = ScoreCache()
-    pools, digests = [], []
-    for seed in range(args.builds):
-        pool, manifest = testbed_pool(args.preset, seed, cache, with_variants=False)
-        pools.append(pool)
-        digests.append(manifest["digest"])
-        print(f"{args.preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
+    pools, digests = testbed_pools(args.preset, args.builds, cache)
     rows = []
     print(f"\n== 1-2. fraction bound (95% confidence) and documents identified at q = {Q}; {args.builds} builds x {args.audits} audits a cell")
     print("| n | true fraction | coverage [95% CI] | coverage across builds | mean bound | mean estimate | mean FDP [95% CI] | FDP across builds | mean identified |")

@@ -103,6 +103,17 @@ def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool)
     return pool, testbed.manifest
 
 
+def testbed_pools(preset: str, builds: int, cache: ScoreCache) -> tuple[list[Pool], list[str]]:
+    """``builds`` independently built testbeds of ``preset`` (seeds 0..builds-1) and their digests, each announced."""
+    pools, digests = [], []
+    for seed in range(builds):
+        pool, manifest = testbed_pool(preset, seed, cache, with_variants=False)
+        pools.append(pool)
+        digests.append(manifest["digest"])
+        print(f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
+    return pools, digests
+
+
 def audits(pool: Pool, trials: int, rng: np.random.Generator, make: Callable, params: SetTestParams = PARAMS) -> Counter:
     """Run ``trials`` audits; ``make(rng)`` returns (suspect, heldout) DocumentSets."""
     counts: Counter = Counter()

@@ -15,6 +15,22 @@ ROOT = Path(__file__).resolve().parent.parent
 WIKIMIA = ROOT / "verifier" / "examples" / "data" / "wikimia"
 
 
+def write_refused_claim(folder: Path, claim_id: str) -> Path:
+    """A claim refused on its declared years (2016 vs 2023): audited in seconds, no model loaded."""
+    import shutil
+
+    import yaml
+
+    shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
+    claim = {"claim": {"id": claim_id, "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
+                       "made_by": "tests"},
+             "model": {"target": "smollm2-135m"},
+             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
+                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
+    (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
+    return folder / "claim.yaml"
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

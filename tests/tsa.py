@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -25,8 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
-from conftest import WIKIMIA
+from conftest import write_refused_claim
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -191,13 +189,7 @@ def stamping(tmp_path_factory) -> dict[str, Path]:
     from verifier.trust.envelopes import generate_key
 
     folder = tmp_path_factory.mktemp("stamped")
-    shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
-    claim = {"claim": {"id": "stamped", "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
-                       "made_by": "tests"},
-             "model": {"target": "smollm2-135m"},
-             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
-                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
-    (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
+    claim = write_refused_claim(folder, "stamped")
     generate_key(folder / "signing.key")
-    return {"claim": folder / "claim.yaml", "key": folder / "signing.key", "pub": folder / "signing.key.pub",
+    return {"claim": claim, "key": folder / "signing.key", "pub": folder / "signing.key.pub",
             "tsa": make_tsa_ca(folder / "tsa"), "rogue": make_tsa_ca(folder / "rogue", "Rogue TSA")}

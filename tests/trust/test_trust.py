@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, WIKIMIA
+from conftest import ROOT, WIKIMIA, write_refused_claim
 from typer.testing import CliRunner
 
 from verifier.audit import run_audit
@@ -36,15 +36,7 @@ def never_load(role: str):
 @pytest.fixture(scope="module")
 def refused_claim(tmp_path_factory) -> Path:
     """A claim refused on its declared years: audited in seconds, no model loaded."""
-    folder = tmp_path_factory.mktemp("claim")
-    shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
-    claim = {"claim": {"id": "forgery-target", "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
-                       "made_by": "tests"},
-             "model": {"target": "smollm2-135m"},
-             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
-                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
-    (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
-    return folder / "claim.yaml"
+    return write_refused_claim(tmp_path_factory.mktemp("claim"), "forgery-target")
 
 
 @pytest.fixture(scope="module")
