@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tsa import LoopbackTSA, make_tsa_ca
 from typer.testing import CliRunner
 
 from verifier.cli import app
+from verifier.trust.certificates import document_paths
 from verifier.trust.envelopes import generate_key, load_private_key, sign_envelope
 
 runner = CliRunner()
@@ -60,6 +62,12 @@ def test_the_procedure_verifies_a_bundled_example(example):
     assert "claim corpus-pg19: VERIFIED" in checked.stdout and checked.stdout.rstrip().endswith("bundle verified with standard tools")
     assert runner.invoke(app, ["verify", str(example["bundle"]), "--key", str(example["pub"]), "--tsa-cert",
                                str(example["tsa_ca"])]).exit_code == 0  # the two checks agree
+    # The bundled example's report PDF also validates in pyHanko against the signer's published certificate.
+    pyhanko = str(Path(sys.executable).with_name("pyhanko"))
+    checked = subprocess.run([pyhanko, "sign", "validate", "--pretty-print", "--trust-replace", "--trust",
+                              str(document_paths(example["key"])[1]), "--trust", str(example["tsa_ca"]),
+                              str(example["bundle"] / "report.pdf")], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0 and "The signature is judged VALID." in checked.stdout and "verifier signer " in checked.stdout
 
 
 def _flip(path: Path) -> None:
