@@ -171,3 +171,36 @@ def test_an_unusable_report_certificate_is_refused_before_the_audit(stamping, or
     result = audit(stamping, tmp_path / "out", *extra)
     assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1, result.output
     assert not (tmp_path / "out").exists() or not any(p.name.startswith("stamped-") for p in (tmp_path / "out").iterdir())
+
+
+def test_a_signer_cannot_bundle_another_audits_signed_report(signed, stamping, tmp_path):
+    """The statement's subjects recomputed and re-signed with the genuine key over a signed report
+    of another audit: the files and the signature hold, but the report names other findings."""
+    import base64
+    import hashlib
+
+    import yaml
+
+    from verifier.trust.envelopes import load_private_key, sign_envelope
+
+    other_claim = tmp_path / "claim.yaml"
+    data = yaml.safe_load(stamping["claim"].read_text())
+    data["claim"]["statement"] = "Another statement, so other findings."
+    shutil.copy(stamping["claim"].parent / "docs.jsonl", tmp_path / "docs.jsonl")
+    other_claim.write_text(yaml.safe_dump(data))
+    result = runner.invoke(app, ["audit", str(other_claim), "--out", str(tmp_path / "other"), "--sign-key", str(stamping["key"]),
+                                 "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    copy = tmp_path / "copy"
+    shutil.copytree(signed, copy)
+    for token in copy.glob("timestamp-*.tsr"):
+        token.unlink()  # tokens date the old signature
+    shutil.copy(bundle_of(tmp_path / "other") / "report.pdf", copy / "report.pdf")
+    envelope = json.loads((copy / "envelope.dsse.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    for subject in statement["subject"]:
+        subject["digest"]["sha256"] = hashlib.sha256((copy / subject["name"]).read_bytes()).hexdigest()
+    body = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    (copy / "envelope.dsse.json").write_text(json.dumps(sign_envelope(body, load_private_key(stamping["key"]))))
+    shown = runner.invoke(app, ["verify", str(copy), "--key", str(stamping["pub"])])
+    assert shown.exit_code == 2 and "report.pdf: differs: its PDF signature names other findings than findings.json" in shown.output

@@ -208,6 +208,7 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
     if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
+    _check_report_names_findings(folder, subjects)
     public = load_public_key(pem, PUBLIC_KEY)
     signer = key_id(public_pem(public))
     _check_plan(findings, entries, signer, tsa_certificates or [])
@@ -221,6 +222,29 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
 def _token_order(name: str) -> tuple[int, str]:
     match = TOKEN.fullmatch(name)
     return (int(match.group(1)), name) if match else (0, name)
+
+
+def _check_report_names_findings(folder: Path, subjects: dict[str, str]) -> None:
+    """A report PDF signed by verifier names the findings it reports (its signature's reason): a
+    signer cannot bundle the signed report of another audit with these findings. A report without
+    that signature (an unsigned audit's, or one of a bundle older than PDF signing) is only hashed."""
+    from verifier.trust.pdf_signing import REASON_DIGEST, signed_reason
+
+    try:
+        fd = os.open(folder / "report.pdf", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        raise VerifierError("report.pdf: differs: cannot be opened as a plain file") from None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        return  # hashed above; too large to parse here
+    if sha256(data) != subjects.get("report.pdf"):
+        raise VerifierError("report.pdf: differs: SHA-256 does not match the signed statement")
+    reason = signed_reason(data)
+    named = REASON_DIGEST.search(reason or "")
+    findings = subjects.get(FINDINGS)
+    if reason is not None and (named is None or named.group(1) != findings):
+        raise VerifierError("report.pdf: differs: its PDF signature names other findings than findings.json")
 
 
 def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str, tsa_certificates: list[Any]) -> None:
