@@ -29,7 +29,6 @@ from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, load_claim
 from verifier.errors import VerifierError
 from verifier.plan import NOT_REGISTERED, check_plan, read_plan
-from verifier.trust.timestamps import load_tsa_certificates
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
@@ -38,6 +37,7 @@ from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, ScoringOptions, Target, kind_of, kind_of_target, load_target
 from verifier.targets.model_source import BUNDLED
 from verifier.trust.digests import findings_digest
+from verifier.trust.timestamps import load_tsa_certificates
 from verifier.validation import for_audit
 
 if TYPE_CHECKING:
@@ -245,16 +245,6 @@ class BundleResult:
     created_certificate: Path | None = None  # the self-signed report certificate, when this run issued it
 
 
-def check_tsa(tsa: list[str] | None, sign: bool, access: PeerAccess | None) -> None:
-    """Refuse time-stamping authorities an audit could not use, before anything runs."""
-    from verifier.boundary.peers import check_endpoint
-
-    if tsa and not sign:
-        raise VerifierError("--tsa: an unsigned bundle (--no-sign) has no signature to timestamp")
-    for url in tsa or []:
-        check_endpoint(url, "--tsa", access or PeerAccess())
-
-
 def audit_to_bundle(
     claim: str | Path,
     out_dir: Path = Path("evidence"),
@@ -283,6 +273,7 @@ def audit_to_bundle(
     from verifier.trust.certificates import PdfSigning
     from verifier.trust.envelopes import key_id, public_pem
     from verifier.trust.pdf_signing import sign_pdf
+    from verifier.trust.timestamps import check_tsa
 
     check_tsa(tsa, sign, access)
     key, created = signing_key(sign_key) if sign else (None, None)

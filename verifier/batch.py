@@ -246,13 +246,14 @@ def run_batch(
 ) -> BatchResult:
     """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module
     docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
-    from verifier.audit import check_tsa, run_audit
+    from verifier.audit import run_audit
     from verifier.report import render_html, render_pdf
     from verifier.targets import ScoreCache
     from verifier.trust import write_bundle
     from verifier.trust.digests import findings_digest
     from verifier.trust.envelopes import key_id, public_pem
     from verifier.trust.pdf_signing import sign_pdf
+    from verifier.trust.timestamps import check_tsa
 
     check_tsa(tsa, key is not None, access)
     batch = load_batch(path)

@@ -38,7 +38,6 @@ from verifier.trust.envelopes import (
     read_statement,
     sign_envelope,
     statement,
-    verified_signature,
     verify_envelope,
 )
 
@@ -154,13 +153,14 @@ def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = (
     if claimed.predicateType != PLAN_PREDICATE:
         raise VerifierError(f"{where}: not a plan (its statement is a {claimed.predicateType[:80]!r})")
     public = load_public_key(pem, f"{where}: public_key")
-    verified = read_statement(verify_envelope(envelope, public, where))  # what the signature covers
+    body, signature = verify_envelope(envelope, public, where)
+    verified = read_statement(body)  # what the signature covers
     try:
         subjects = verified.subjects()
     except ValueError as exc:
         raise VerifierError(f"{where}: {exc}") from None
     return Plan(subjects, verified.predicate, key_id(public_pem(public)), hashlib.sha256(raw).hexdigest(), raw,
-                verified_signature(envelope, public, where), tokens)
+                signature, tokens)
 
 
 def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:

@@ -53,11 +53,11 @@ def make(
                           siblings=siblings, repeats=repeats if kind == "trap" else 1) for kind in kinds]
     except ValidationError as exc:
         raise VerifierError(f"marks make: {first_validation_error(exc, top='options')}") from None
-    from verifier.boundary.peers import PeerAccess, check_endpoint
+    from verifier.boundary.peers import PeerAccess
+    from verifier.trust.timestamps import check_tsa
 
     access = PeerAccess(allow_http=allow_http)
-    for url in tsa or []:
-        check_endpoint(url, "--tsa", access)
+    check_tsa(tsa, access=access)
     paths, created = make_files(documents, out_dir, specs, sign_key, name or documents.stem, text_field, id_field, rephraser, seed, force,
                                 tsa, access)
     if created:

@@ -39,12 +39,11 @@ def plan(
         raise VerifierError(f"--effect {effect}: a Cohen's d above 0 and at most 10")
     if out_path.exists() and not force:
         raise VerifierError(f"{out_path}: exists; refusing to replace it (--force replaces it)")
-    from verifier.boundary.peers import PeerAccess, check_endpoint
-    from verifier.trust.timestamps import names_beside, stamp_envelope, tokens_beside
+    from verifier.boundary.peers import PeerAccess
+    from verifier.trust.timestamps import check_tsa, names_beside, stamp_envelope, tokens_beside
 
     access = PeerAccess(allow_http=allow_http)
-    for url in tsa or []:
-        check_endpoint(url, "--tsa", access)
+    check_tsa(tsa, access=access)
     key, created = signing_key(sign_key)
     raw, predicate = make_plan(claim, key, effect)
     tokens = stamp_envelope(raw, tsa, access) if tsa else []  # before anything is written

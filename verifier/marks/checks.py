@@ -4,6 +4,7 @@ and for ``verifier marks test``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -29,9 +30,9 @@ def checked_registration(registration: Path, siblings: Path, released: date | No
     naming the file. The date is the earliest pinned TSA's token, else the registrant's own, which
     ``require_timestamp`` refuses. ``target_weights`` is called only once the date has passed (it
     may load the model)."""
-    found = date_registration(read_registration(registration, pinned_sha256, trust_dir), registration, trust_dir)
-    dated = found.dated
-    assert dated is not None
+    found = read_registration(registration, pinned_sha256, trust_dir)
+    dated = date_registration(found, registration, trust_dir)
+    found = replace(found, dated=dated)
     if require_timestamp and not dated.trusted:
         raise VerifierError(f"{registration.name}: refused: the policy requires a timestamp of a time-stamping authority the "
                             "auditor pins, and the registration's date is only the registrant's own statement")

@@ -33,12 +33,11 @@ from verifier.marks.registration import (
     Registration,
     Secrets,
     commitment,
-    registration_tokens,
 )
 from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
 from verifier.trust.envelopes import public_pem, sign_envelope, statement
-from verifier.trust.timestamps import names_beside, stamp_envelope
+from verifier.trust.timestamps import names_beside, stamp_envelope, tokens_beside
 
 PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
 INSERT_AFTER_WORDS = 12
@@ -175,7 +174,7 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
     with atomic_output(paths[SECRETS]) as tmp:
         tmp.chmod(0o600)
         tmp.write_bytes(secrets_bytes)
-    for stale in registration_tokens(paths[REGISTRATION]):  # a replaced registration's tokens date another signature
+    for stale in tokens_beside(paths[REGISTRATION]):  # a replaced registration's tokens date another signature
         stale.unlink()
     public = {PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
               REGISTRANT: public_pem(key.public_key()), REGISTRATION: envelope}

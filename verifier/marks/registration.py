@@ -16,7 +16,7 @@ added or edited afterwards.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,6 @@ from verifier.trust.envelopes import (
     load_public_key,
     pinned_public_keys,
     read_statement,
-    verified_signature,
     verify_envelope,
 )
 from verifier.trust.timestamps import Timestamp
@@ -135,21 +134,14 @@ class Registration:
     signer: str  # fingerprint of the pinned key
     sha256: str  # of the registration file
     signature: bytes = b""  # the raw signature that verified: what a timestamp must date
-    dated: RegistrationDate | None = None  # set by ``date_registration``
+    dated: RegistrationDate | None = None  # set by ``checked_registration`` (``date_registration``)
 
 
-def registration_tokens(path: Path) -> list[Path]:
-    """The timestamp tokens published beside the registration ``path``: ``<name>.timestamp-<n>.tsr``
-    for ``<name>.dsse.json``, in token order."""
-    from verifier.trust.timestamps import tokens_beside
-
-    return tokens_beside(path)
-
-
-def date_registration(registration: Registration, path: Path, trust_dir: Path | None = None) -> Registration:
-    """The registration with its date: each token beside it must date its signature (else it is
-    refused, naming the token); the earliest token a pinned TSA vouches for sets the date, else the
-    registrant's signed ``created`` does (and the report says it is the registrant's own word)."""
+def date_registration(registration: Registration, path: Path, trust_dir: Path | None = None) -> RegistrationDate:
+    """When the registration at ``path`` existed: each token beside it must date its signature
+    (else it is refused, naming the token); the earliest token a pinned TSA vouches for sets the
+    date, else the registrant's signed ``created`` does (and the report says it is the registrant's
+    own word)."""
     from verifier.trust.timestamps import check_token, load_tsa_certificates, read_tokens_beside
 
     pinned = load_tsa_certificates([], trust_dir)
@@ -157,12 +149,10 @@ def date_registration(registration: Registration, path: Path, trust_dir: Path | 
     trusted = sorted((t for t in stamps if t.pinned), key=lambda t: t.time)
     if trusted:
         first = trusted[0]
-        dated = RegistrationDate(first.time, f"the clock of the time-stamping authority {first.tsa} (a token the auditor's trust "
-                                 "store pins)", True, tuple(stamps))
-    else:
-        dated = RegistrationDate(registration.predicate.created, "the registrant's own statement (no timestamp of a pinned "
-                                 "time-stamping authority)", False, tuple(stamps))
-    return replace(registration, dated=dated)
+        return RegistrationDate(first.time, f"the clock of the time-stamping authority {first.tsa} (a token the auditor's trust "
+                                "store pins)", True, tuple(stamps))
+    return RegistrationDate(registration.predicate.created, "the registrant's own statement (no timestamp of a pinned "
+                            "time-stamping authority)", False, tuple(stamps))
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -208,8 +198,7 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
                             "public key with 'verifier keys trust' only if you trust the dates it signs")
     try:
         public = load_public_key(pinned[signer], "trust store")
-        body = verify_envelope(envelope, public, where=name)
-        signature = verified_signature(envelope, public, where=name)
+        body, signature = verify_envelope(envelope, public, where=name)
     except VerifierError:
         raise VerifierError(f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}") from None
     try:

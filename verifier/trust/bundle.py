@@ -46,7 +46,6 @@ from verifier.trust.envelopes import (
     sign_envelope,
     statement,
     trusted_keys,
-    verified_signature,
     verify_envelope,
 )
 from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token
@@ -185,7 +184,7 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
     if pem is None:
         raise VerifierError(f"{PUBLIC_KEY}: differs: file is missing")
     try:
-        verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key"))
+        _, signature = verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key"))
     except VerifierError:
         if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
             raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
@@ -208,12 +207,10 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"{FINDINGS}: differs: not readable findings") from None
     if differs := [key for key, value in said.items() if claimed.predicate[key] != value]:
         raise VerifierError(f"{ENVELOPE}: differs: the statement's {differs[0]} is not the one {FINDINGS} holds")
-    _check_report_names_findings(folder, subjects)
-    public = load_public_key(pem, PUBLIC_KEY)
-    signer = key_id(public_pem(public))
+    _check_report_names_findings(entries, subjects)
+    signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     _check_plan(findings, entries, signer, tsa_certificates or [])
     pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
-    signature = verified_signature(envelope, public)
     timestamps = tuple(check_token(entries[name], signature, tsa_certificates or [], name) for name in sorted(entries, key=_token_order)
                        if TOKEN.fullmatch(name))
     return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects), timestamps)
@@ -224,27 +221,19 @@ def _token_order(name: str) -> tuple[int, str]:
     return (int(match.group(1)), name) if match else (0, name)
 
 
-def _check_report_names_findings(folder: Path, subjects: dict[str, str]) -> None:
+def _check_report_names_findings(entries: dict[str, bytes], subjects: dict[str, str]) -> None:
     """A report PDF signed by verifier names the findings it reports (its signature's reason): a
     signer cannot bundle the signed report of another audit with these findings. A report without
-    that signature (an unsigned audit's, or one of a bundle older than PDF signing) is only hashed."""
+    that signature (an unsigned audit's, or one of a bundle older than PDF signing), or one too
+    large to parse here, is only hashed."""
     from verifier.trust.pdf_signing import REASON_DIGEST, signed_reason
 
-    try:
-        fd = os.open(folder / "report.pdf", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        raise VerifierError("report.pdf: differs: cannot be opened as a plain file") from None
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_READ_BYTES + 1)
-    if len(data) > MAX_READ_BYTES:
-        return  # hashed above; too large to parse here
-    if sha256(data) != subjects.get("report.pdf"):
-        raise VerifierError("report.pdf: differs: SHA-256 does not match the signed statement")
-    reason = signed_reason(data)
+    if REPORT_PDF not in entries:
+        return
+    reason = signed_reason(entries[REPORT_PDF])
     named = REASON_DIGEST.search(reason or "")
-    findings = subjects.get(FINDINGS)
-    if reason is not None and (named is None or named.group(1) != findings):
-        raise VerifierError("report.pdf: differs: its PDF signature names other findings than findings.json")
+    if reason is not None and (named is None or named.group(1) != subjects.get(FINDINGS)):
+        raise VerifierError(f"{REPORT_PDF}: differs: its PDF signature names other findings than findings.json")
 
 
 def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str, tsa_certificates: list[Any]) -> None:
@@ -310,6 +299,7 @@ MAX_FILE_BYTES = 4 << 30
 TOKEN = re.compile(r"timestamp-([1-9][0-9]{0,2})\.tsr")  # RFC 3161 tokens over the envelope's signature (trust.timestamps)
 PLAN_TOKEN = re.compile(r"plan\.timestamp-([1-9][0-9]{0,2})\.tsr")  # the plan's tokens over the plan's signature: signed files
 READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS, PLAN})  # parsed by verify; every other file is only hashed
+REPORT_PDF = "report.pdf"  # also read whole when it is no larger than MAX_READ_BYTES: its signature's reason is checked
 MAX_READ_BYTES = 64 << 20
 
 
@@ -348,7 +338,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
                     raise VerifierError(f"{entry.name}: differs: larger than any timestamp token ({info.st_size} bytes)")
                 entries[entry.name] = handle.read(MAX_TOKEN_BYTES + 1)
                 digests[entry.name] = sha256(entries[entry.name])
-            elif entry.name in READ_WHOLE:
+            elif entry.name in READ_WHOLE or (entry.name == REPORT_PDF and info.st_size <= MAX_READ_BYTES):
                 if info.st_size > MAX_READ_BYTES:
                     raise VerifierError(f"{entry.name}: differs: larger than any {entry.name} ({info.st_size} bytes)")
                 entries[entry.name] = handle.read(MAX_READ_BYTES + 1)

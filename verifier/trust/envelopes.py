@@ -215,27 +215,21 @@ def read_statement(body: bytes) -> Statement:
     return statement
 
 
-def verify_envelope(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
-    """The payload, if some signature in the envelope verifies under ``public``; else an error naming ``where``."""
+def verify_envelope(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> tuple[bytes, bytes]:
+    """(the payload, the raw bytes of the first signature that verifies under ``public``); else an
+    error naming ``where``. The signature is what a timestamp must date: a token over another
+    signature in the envelope dates nothing this key signed."""
     try:
         body = envelope.body()
         if envelope.payloadType != PAYLOAD_TYPE:
             raise ValueError("not a DSSE envelope of an in-toto statement")
     except ValueError:
         raise VerifierError(f"{where}: differs: malformed DSSE envelope") from None
-    verified_signature(envelope, public, where)
-    return body
-
-
-def verified_signature(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> bytes:
-    """The raw bytes of the envelope's first signature that verifies under ``public`` (what a
-    timestamp must date: a token over another signature in the envelope dates nothing this key signed)."""
-    body = envelope.body()
     for entry in envelope.signatures:
         try:
             raw = base64.b64decode(entry.sig, validate=True)
             public.verify(raw, pae(envelope.payloadType, body))
-            return raw
+            return body, raw
         except (InvalidSignature, ValueError):
             continue
     raise VerifierError(f"{where}: differs: signature does not verify under the public key")

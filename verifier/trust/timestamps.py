@@ -65,6 +65,18 @@ def signature_bytes(envelope: dict) -> bytes:  # type: ignore[type-arg]
         raise VerifierError("envelope: no readable signature to timestamp") from None
 
 
+def check_tsa(urls: list[str] | None, signed: bool = True, access: object = None) -> None:
+    """Refuse time-stamping authorities a command could not use, before anything runs: a URL that
+    is not http(s), carries credentials or leaves the machine over plain http (the peer client's
+    rules), or a TSA for an unsigned output, which has no signature to date."""
+    from verifier.boundary.peers import PeerAccess, check_endpoint
+
+    if urls and not signed:
+        raise VerifierError("--tsa: an unsigned bundle (--no-sign) has no signature to timestamp")
+    for url in urls or []:
+        check_endpoint(url, "--tsa", access or PeerAccess())  # type: ignore[arg-type]
+
+
 def post_query(query: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
     """The TSA's answer to a DER ``TimeStampReq``, through the peer client (bounded time and size,
     no redirects, http only to loopback unless allowed); one line on failure."""
