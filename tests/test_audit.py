@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 import yaml
 from conftest import ROOT, read_jsonl
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from verifier.audit import run_audit
 from verifier.cli import app
+from verifier.data import load_documents
 from verifier.errors import VerifierError
 from verifier.report import render_html
 from verifier.targets import ScoreCache
@@ -310,3 +312,49 @@ def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bun
     (tmp_path / "forged.json").write_text(json.dumps(envelope))
     forged = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "forged.json"), "--no-sign"])
     assert forged.exit_code == 2 and "--plan forged.json" in forged.output
+
+
+def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbed, tmp_path):
+    """ReCaLL's prefix documents are drawn from the held-out set and never tested; Con-ReCall, which
+    needs known members, is not computable in an audit; DC-PDD reads the claim's frequency table of
+    the testbed's tokenizer (counted over public book openings) and refuses one of another tokenizer."""
+    import pandas as pd
+
+    from verifier.targets.cache import text_digest
+
+    folder = testbed_claim.parent
+    table = folder / "books.smallbed.npz"
+    result = runner.invoke(app, ["frequencies", str(folder / "testbed" / "build" / "model"),
+                                 str(EXAMPLES / "data" / "corpus" / "demo-v1" / "pg19-openings.jsonl"), "--out", str(table)])
+    assert result.exit_code == 0, result.output
+    policy = (ROOT / "verifier" / "policies" / "default.yaml").read_text()
+    policy = policy.replace("signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
+                            "signals: [loss, recall, con_recall, dc_pdd, pac]", 1)
+    (folder / "prefixed-policy.yaml").write_text(policy)
+    claim = yaml.safe_load(testbed_claim.read_text())
+    claim["policy"] = "prefixed-policy.yaml"
+    claim["model"]["max_tokens"] = 64  # room for a prefix in the testbed's 128-token window
+    claim["evidence"]["token_frequencies"] = table.name
+    path = folder / "prefixed.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    audited = run_audit(path, cache=ScoreCache(tmp_path))
+    di = next(r for r in audited.findings["path"] if r["route"] == "dataset_inference")
+    metrics = di["outcome"]["metrics"]
+    assert metrics["signals"] == ["loss", "recall", "dc_pdd", "pac"]
+    assert "member_prefix" in metrics["not_computable"]["con_recall"]
+    aux = metrics["auxiliary"]
+    assert aux["nonmember_prefix"]["documents"] == 5 and "drawn from the held-out set" in aux["prefix_source"]
+    assert aux["token_frequencies"]["documents"] == 500
+    heldout = load_documents(folder / "testbed" / "build" / "documents.jsonl", label_field=None, where={"member": 0, "period": "pre-2017"})
+    assert metrics["n_heldout"] == len(heldout.texts) - 5
+    scored = set(audited.scores["text_sha256"])
+    held_digests = {text_digest(t) for t in heldout.texts}
+    assert len(held_digests - scored) >= 5  # the prefix documents (and only duplicates besides) were never scored
+    assert audited.findings["verdict"] == "SUPPORTED"
+    assert isinstance(audited.scores, pd.DataFrame) and np.isfinite(audited.scores["recall"]).all()
+    # A table counted with another tokenizer is refused in one line.
+    (folder / "other.npz").write_bytes((EXAMPLES / "data" / "frequencies" / "pg19-openings.smollm2-135m.npz").read_bytes())
+    claim["evidence"]["token_frequencies"] = "other.npz"
+    path.write_text(yaml.safe_dump(claim))
+    with pytest.raises(VerifierError, match="another tokenizer"):
+        run_audit(path, cache=ScoreCache(tmp_path))

@@ -32,6 +32,7 @@ class Role(StrEnum):
     HELDOUT = "heldout"  # private, same period, certainly not trained on: the comparison set of dataset inference
     CONTROL = "control"  # known non-members of the suspect's period, kept apart from the held-out set to check it
     DATED = "dated"  # a set with declared dates (often after the cutoff): the comparison set of the date-shift check
+    PREFIX = "prefix"  # known non-members that prefixed signals (ReCaLL) put before every text; never tested
 
 
 class ClaimKind(str, Enum):
@@ -177,6 +178,10 @@ class Evidence(Strict):
     dated: DocumentRef | None = Field(None, description="a set with declared dates (often text published after the cutoff); "
                                        "its old name 'reference' is read too, for a release")
     control: DocumentRef | None = Field(None, description="known non-members of the suspect's period")
+    prefix: DocumentRef | None = Field(None, description="known non-members that prefixed signals (recall) put before every "
+                                       "scored text; never tested (default: documents drawn from the held-out set)")
+    token_frequencies: Path | None = Field(None, description="a token frequency table of the target's tokenizer for dc_pdd "
+                                           "('verifier frequencies'; default: the bundled one, where it matches)")
     corpus: CorpusRef | None = Field(None, description="a published corpus or index")
     marks: MarksRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
 
@@ -217,6 +222,10 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
         _inside(path, f"evidence.{role}.path", ref.path)
         if not (path.parent / ref.path).is_file():
             raise VerifierError(f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)")
+    if (table := claim.evidence.token_frequencies) is not None:
+        _inside(path, "evidence.token_frequencies", table)
+        if not (path.parent / table).is_file():
+            raise VerifierError(f"{path}: evidence.token_frequencies: file {table} not found")
     corpus = claim.evidence.corpus
     if corpus is not None and corpus.api is None:
         _inside(path, "evidence.corpus.index", Path(corpus.index))

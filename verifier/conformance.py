@@ -24,14 +24,14 @@ from verifier.claims import ClaimKind, Evidence
 from verifier.errors import VerifierError
 from verifier.plugins import Registry
 from verifier.routes.base import ROUTES, Route, RouteParams
-from verifier.signals import LOWER, REFERENCE, REGISTRY, ScoredDocument, Signal, computable
+from verifier.signals import LOWER, MEMBER_PREFIX, NONMEMBER_PREFIX, REFERENCE, REGISTRY, TOKEN_FREQUENCIES, ScoredDocument, Signal, computable
 from verifier.signals.base import QueryingSignal
 from verifier.targets import CAPABILITIES, KINDS, TargetKind, kind_of
 from verifier.targets.token_scores import TokenScores
 from verifier.verdicts import Verdict
 
 WEAKER = {"higher", "lower", "false", "true", "either"}  # the directions a route parameter may declare (see RouteParams)
-VIEWS = frozenset({LOWER, REFERENCE})  # what a signal may need besides target capabilities
+VIEWS = frozenset({LOWER, REFERENCE, NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES})  # what a signal may need besides target capabilities
 
 
 class NonConformance(AssertionError):
@@ -134,7 +134,10 @@ def check_signal(cls: type[Signal]) -> None:
         unusable, why = computable([name], frozenset())
         if usable != [name] or (cls.needs and (unusable or "not computable" not in why.get(name, ""))):
             problems.append("computable() must offer it exactly when what it needs is offered")
-    if not issubclass(cls, QueryingSignal) and cls.needs <= CAPABILITIES | VIEWS and cls.score is not Signal.score:
+    # Orientation is tested on one document's token scores alone: signals that read other passes
+    # (prefixed, perturbed) or a run's data are tested against their papers' formulas instead.
+    single_pass = cls.views is Signal.views and not cls.needs & {NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES}
+    if not issubclass(cls, QueryingSignal) and single_pass and cls.needs <= CAPABILITIES | VIEWS and cls.score is not Signal.score:
         scores = np.array([signal.score(synthetic_document(seed)) for seed in range(20)])
         raised = np.array([signal.score(synthetic_document(seed, shift=1.0)) for seed in range(20)])
         if not np.isfinite(scores).all():

@@ -85,7 +85,7 @@ def _stop_cleanly_on_sigterm() -> None:
 app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
 
 COMMANDS = {"audit": audit.audit, "plan": plan.plan, "verify": trust.verify, "score": scoring.score, "evaluate": scoring.evaluate,
-            "power": scoring.power, "serve": scoring.serve}
+            "power": scoring.power, "serve": scoring.serve, "frequencies": scoring.frequencies}
 GROUPS = {"corpus": corpus.app, "marks": marks.app, "identifiers": marks.identifiers_app, "keys": trust.keys, "testbed": testbed.app}
 ALIASES = {"index": "corpus"}  # old group names, kept for a release (hidden from the help)
 

@@ -52,6 +52,12 @@ def score(
     actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor (0.5 leaves room to read and write on 2 cores).")] = 0.5,
     actor_gpus: Annotated[Optional[float], typer.Option(help="--engine ray: GPUs per actor (default 1 with --device cuda, else 0).")] = None,
     ray_batch_docs: Annotated[int, typer.Option(help="--engine ray: documents per Ray batch (one output part each).")] = 512,
+    prefix_documents: Annotated[Optional[int], typer.Option(min=1, max=1000, help="recall, con_recall: labelled non-members (and "
+                                                            "members) drawn as prefix documents and left out of the table; default: "
+                                                            "the signals' shots.")] = None,
+    prefix_seed: Annotated[int, typer.Option(help="Seed of the prefix documents' draw.")] = 0,
+    token_frequencies: Annotated[Optional[Path], typer.Option(help="dc_pdd: a token frequency table of the target's tokenizer "
+                                                              "('verifier frequencies'); default: the bundled one, where it matches.")] = None,
 ) -> None:
     """Score documents with a model: one row per document, one column per membership signal."""
 
@@ -67,6 +73,8 @@ def score(
     if unnamed := sorted(set(params) - set(signal or [])):
         raise VerifierError(f"--signal-param for {', '.join(unnamed)}: name the signal with --signal too (a parameter of a signal "
                             "not computed would be ignored)")
+    if engine == "ray" and (prefix_documents or token_frequencies):
+        raise VerifierError("--prefix-documents and --token-frequencies are read by the in-process engine only")
     if engine == "ray":
         from verifier.scoring.ray import RayOptions, score_file_ray
 
@@ -80,8 +88,32 @@ def score(
         raise VerifierError(f"--engine {engine!r}: use inprocess or ray")
     with progress_bars() as progress:
         table = score_file(model, data, out_path, options, text_field=text_field, label_field=label_field or None, reference=reference,
-                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, access=access, signal_params=params)
+                           signal_names=signal, cache_dir=cache_dir, progress=progress, api=api, access=access, signal_params=params,
+                           prefix_documents=prefix_documents, prefix_seed=prefix_seed, token_frequencies=token_frequencies)
     say(err, f"wrote {out_path} ({len(table.frame)} documents, signals: {', '.join(table.signal_names)})")
+
+
+def frequencies(
+    model: Annotated[str, typer.Argument(help="Model SPEC whose tokenizer counts the tokens (only its tokenizer is loaded).")],
+    data: Annotated[Path, typer.Argument(help="Reference texts (.jsonl, .csv or .parquet): public text, not the documents audited.")],
+    out_path: Annotated[Path, typer.Option("--out", help="Table to write (.npz).")] = Path("frequencies.npz"),
+    text_field: Annotated[str, typer.Option(help="Field holding the text.")] = "text",
+    source: Annotated[Optional[str], typer.Option(help="What the texts are, recorded in the table (default: the file's name).")] = None,
+) -> None:
+    """Count a reference corpus's tokens in a model's tokenizer: the frequency table DC-PDD reads."""
+    from verifier.boundary.atomic import atomic_output
+    from verifier.data import load_documents
+    from verifier.signals.frequencies import build_table
+    from verifier.targets.model_source import load_tokenizer
+
+    docs = load_documents(data, text_field=text_field)
+    tokenizer, fingerprint = load_tokenizer(model)
+    table = build_table(lambda texts: tokenizer(texts, add_special_tokens=False, verbose=False).input_ids, len(tokenizer), docs.texts,
+                        fingerprint, visible(source or data.name)[:300])
+    with atomic_output(out_path) as tmp:
+        tmp.write_bytes(table.to_bytes())
+    say(err, f"wrote {out_path} ({table.documents} documents, {int(table.counts.sum())} tokens, vocabulary {len(table.counts)}, "
+             f"tokenizer {fingerprint[:12]})")
 
 
 def evaluate(
@@ -167,12 +199,15 @@ def serve(
     model: Annotated[str, typer.Argument(help="Model SPEC to serve: smollm2-135m, a .gguf file or a model folder.")] = "smollm2-135m",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8765,
     cache_dir: Annotated[Optional[Path], typer.Option(help="Where a GGUF is converted once for the server.")] = None,
+    prompt_logprobs: Annotated[bool, typer.Option("--prompt-logprobs", help="Serve with verifier's own server, which also returns "
+                                                  "prompt log-probs (legacy echo + logprobs, vLLM prompt_logprobs) and top-k log-probs, "
+                                                  "as many deployments do; default: transformers serve, an output-only API.")] = False,
 ) -> None:
-    """Serve a local model behind an OpenAI-compatible API (transformers serve), for API audits
-    of a model you hold: the examples' and tests' server. Prints the target SPEC to audit it by."""
+    """Serve a local model behind an OpenAI-compatible API, for API audits of a model you hold:
+    the examples' and tests' server. Prints the target SPEC to audit it by."""
     from verifier.targets.serving import model_folder, start_server
 
-    server = start_server(model_folder(model, cache_dir), port=port)
+    server = start_server(model_folder(model, cache_dir), port=port, prompt_logprobs=prompt_logprobs)
     say(err, f"serving {server.model}: audit it as target {server.spec} (Ctrl-C stops)")
     try:
         server.process.wait()

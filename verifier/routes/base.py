@@ -35,8 +35,9 @@ from verifier.claims import ClaimKind, ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.plugins import Registry, part_modules
-from verifier.scoring.table import FAILURE_PREFIX, Progress, score_documents
-from verifier.signals import REGISTRY, SignalNames, SignalParams, check_params_used, computable
+from verifier.scoring.table import AUXILIARY_NEEDS, FAILURE_PREFIX, Progress, score_documents
+from verifier.signals import (NONMEMBER_PREFIX, REGISTRY, TOKEN_FREQUENCIES, Auxiliary, SignalNames, SignalParams, check_params_used,
+                              computable)
 from verifier.targets import ScoreCache, Target
 from verifier.targets.cache import text_digest
 from verifier.verdicts import Verdict
@@ -166,13 +167,14 @@ class RouteContext:
         return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
 
     def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest,
-                 signal_params: dict[str, dict[str, Any]] | None = None) -> np.ndarray:
+                 signal_params: dict[str, dict[str, Any]] | None = None, aux: Auxiliary | None = None) -> np.ndarray:
         """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle by
         ``digest`` of each text (a keyed digest for texts that must stay secret, such as a mark's
-        siblings), with the reason each unscored document has no score."""
+        siblings), with the reason each unscored document has no score. ``aux``: what prefixed and
+        calibrated signals read (the same for every set of a test, so the sets stay exchangeable)."""
         reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
         table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
-                                cache=self.cache, progress=self.progress, signal_params=signal_params)
+                                cache=self.cache, progress=self.progress, signal_params=signal_params, aux=aux)
         values = np.column_stack([table.signal(name) for name in signals])
         for name, counts in table.metadata["signal_counts"].items():
             self.signal_runs[f"{role} {name}"] = counts
@@ -229,13 +231,21 @@ class RouteContext:
     def _progress(self, what: str, total: int) -> Callable[[int], None] | None:
         return self.progress(what, total) if self.progress else None
 
-    def usable_signals(self, signals: list[str]) -> tuple[list[str], dict[str, str]]:
-        """The signals this audit's target can compute, and why each other one cannot be."""
-        return computable(signals, self.offered())
+    def usable_signals(self, signals: list[str], aux: Auxiliary | None = None) -> tuple[list[str], dict[str, str]]:
+        """The signals this audit's target (with ``aux``, what the route supplies) can compute,
+        and why each other one cannot be."""
+        offered = (self.offered() - AUXILIARY_NEEDS) | (aux.offers if aux else frozenset())
+        return computable(signals, offered)
 
     def offered(self) -> frozenset[str]:
-        """What the claim's target (and reference model, if named) can supply, without loading them."""
-        return offered_capabilities(self.claim)
+        """What the claim's target (and reference model, if named) can supply: for a local kind
+        without loading it; another party's server is asked (its probe, when it is loaded), since
+        what it offers is the server's, not the kind's."""
+        from verifier.targets import kind_of
+
+        if not kind_of(self.claim.model.target).remote:
+            return offered_capabilities(self.claim)
+        return frozenset(self.model().capabilities) | ({"reference"} if self.claim.model.reference else frozenset())
 
 
 def offered_capabilities(claim: ClaimManifest) -> frozenset[str]:
@@ -244,6 +254,9 @@ def offered_capabilities(claim: ClaimManifest) -> frozenset[str]:
     offered = set(kind_of(claim.model.target).capabilities)
     if claim.model.reference:
         offered.add("reference")
+    if claim.evidence.prefix or claim.evidence.heldout:  # a route may draw prefix documents from them
+        offered.add(NONMEMBER_PREFIX)
+    offered.add(TOKEN_FREQUENCIES)  # a table named, or bundled for the tokenizer: the route finds out
     return frozenset(offered)
 
 

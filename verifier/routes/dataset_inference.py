@@ -49,6 +49,8 @@ from verifier.routes.base import (
     register,
     same_for,
 )
+from verifier.signals import NONMEMBER_PREFIX, TOKEN_FREQUENCIES, Auxiliary, make_signal
+from verifier.signals.frequencies import table_for
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [
@@ -96,6 +98,40 @@ class DatasetInferenceParams(SignalChoice, SetTestParams):
 
     target_power: float = Field(0.8, gt=0, lt=1,
                                 description="the power at which the report plans the set size the observed effect would need")
+    prefix_from_heldout: bool = Field(True, description="prefixed signals (recall): when the claim names no evidence.prefix set, "
+                                      "draw the prefix documents from the held-out set (by the claim's seed), which are then not tested")
+
+
+def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, heldout: DocumentSet) -> tuple[Auxiliary, dict[str, Any], DocumentSet]:
+    """What the prefixed and calibrated signals asked for read besides the model, and the held-out
+    set left to test.
+
+    Prefix documents (ReCaLL's known non-members) come from the claim's ``evidence.prefix`` set or,
+    with ``prefix_from_heldout``, are drawn from the held-out set by the claim's seed and removed
+    from it: they are never tested nor seen by the blind check, and every suspect and held-out
+    document is scored after the same prefix, so the sets stay exchangeable when the model was
+    trained on neither. Con-ReCall's known members exist in no audit: it stays not computable. The
+    token frequency table is the claim's, or the bundled one of the target's tokenizer."""
+    wanted = [make_signal(name, params.signal_params.get(name)) for name in params.signals]
+    needs = frozenset().union(*(s.needs for s in wanted))
+    shots = max((getattr(s, "shots", 0) for s in wanted if NONMEMBER_PREFIX in s.needs), default=0)
+    nonmembers: tuple[str, ...] = ()
+    finding: dict[str, Any] = {}
+    if NONMEMBER_PREFIX in needs:
+        if ctx.claim.evidence.prefix is not None:
+            nonmembers = tuple(ctx.load(ctx.claim.evidence.prefix).texts[:shots])
+            finding["prefix_source"] = "evidence.prefix"
+        elif params.prefix_from_heldout and len(heldout.texts) > 2 * shots:
+            drawn = sorted(int(i) for i in np.random.default_rng([ctx.claim.seed, 0x5EC0]).choice(len(heldout.texts), shots, replace=False))
+            nonmembers = tuple(heldout.texts[i] for i in drawn)
+            heldout = heldout.without(drawn)
+            finding["prefix_source"] = f"{shots} documents drawn from the held-out set (seed {ctx.claim.seed}), not tested"
+    frequencies = None
+    if TOKEN_FREQUENCIES in needs:
+        path = ctx.claim.evidence.token_frequencies
+        frequencies = table_for(ctx.model(), ctx.base_dir / path if path is not None else None)
+    aux = Auxiliary(nonmembers, (), frequencies)
+    return aux, {**finding, **aux.as_finding()}, heldout
 
 
 def origin(ref: DocumentRef, file_sha256: str) -> str:
@@ -133,19 +169,20 @@ class DatasetInferenceRoute(Route):
     def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
         evidence = ctx.claim.evidence
         params = params.for_family(ctx.family_size)
-        signals, not_computable = ctx.usable_signals(list(params.signals))
         sets = {}
         for role in ("suspect", "heldout", "control"):
             ref = getattr(evidence, role)
             if ref is not None:
                 sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.file_sha256(ref)))
+        aux, aux_finding, sets["heldout"] = auxiliary(ctx, params, sets["heldout"])
+        signals, not_computable = ctx.usable_signals(list(params.signals), aux)
         prefetched: list[bool] = []
 
         def scorer(role: str, texts: list[str]) -> np.ndarray:
             if not prefetched:  # every set's queries in one shuffled batch, asked only once the sets pass the checks
                 ctx.prefetch({r: list(ds.texts) for r, ds in sets.items()}, signals, params.signal_params)
                 prefetched.append(True)
-            return ctx.features(role, texts, signals, signal_params=params.signal_params)
+            return ctx.features(role, texts, signals, signal_params=params.signal_params, aux=aux)
 
         try:
             finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
@@ -163,6 +200,8 @@ class DatasetInferenceRoute(Route):
         metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
                                    "n_control": len(sets["control"].texts) if "control" in sets else 0,
                                    "signals": signals, "not_computable": not_computable, "set_test": finding.as_finding()}
+        if aux_finding:
+            metrics["auxiliary"] = aux_finding  # prefix documents and frequency table, by digest
         if ctx.family_size > 1:
             metrics["family_size"] = ctx.family_size  # the batch's size, which set the relabellings the test ran
         sections: list[Section] = [Table("Checks, in the order the rules apply them", ["check", "result"], _check_rows(finding, not_computable))]

@@ -24,15 +24,19 @@ from verifier.boundary.peers import PeerAccess
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
-from verifier.signals.base import QueryingSignal
+from verifier.signals.base import MEMBER_PREFIX, NONMEMBER_PREFIX, TOKEN_FREQUENCIES, Auxiliary, QueryingSignal, Signal, View
+from verifier.signals.frequencies import table_for
 from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, kind_of, load_target
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.cache import text_digest
 from verifier.targets.queries import Answer, Query
+from verifier.targets.token_scores import TokenScores
 
 SIGNAL_PREFIX = "signal."
 FAILURE_PREFIX = "failure."  # per document, why a signal has no score (absent when every document has one)
 METADATA_KEY = b"verifier"
+# What a run can supply besides the model, assumed offered when signal names are checked before loading.
+AUXILIARY_NEEDS = frozenset({NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES})
 
 # progress(description, total) -> advance(k); the CLI passes a rich progress bar.
 Progress = Callable[[str, int], Callable[[int], None]]
@@ -96,14 +100,19 @@ def score_documents(
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
     signal_params: dict[str, dict[str, object]] | None = None,
+    aux: Auxiliary | None = None,
 ) -> ScoreTable:
     """Run the forward passes and queries each requested signal needs and compute every signal column.
 
     Default signals: all those the target's capabilities (and a reference model, if given) allow.
     The lowercase signal costs a second pass over lowercased text, so it runs only when asked for;
-    output-only signals cost queries, so they too run only when named.
+    output-only signals cost queries, so they too run only when named. ``aux`` supplies what
+    prefixed and calibrated signals read besides the model (documents of known membership, a token
+    frequency table); it is recorded by digest in the metadata.
     """
-    signals = make_signals(signal_names, target.capabilities | ({REFERENCE} if reference is not None else set()), signal_params)
+    aux = aux or Auxiliary()
+    offered = target.capabilities | ({REFERENCE} if reference is not None else set()) | aux.offers
+    signals = make_signals(signal_names, offered, signal_params)
     if not signals:
         raise VerifierError(f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
                             f"queries, so they run only when named, e.g. --signal prefix_lcs_token)")
@@ -118,6 +127,7 @@ def score_documents(
     lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
     reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
     answers = _answers(target, texts, [s for s in signals if isinstance(s, QueryingSignal)], cache, progress)
+    views = _views(target, texts, signals, aux, cache, progress)
     scored = [
         ScoredDocument(
             text=text,
@@ -125,6 +135,8 @@ def score_documents(
             lower=lower_scores[i] if lower_scores else None,
             reference=reference_scores[i] if reference_scores else None,
             answers=answers,
+            views=views,
+            aux=aux,
         )
         for i, text in enumerate(texts)
     ]
@@ -149,8 +161,29 @@ def score_documents(
         "signals": {s.name: s.params() for s in signals},
         "signal_counts": {name: column.counts for name, column in columns.items() if column.counts},
         "signal_models": dict(tools.used),  # encoders, scoring LMs, judges the signals ran, with their digests
+        **({"auxiliary": aux.as_finding()} if aux.offers else {}),
     }
     return ScoreTable(frame=frame, metadata=metadata)
+
+
+def _views(target: Target, texts: list[str], signals: Sequence[Signal], aux: Auxiliary, cache: ScoreCache | None,
+           progress: Progress | None) -> dict[View, TokenScores]:
+    """Every extra forward pass the signals read (prefixed texts, perturbed copies), each distinct
+    one once, in one scoring call per context."""
+    by_context: dict[str | None, dict[str, None]] = {}
+    for signal in signals:
+        for text in texts:
+            for view in signal.views(text, aux):
+                by_context.setdefault(view.context, {})[view.text] = None
+    views: dict[View, TokenScores] = {}
+    for context, wanted in by_context.items():
+        batch = list(wanted)
+        what = "scoring after a prefix" if context is not None else "scoring perturbed copies"
+        advance = progress(what, len(batch)) if progress else None
+        scored = target.score(batch, cache=cache, on_progress=advance, context=context) if context is not None \
+            else target.score(batch, cache=cache, on_progress=advance)
+        views.update({View(text, context): s for text, s in zip(batch, scored)})
+    return views
 
 
 def _answers(target: Target, texts: list[str], signals: list[QueryingSignal], cache: ScoreCache | None,
@@ -201,15 +234,54 @@ def score_file(
     api: ApiOptions | None = None,
     access: PeerAccess | None = None,
     signal_params: dict[str, dict[str, object]] | None = None,
+    prefix_documents: int | None = None,
+    prefix_seed: int = 0,
+    token_frequencies: Path | None = None,
 ) -> ScoreTable:
-    """Score a document file with ``model`` (and a ``reference`` model) and write the score table."""
+    """Score a document file with ``model`` (and a ``reference`` model) and write the score table.
+
+    Prefixed signals (ReCaLL, Con-ReCall) get their prefixes from the labelled data itself:
+    ``prefix_documents`` non-members (and as many members, for Con-ReCall) drawn with
+    ``prefix_seed`` and left out of the table, so no scored document is in its own prefix
+    (default: the largest ``shots`` of the prefixed signals asked for). DC-PDD reads
+    ``token_frequencies`` or the bundled table of the target's tokenizer."""
     docs = load_documents(data, text_field=text_field, label_field=label_field)
     # Signal names and parameters are checked against what the model's kind offers before any model
     # loads: a typo costs a line, not a model load (or a download).
-    make_signals(signal_names, kind_of(model).capabilities | ({REFERENCE} if reference else set()), signal_params)
+    wanted = make_signals(signal_names, kind_of(model).capabilities | ({REFERENCE} if reference else set()) | AUXILIARY_NEEDS, signal_params)
+    needs = frozenset().union(*(s.needs for s in wanted))
+    docs, nonmembers, members = draw_prefix_documents(docs, needs, prefix_documents or max(
+        (getattr(s, "shots", 0) for s in wanted), default=0), prefix_seed)
     target = load_target(model, options, api, access)
     ref = load_target(reference, options) if reference else None
+    frequencies = None
+    if TOKEN_FREQUENCIES in needs and (frequencies := table_for(target, token_frequencies)) is None:
+        raise VerifierError(f"signal dc_pdd needs token frequencies counted with the target's tokenizer; none is bundled for "
+                            f"{target.identity.spec}: name a table with --token-frequencies (verifier frequencies build)")
     table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
-                            signal_params=signal_params)
+                            signal_params=signal_params, aux=Auxiliary(tuple(nonmembers), tuple(members), frequencies))
     table.write(out)
     return table
+
+
+def draw_prefix_documents(docs: Documents, needs: frozenset[str], count: int, seed: int) -> tuple[Documents, list[str], list[str]]:
+    """``count`` labelled non-members (and members, where a signal needs them) drawn by ``seed``
+    as prefix documents, and the documents left to score: no document is scored after a prefix
+    holding itself, and no prefix document is evaluated."""
+    take = [label for label, need in ((0, NONMEMBER_PREFIX), (1, MEMBER_PREFIX)) if need in needs]
+    if not take:
+        return docs, [], []
+    if docs.labels is None:
+        raise VerifierError("prefixed signals (recall, con_recall) draw their prefixes from labelled documents: score labelled data "
+                            "(--label-field)")
+    rng = np.random.default_rng(seed)
+    drawn: dict[int, list[int]] = {}
+    for label in take:
+        pool = np.flatnonzero(docs.labels == label)
+        if len(pool) < count + 2:
+            raise VerifierError(f"{count} prefix documents of label {label} leave too few of them to evaluate ({len(pool)} in all)")
+        drawn[label] = sorted(int(i) for i in rng.choice(pool, size=count, replace=False))
+    used = {i for rows in drawn.values() for i in rows}
+    keep = [i for i in range(len(docs)) if i not in used]
+    rest = Documents([docs.texts[i] for i in keep], docs.labels[keep], docs.source)
+    return rest, [docs.texts[i] for i in drawn.get(0, [])], [docs.texts[i] for i in drawn.get(1, [])]

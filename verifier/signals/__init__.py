@@ -28,6 +28,10 @@ of the published implementations (mimir, the Min-K% and Min-K%++ repositories) a
 | trace_consistency_char | minus the mean pairwise normalised character edit distance of traces | paper: distance, negated |
 | trace_consistency_token | the same over words and punctuation marks  | paper: distance, negated                  |
 | trace_judge | a judge model's 0-10 certainty rating of the trace        | paper: certainty, same sign               |
+| recall     | LL(x after non-member prefix) / LL(x), mean log p         | ReCaLL code: same ratio, same sign        |
+| con_recall | (LL(x after non-members) - gamma LL(x after members)) / LL(x) | published code (gamma 1): same sign    |
+| dc_pdd     | mean over first occurrences of min(p log(1/f), a)         | paper: same sign; mimir: negated          |
+| pac        | mean PD(word-swapped copies) - PD(x)                      | PAC code ranks by -PAC: negated           |
 
 Trace attacks (``traces.TraceSignal``) run models of their own - an encoder, a scoring LM, a
 judge - lent by the scoring step (``tools.SignalTools``) and score all documents together
@@ -43,12 +47,14 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from verifier.errors import VerifierError
-from verifier.signals.base import LOWER, REFERENCE, REGISTRY, Evaluation, ScoredDocument, Signal, register
+from verifier.signals.base import (LOWER, MEMBER_PREFIX, NONMEMBER_PREFIX, REFERENCE, REGISTRY, TOKEN_FREQUENCIES, Auxiliary,
+                                   Evaluation, ScoredDocument, Signal, View, register)
 from verifier.signals.tools import SignalTools
 from verifier.targets.base import PROMPT_LOGPROBS
 
-__all__ = ["LOWER", "REFERENCE", "REGISTRY", "Evaluation", "ScoredDocument", "SignalNames", "SignalParams", "Signal", "SignalTools",
-           "available_views", "check_params_used", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signals", "register"]
+__all__ = ["LOWER", "MEMBER_PREFIX", "NONMEMBER_PREFIX", "REFERENCE", "REGISTRY", "TOKEN_FREQUENCIES", "Auxiliary", "View", "Evaluation", "ScoredDocument", "SignalNames", "SignalParams", "Signal", "SignalTools",
+           "available_views", "check_params_used", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signal",
+           "make_signals", "register"]
 
 
 def check_signal_names(names: list[str]) -> list[str]:
@@ -128,7 +134,9 @@ def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()
         if name not in REGISTRY:
             raise VerifierError(f"unknown signal {name!r}; known: {', '.join(sorted(REGISTRY))}")
         if missing := REGISTRY[name].needs - have:
-            hint = " (e.g. --reference)" if REFERENCE in missing else ""
+            hint = " (e.g. --reference)" if REFERENCE in missing else (
+                " (documents of known membership: labelled data, or a prefix set the claim names)" if {NONMEMBER_PREFIX, MEMBER_PREFIX} & missing
+                else " (a token frequency table of the target's tokenizer)" if TOKEN_FREQUENCIES in missing else "")
             raise VerifierError(f"signal {name!r} needs {', '.join(sorted(missing))}, which is not available{hint}")
         signals.append(make_signal(name, (params or {}).get(name)))
     return signals

@@ -9,6 +9,7 @@ implementation it follows (see the table in ``verifier.signals``).
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -28,9 +29,53 @@ from verifier.targets.token_scores import TokenScores
 if TYPE_CHECKING:
     from verifier.signals.tools import SignalTools
 
-# What a signal may need beyond target capabilities (``targets.base``): extra views of a text.
+# What a signal may need beyond target capabilities (``targets.base``): extra views of a text, and
+# what the run must supply (``Auxiliary``).
 LOWER = "lower"  # the target's scores of the lowercased text (any target that scores prompts has it)
 REFERENCE = "reference"  # a reference model's scores of the original text (the claim names one)
+NONMEMBER_PREFIX = "nonmember_prefix"  # documents known not to be members, to put before a text (ReCaLL)
+MEMBER_PREFIX = "member_prefix"  # documents known to be members (Con-ReCall): labelled data, marks, a testbed
+TOKEN_FREQUENCIES = "token_frequencies"  # a reference corpus's token counts in the target's tokenizer (DC-PDD)
+
+
+@dataclass(frozen=True)
+class View:
+    """An extra forward pass a signal reads: ``text`` scored after ``context`` (None: on its own).
+    Only the text's own tokens are scored, at the positions its unconditioned scores have (every
+    token after the first), so a conditioned and an unconditioned score compare like with like."""
+
+    text: str
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class Auxiliary:
+    """What a run supplies to signals besides the model: documents of known membership to prefix
+    texts with (drawn by the route or the evaluation, excluded from every test and never scored
+    themselves), and a reference corpus's token frequencies. Recorded by digest in the findings."""
+
+    nonmembers: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
+    frequencies: Any = None  # a ``signals.frequencies.FrequencyTable`` (Any: that module imports this one)
+
+    @property
+    def offers(self) -> frozenset[str]:
+        """The needs this supplies (see the constants above)."""
+        return frozenset({NONMEMBER_PREFIX} if self.nonmembers else set()) | ({MEMBER_PREFIX} if self.members else set()) \
+            | ({TOKEN_FREQUENCIES} if self.frequencies is not None else set())
+
+    def as_finding(self) -> dict[str, object]:
+        """Digests and counts, never texts: what the findings and the score table's metadata record."""
+        def digest(texts: tuple[str, ...]) -> str:
+            return hashlib.sha256("".join(hashlib.sha256(t.encode()).hexdigest() + "\n" for t in texts).encode()).hexdigest()
+
+        out: dict[str, object] = {}
+        for role, texts in (("nonmember_prefix", self.nonmembers), ("member_prefix", self.members)):
+            if texts:
+                out[role] = {"documents": len(texts), "sha256": digest(texts)}
+        if self.frequencies is not None:
+            out["token_frequencies"] = self.frequencies.as_finding()
+        return out
 
 
 @dataclass(frozen=True)
@@ -43,6 +88,8 @@ class ScoredDocument:
     lower: TokenScores | None = None
     reference: TokenScores | None = None
     answers: Mapping[str, Answer] = field(default_factory=dict)
+    views: Mapping[View, TokenScores] = field(default_factory=dict)  # what the signals' ``views`` asked for
+    aux: Auxiliary = field(default_factory=Auxiliary)
 
 
 @dataclass(frozen=True)
@@ -66,6 +113,12 @@ class Signal(ABC):
     def why_not(self, doc: ScoredDocument) -> str:
         """Why ``doc`` has no score (a NaN from a gray-box signal: too few tokens)."""
         return "too few tokens"
+
+    def views(self, text: str, aux: Auxiliary) -> list[View]:
+        """The extra forward passes this signal reads for ``text`` (prefixed, perturbed copies);
+        the scoring step runs them in batches through the cache and hands them over in
+        ``ScoredDocument.views``. Deterministic: the same text and auxiliary give the same views."""
+        return []
 
     def params(self) -> dict[str, object]:
         return asdict(self)

@@ -17,6 +17,8 @@ response cache for API models; it is what the findings and every cache key name.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -31,6 +33,20 @@ GENERATE = "generate"
 ANSWERS = "answers"
 REASONING_TRACES = "reasoning_traces"
 CAPABILITIES = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, TOP_K_LOGPROBS, GENERATE, ANSWERS, REASONING_TRACES})
+
+
+# A text whose token ids tell tokenizers apart (words, casing, digits, accents, CJK, code, spacing):
+# the SHA-256 of its ids is a target's tokenizer fingerprint. A server does not publish its
+# tokenizer file, but it tokenizes this text when asked for its log-probs, so a local model and an
+# API target are compared by the same test; token-level numbers (a frequency table's counts, token
+# log-probs) are mixed only between targets whose fingerprints are equal.
+TOKENIZER_PROBE = ("The Quick brown fox, 1,234.5 km/h; naïve café — déjà vu! 東京タワー 2024-12-04\n"
+                   "def f(x):\n    return x**2  # ünïcödé  \t tabs & emoji 🙂")
+
+
+def tokenizer_fingerprint(ids: Sequence[int]) -> str:
+    """SHA-256 of the probe's token ids (without special tokens) as a tokenizer gives them."""
+    return hashlib.sha256(json.dumps([int(i) for i in ids]).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -65,5 +81,9 @@ class Target(Protocol):
         ...
 
     def score(
-        self, texts: Sequence[str], cache: ScoreCache | None = None, on_progress: Callable[[int], None] | None = None
-    ) -> list[TokenScores]: ...
+        self, texts: Sequence[str], cache: ScoreCache | None = None, on_progress: Callable[[int], None] | None = None,
+        context: str | None = None,
+    ) -> list[TokenScores]:
+        """Per text, its token scores; with ``context``, the text's own tokens scored after the
+        context (at the positions the unconditioned scores have: every token after the first)."""
+        ...

@@ -83,3 +83,23 @@ def resolve_model(spec: str) -> ModelSource:
     return ModelSource(spec, hub_id, None, False, revision or None)
 
 
+
+
+def load_tokenizer(spec: str):  # noqa: ANN201 - (transformers tokenizer, fingerprint)
+    """The tokenizer of the model ``spec`` names, without its weights, and its fingerprint
+    (``targets.base.tokenizer_fingerprint``); one line when it cannot be loaded."""
+    import contextlib
+    import io
+
+    from transformers import AutoTokenizer
+
+    from verifier.targets.base import TOKENIZER_PROBE, tokenizer_fingerprint
+
+    source = resolve_model(spec)
+    kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = AutoTokenizer.from_pretrained(source.location, revision=source.revision, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - a user's model files
+        raise VerifierError(f"model {source.public_name}: cannot load its tokenizer ({type(exc).__name__})") from None
+    return tokenizer, tokenizer_fingerprint(tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids)

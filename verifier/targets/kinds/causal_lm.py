@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from verifier.errors import VerifierError, redact_paths
-from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, VOCAB_STATS, TargetIdentity
+from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, TOKENIZER_PROBE, VOCAB_STATS, TargetIdentity, tokenizer_fingerprint
 from verifier.targets.cache import ScoreCache, cache_key
 from verifier.targets.model_source import ModelSource, resolve_model
 from verifier.targets.registry import register
@@ -100,11 +100,13 @@ class ScoringOptions:
 
 @dataclass(frozen=True)
 class Encoded:
-    """A document cut and tokenized: ids plus the character span the scored tokens cover."""
+    """A document cut and tokenized: ids plus the character span the scored tokens cover, and the
+    tokens of a context it is scored after (none: scored alone)."""
 
     ids: list[int]
     char_start: int
     char_end: int
+    context: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ class CausalLMTarget:
         self.model.to(device=self.options.device, dtype=DTYPES[self.options.dtype]).eval()
         # A model cannot score past its context window (e.g. a testbed trained on 128 tokens).
         limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.position_limit: int | None = limit
         if limit and self.options.max_tokens > limit:
             if self.options.stride is not None and self.options.stride >= limit:
                 raise VerifierError(f"stride {self.options.stride}: model {self.source.public_name} reads at most {limit} tokens at "
@@ -190,6 +193,7 @@ class CausalLMTarget:
             self.options = replace(self.options, max_tokens=limit)
         self.model_digest = self.source.digest() if self.source.is_local else self._hub_digest()
         self.tokenizer_digest = hashlib.sha256(self.tokenizer.backend_tokenizer.to_str().encode()).hexdigest()
+        self.tokenizer_fingerprint = tokenizer_fingerprint(self.tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids)
         head = self.model.get_output_embeddings()
         self.row_chunk = max(8, _chunk_bytes(self.options.device) // (4 * head.out_features))
         self.head_from_hidden = self._head_matches_logits()
@@ -273,6 +277,8 @@ class CausalLMTarget:
         ``max_tokens - stride`` tokens of context.
         """
         size, stride, n = self.options.max_tokens, self.options.stride, len(enc.ids)
+        if enc.context:  # the text after the context, keeping the predictions of the text's tokens after its first
+            return [Window(key, 0, 0, [*enc.context, *enc.ids], len(enc.context))]
         if stride is None or n <= size:
             return [Window(key, 0, 0, enc.ids, 0)]
         starts = [0]
@@ -286,13 +292,30 @@ class CausalLMTarget:
         texts: Sequence[str],
         cache: ScoreCache | None = None,
         on_progress: Callable[[int], None] | None = None,
+        context: str | None = None,
     ) -> list[TokenScores]:
-        """Score every text, reading and filling ``cache``; ``on_progress(k)`` after each k documents."""
-        with torch_threads(self.options.threads):
-            return self._score(texts, cache, on_progress)
+        """Score every text, reading and filling ``cache``; ``on_progress(k)`` after each k documents.
 
-    def _score(self, texts: Sequence[str], cache: ScoreCache | None, on_progress: Callable[[int], None] | None) -> list[TokenScores]:
+        With ``context`` (ReCaLL's prefix), the context and the cut text are tokenized as one
+        string - as a server given the joined prompt tokenizes them, so a served model gives the
+        same numbers - and the text's tokens are those from the one starting where the text does
+        (its first ``max_tokens``); the predictions of its tokens after its first are kept. A
+        context longer than the model's window leaves room for ``max_tokens`` keeps its last
+        tokens. A text no token starts exactly at (a token spanning the join) has no scores."""
+        if context is not None:
+            if self.options.stride is not None:
+                raise VerifierError("prefixed scoring (ReCaLL, Con-ReCall) reads a token cut, not windows: run it without --stride")
+            if self.position_limit is not None and self.position_limit <= self.options.max_tokens:
+                raise VerifierError(f"model {self.source.public_name} reads at most {self.position_limit} tokens, all taken by max "
+                                    f"tokens {self.options.max_tokens}: a prefix needs room (lower --max-tokens)")
+        with torch_threads(self.options.threads):
+            return self._score(texts, cache, on_progress, context)
+
+    def _score(self, texts: Sequence[str], cache: ScoreCache | None, on_progress: Callable[[int], None] | None,
+               context: str | None) -> list[TokenScores]:
         fingerprint = self.fingerprint  # once: the property builds a dict and asks torch for its thread count
+        if context is not None:
+            fingerprint["context"] = hashlib.sha256(context.encode()).hexdigest()
         keys = [cache_key(fingerprint, text) for text in texts]
         copies = Counter(keys)
         found = cache.get_many(list(copies)) if cache is not None else {}
@@ -305,12 +328,14 @@ class CausalLMTarget:
         items = list(todo.items())
         waves = [items[start : start + WAVE] for start in range(0, len(items), WAVE)]
         with ThreadPoolExecutor(max_workers=1) as tokenizer_worker:
-            upcoming = tokenizer_worker.submit(self._encode_wave, waves[0], keys) if waves else None
+            upcoming = tokenizer_worker.submit(self._encode_wave, waves[0], keys, context) if waves else None
             for number in range(len(waves)):
                 encoded = upcoming.result()
                 if number + 1 < len(waves):
-                    upcoming = tokenizer_worker.submit(self._encode_wave, waves[number + 1], keys)
-                for finished in self._run_wave(encoded):
+                    upcoming = tokenizer_worker.submit(self._encode_wave, waves[number + 1], keys, context)
+                unscorable = {key: _no_scores() for key, enc in encoded.items() if len(enc.ids) < 2}  # only after a context
+                found.update(unscorable)
+                for finished in self._run_wave({k: e for k, e in encoded.items() if k not in unscorable}):
                     if cache is not None:
                         cache.put_many(finished)
                     found.update(finished)
@@ -318,12 +343,34 @@ class CausalLMTarget:
                         on_progress(sum(copies[key] for key in finished))
         return [found[key] for key in keys]
 
-    def _encode_wave(self, wave: list[tuple[str, str]], keys: list[str]) -> dict[str, Encoded]:
+    def _encode_wave(self, wave: list[tuple[str, str]], keys: list[str], context: str | None) -> dict[str, Encoded]:
+        if context is not None:
+            return dict(zip((key for key, _ in wave), self.encode_after(context, [text for _, text in wave])))
         encoded = dict(zip((key for key, _ in wave), self.encode_many([text for _, text in wave])))
         for key, enc in encoded.items():
             if len(enc.ids) < 2:
                 raise VerifierError(f"document {keys.index(key) + 1}: fewer than 2 tokens, nothing to score")
         return encoded
+
+    def encode_after(self, context: str, texts: Sequence[str]) -> list[Encoded]:
+        """Each text cut to ``max_chars`` and tokenized after ``context`` as one string: its own
+        first ``max_tokens`` tokens, and the context's tokens before them (at most the model's
+        window less ``max_tokens``, the last ones). No ids where no token starts at the join."""
+        room = (self.position_limit or 1 << 30) - self.options.max_tokens
+        joined = [context + text[: self.options.max_chars] for text in texts]
+        enc = self.tokenizer(joined, return_offsets_mapping=True, verbose=False)
+        out = []
+        for ids, offsets, whole in zip(enc["input_ids"], enc["offset_mapping"], joined):
+            starts = [start for start, end in offsets]
+            if len(context) not in starts or len(whole) == len(context):
+                out.append(Encoded(ids=[], char_start=0, char_end=0))
+                continue
+            first = starts.index(len(context))
+            own = ids[first : first + self.options.max_tokens]
+            kept = offsets[first : first + len(own)]
+            out.append(Encoded(ids=own, char_start=(kept[1][0] if len(kept) > 1 else kept[0][1]) - len(context),
+                               char_end=kept[-1][1] - len(context), context=tuple(ids[:first][-room:])))
+        return out
 
     def _run_wave(self, encoded: dict[str, Encoded]) -> Iterator[dict[str, TokenScores]]:
         """Score one wave's windows longest first; yield the documents each batch completes.
@@ -387,8 +434,10 @@ class CausalLMTarget:
         return outputs
 
     def width_of(self, ids: Sequence[int]) -> int:
-        """The padded width a row is scored at: a function of its own length only."""
-        return min(self.options.max_tokens, -(-len(ids) // WIDTH_STEP) * WIDTH_STEP)
+        """The padded width a row is scored at: a function of its own length only (a text after
+        a context may be longer than ``max_tokens``)."""
+        width = -(-len(ids) // WIDTH_STEP) * WIDTH_STEP
+        return width if len(ids) > self.options.max_tokens else min(self.options.max_tokens, width)
 
     def rows_at(self, width: int) -> int:
         """Rows of every pass at ``width``: the token budget filled, a function of the width only."""
@@ -446,6 +495,11 @@ class CausalLMTarget:
             pending.ready.synchronize()
         stats = pending.stats.numpy()
         return [stats[row, : len(window.ids) - 1] for row, window in enumerate(pending.rows)]
+
+
+def _no_scores() -> TokenScores:
+    """A text with no scored positions (its signals are NaN, with the reason)."""
+    return TokenScores(np.zeros(0, dtype=np.int32), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), 0, 0)
 
 
 def _chunk_bytes(device: str) -> int:
