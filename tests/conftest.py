@@ -117,6 +117,17 @@ def smollm2_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def smollm2_logprob_server(tmp_path_factory: pytest.TempPathFactory):
+    """verifier's own OpenAI-compatible server (``verifier serve --prompt-logprobs``), returning
+    prompt log-probs of SmolLM2-135M-Instruct in both the legacy and the vLLM form."""
+    from verifier.targets.serving import model_folder, start_server
+
+    folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served-logprobs"))
+    with start_server(folder, log=tmp_path_factory.mktemp("logprob-server-log") / "server.log", prompt_logprobs=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def finetuned_testbed(tmp_path_factory: pytest.TempPathFactory):
     """SmolLM2-135M-Instruct fine-tuned one epoch on a seeded half of 64 post-2023 texts (about 45 s)."""
     from verifier.testbed import PRESETS, build_testbed

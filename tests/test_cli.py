@@ -91,7 +91,7 @@ def test_usage_errors_are_the_users_with_the_usage_line_and_exit_2(args, message
 
 def test_bundled_example_names_are_checked():
     result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
-    assert result.exit_code == 2 and "no such bundled example; bundled: example:api-wikimia, example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output
+    assert result.exit_code == 2 and "no such bundled example; bundled: example:api-logprobs-wikimia, example:api-wikimia, example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output
 
 
 def test_index_commands_build_digest_query_and_refuse_in_one_line(tmp_path):

@@ -202,9 +202,12 @@ def test_trace_attacks_find_the_texts_a_reasoning_model_recalls_and_follow_it_wh
     table = scored(reasoner, texts, TRACE_SIGNALS, cache=cache)
     for name in TRACE_SIGNALS:
         assert roc_auc_score(labels, table.signal(name)) > 0.85, name
-    sent = len(reasoner.requests)
+    def answered() -> int:  # requests for answers (a new target also probes what the server offers, live, never cached)
+        return sum(1 for r in reasoner.requests if not {"echo", "prompt_logprobs", "top_logprobs"} & set(r["body"]))
+
+    sent = answered()
     again = scored(reasoner, texts, TRACE_SIGNALS, cache=cache)
-    assert len(reasoner.requests) == sent  # every trace and judgement came from the cache
+    assert answered() == sent  # every trace and judgement came from the cache
     assert np.allclose(again.frame.filter(like="signal.").to_numpy(), table.frame.filter(like="signal.").to_numpy())
     reasoner.trace_for = scripted_trace(knows(texts, 1 - labels))
     flipped = scored(reasoner, texts, ["blackspectrum", "trace_consistency_token"])

@@ -105,9 +105,10 @@ class Usage:
     completion_tokens: int = 0
     failures: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
+    probes: int = 0  # requests asking the server what it offers (not answers: never cached, counted apart)
 
     def as_finding(self) -> dict[str, object]:
-        return {"requests_sent": self.requests, "retries": self.retries, "answers_from_cache": self.cached,
+        return {"requests_sent": self.requests, "retries": self.retries, "answers_from_cache": self.cached, "probe_requests": self.probes,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "failures": dict(sorted(self.failures.items())), "wall_s": round(self.wall_s, 2)}
 

@@ -128,9 +128,14 @@ class LocalServer:
         self.stop()
 
 
-def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0, log: Path | None = None) -> LocalServer:
-    """Start ``transformers serve`` on 127.0.0.1 for the model in ``folder``; return once it answers."""
-    if shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
+def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0, log: Path | None = None,
+                 prompt_logprobs: bool = False) -> LocalServer:
+    """Start a server on 127.0.0.1 for the model in ``folder``; return once it answers.
+
+    ``transformers serve`` by default (an output-only API); with ``prompt_logprobs``, verifier's
+    own server (``scoring_server``), which also returns prompt log-probs as vLLM and the legacy
+    completions API do."""
+    if not prompt_logprobs and shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
         raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
     port = port or free_port()
     name = served_name(folder)
@@ -139,6 +144,8 @@ def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0
     executable = Path(sys.executable).parent / "transformers"
     command = [str(executable if executable.exists() else "transformers"), "serve", name, "--host", "127.0.0.1",
                "--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    if prompt_logprobs:
+        command = [sys.executable, "-m", "verifier.targets.scoring_server", "--folder", name, "--name", name, "--port", str(port)]
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
     process = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     server = LocalServer(process, port, name, workdir)

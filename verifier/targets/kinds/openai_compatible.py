@@ -6,8 +6,20 @@ are sent (key variable, timeout, retries, concurrency, rate limit) comes from th
 ``model.api`` block (``ApiOptions``); what each query asks (temperature, max tokens, samples) is
 the attack's.
 
-The target declares one capability, ``answers``: chat queries to ``/chat/completions`` and text
-queries (a raw prompt to continue) to legacy ``/completions``. Every response is cached under
+The target answers chat queries (``/chat/completions``) and text queries (a raw prompt to
+continue, legacy ``/completions``): capability ``answers``. When loaded it probes what else the
+server offers (``probe``), and declares it:
+- ``prompt_logprobs``: the log-prob of every prompt token, from the legacy API's ``echo`` with
+  ``logprobs`` and ``max_tokens: 0``, or vLLM's ``prompt_logprobs``. Then loss, zlib, Min-K% and
+  the prefixed and calibrated signals are computed through the API (``score``). Statistics over
+  the whole vocabulary (Min-K%++, Gap-K%) are not: no such server returns the whole distribution.
+- ``top_k_logprobs``: the most likely alternatives of each generated token (chat ``logprobs`` /
+  ``top_logprobs``).
+Token-level numbers are the server's tokenizer's: the probe records its fingerprint (from the
+token ids where the server gives them, else from its token strings), every scoring request's
+cache key carries it, and a server whose tokenizer changes during a run is refused. The probe
+also sends one scoring request twice and records how far the answers differ (a prefix cache or
+batching on the server can change log-probs between identical requests). Every response is cached under
 (endpoint, model, endpoint path, request body, sample index) the moment it arrives, so a re-run
 pays nothing and an interrupted run resumes. Its identity names the endpoint and model and a
 digest of every answer the audit read, so two runs that read the same answers name the same
@@ -18,23 +30,27 @@ shown in the report), not into the findings, whose digest must not change on a r
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 from urllib.parse import urlsplit
 
+import numpy as np
 import requests
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.boundary.peers import ItemFailed, PeerAccess
 from verifier.errors import VerifierError
 from verifier.targets.api_client import ApiClient
-from verifier.targets.base import ANSWERS, TargetIdentity
+from verifier.targets.base import ANSWERS, PROMPT_LOGPROBS, TOKENIZER_PROBE, TOP_K_LOGPROBS, TargetIdentity, tokenizer_fingerprint
 from verifier.targets.cache import ScoreCache
 from verifier.targets.queries import CHAT, Answer, Query, failure_of
 from verifier.targets.registry import register
@@ -62,6 +78,8 @@ class ApiOptions(BaseModel):
     max_chars: int = Field(2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made")
     token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens", description="the request field limiting the answer's length (newer OpenAI models accept only max_completion_tokens)")
+    max_tokens: int = Field(256, ge=2, le=100_000, description="tokens of each document scored where the server returns prompt "
+                            "log-probs (as --max-tokens for a local model: the same cut gives the same numbers)")
 
     @model_validator(mode="before")
     @classmethod
@@ -95,11 +113,27 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return url.rstrip("/"), model
 
 
+class ProbedCapabilities:
+    """What a kind of server may offer (read on the class, as the registry does before anything
+    is loaded), and what this server does offer (read on a target: probed on first reading, so
+    loading a target sends nothing)."""
+
+    def __init__(self, possible: frozenset[str]) -> None:
+        self.possible = possible
+
+    def __get__(self, target: OpenAICompatibleTarget | None, owner: type) -> frozenset[str]:
+        if target is None:
+            return self.possible
+        if target._capabilities is None:
+            target.probe()
+        return target._capabilities
+
+
 @register(prefix=PREFIX, options=ApiOptions)
 class OpenAICompatibleTarget:
     """An API-served model answering chat and text queries."""
 
-    capabilities = frozenset({ANSWERS})
+    capabilities = ProbedCapabilities(frozenset({ANSWERS, PROMPT_LOGPROBS, TOP_K_LOGPROBS}))
     kind = "openai_compatible"
     limitations = (LIMITATION,)
     remote = True  # another party's server: documents leave the machine, requests are counted
@@ -131,6 +165,11 @@ class OpenAICompatibleTarget:
         self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
         self._bodies: dict[str, dict] = {}  # every response read in this run, by cache key (an audit reads each set's answers again)
         self._served_as: set[str] = set()  # the model names (and system fingerprints) the responses gave
+        self._capabilities: frozenset[str] | None = None  # what the server offers: probed when first read
+        self.prompt_form: str | None = None  # "echo" (legacy) or "prompt_logprobs" (vLLM), as the probe found
+        self._tokenizer_fingerprint: str | None = None  # from token ids, where the server gives them
+        self.tokens_fingerprint: str | None = None  # from the token strings of the probe text (any prompt_form)
+        self.repeat_difference: float | None = None  # largest |log p| difference between two identical scoring requests
 
     @property
     def max_chars(self) -> int:
@@ -147,13 +186,129 @@ class OpenAICompatibleTarget:
     @property
     def identity(self) -> TargetIdentity:
         answers = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(self._read.items())).encode()).hexdigest()
+        probed = {"capabilities": sorted(self._capabilities or ()), "prompt_logprobs_form": self.prompt_form,
+                  "tokenizer": self._tokenizer_fingerprint or self.tokens_fingerprint, "repeat_difference": self.repeat_difference}
         return TargetIdentity(self.kind, self.model, {"answers": answers} if self._read else {},
                               {"endpoint": self.endpoint, "answers_read": len(self._read), "max_chars": self.max_chars,
-                               "served_as": sorted(self._served_as), **self.options.model_dump(exclude={"max_chars"})})
+                               "served_as": sorted(self._served_as), **self.options.model_dump(exclude={"max_chars"}),
+                               **({"probed": probed} if self.prompt_form or TOP_K_LOGPROBS in self.capabilities else {})})
+
+    # --- capabilities and prompt log-probs -----------------------------------------------------
+
+    @property
+    def tokenizer_fingerprint(self) -> str | None:
+        """The server's tokenizer fingerprint (``targets.base``), where its answers give token ids."""
+        self.capabilities  # noqa: B018 - probes the server on first reading
+        return self._tokenizer_fingerprint
+
+    @contextlib.contextmanager
+    def _probing(self) -> Iterator[None]:
+        """Requests made inside are probes: counted as such, their failures (a server refusing a
+        form it does not speak) not counted as failed answers."""
+        before = copy.deepcopy(self.client.usage)
+        try:
+            yield
+        finally:
+            sent = self.client.usage.requests - before.requests
+            before.probes += sent
+            self.client.usage = before
+
+    def probe(self) -> None:
+        """Ask the server what it offers beyond answers (a few requests, never cached: they test
+        the live server): prompt log-probs in either form, and top-k log-probs of chat answers."""
+        self._preflight()
+        with self._probing():
+            self._capabilities = self._probed()
+
+    def _probed(self) -> frozenset[str]:
+        offered = {ANSWERS}
+        for form in ("echo", "prompt_logprobs"):
+            first = self._probe_request(form)
+            if first is not None:
+                second = self._probe_request(form)
+                if second is None or second[1] != first[1]:
+                    raise VerifierError(f"API endpoint {self.endpoint}: tokenized the same text two ways in two requests")
+                self.prompt_form, offered = form, offered | {PROMPT_LOGPROBS}
+                self.tokens_fingerprint, self._tokenizer_fingerprint = first[1], first[2]
+                self.repeat_difference = float(np.max(np.abs(first[0] - second[0]))) if len(first[0]) else 0.0
+                break
+        try:
+            body = self.client.post_json("/chat/completions", {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}],
+                                                               self.options.token_limit_field: 1, "temperature": 0, "logprobs": True,
+                                                               "top_logprobs": 2})
+            content = ((body["choices"][0].get("logprobs") or {}).get("content") or [{}])[0]
+            if isinstance(content.get("top_logprobs"), list) and content["top_logprobs"]:
+                offered.add(TOP_K_LOGPROBS)
+        except (ItemFailed, VerifierError, KeyError, IndexError, TypeError, AttributeError):
+            pass
+        return frozenset(offered)
+
+    def _probe_request(self, form: str) -> tuple[np.ndarray, str, str | None] | None:
+        """The probe text's scores in ``form`` (log-probs, token-strings fingerprint, token-ids
+        fingerprint or None); None when the server does not answer in that form."""
+        try:
+            body = self._scrubbed(self.client.post_json("/completions", self.scoring_body(TOKENIZER_PROBE, form)))
+            tokens = read_prompt_tokens(body, form, TOKENIZER_PROBE)
+        except (ItemFailed, VerifierError):
+            return None
+        if tokens is None or len(tokens.logprobs) < 2:
+            return None
+        strings = hashlib.sha256(json.dumps(tokens.strings).encode()).hexdigest()
+        return np.asarray(tokens.logprobs[1:], dtype=np.float64), strings, tokenizer_fingerprint(tokens.ids) if tokens.ids else None
+
+    def scoring_body(self, prompt: str, form: str | None = None) -> dict[str, object]:
+        """The request scoring ``prompt`` (nothing generated, greedy, one alternative)."""
+        if (form or self.prompt_form) == "echo":
+            return {"model": self.model, "prompt": prompt, "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0}
+        return {"model": self.model, "prompt": prompt, "max_tokens": 1, "prompt_logprobs": 0, "temperature": 0}
 
     def score(self, texts: Sequence[str], cache: ScoreCache | None = None,
-              on_progress: Callable[[int], None] | None = None) -> list[TokenScores]:
-        raise VerifierError(f"target {self.model}: an API target gives no prompt log-probs; use output-only signals")
+              on_progress: Callable[[int], None] | None = None, context: str | None = None) -> list[TokenScores]:
+        """Token scores of each text (cut to ``max_chars``, then to ``max_tokens`` of the server's
+        tokens) from the server's prompt log-probs, through the response cache; with ``context``,
+        the text's own tokens after the context. A text the server refused, or tokenized across
+        the join with the context, gets no scored positions (its signals are NaN, counted)."""
+        if PROMPT_LOGPROBS not in self.capabilities:
+            raise VerifierError(f"target {self.model}: the server returned no prompt log-probs when probed; use output-only signals")
+        started = time.monotonic()
+        prefix = context or ""
+        cut = [text[: self.max_chars] for text in texts]
+        calls = [("/completions", self.scoring_body(prefix + text)) for text in cut]
+        keys = [self._scoring_key(body) for _, body in calls]
+        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}
+        for key in dict.fromkeys(keys):
+            if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
+                bodies[key] = body
+                self.client.usage.cached += 1
+        if on_progress:
+            on_progress(sum(1 for k in keys if k in bodies))
+        failed: dict[str, str] = {}
+        missing = {k: c for k, c in zip(keys, calls) if k not in bodies}
+        if missing:
+            self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
+            with self._probing():
+                again = self._probe_request(self.prompt_form)
+            if again is None or again[1] != self.tokens_fingerprint:
+                raise VerifierError(f"API endpoint {self.endpoint}: the server's tokenizer changed during the run (its tokens of the probe "
+                                    "text differ from those when loaded): token-level numbers of two tokenizers are never mixed in one test")
+        self.client.usage.wall_s += time.monotonic() - started
+        self._bodies.update(bodies)
+        out = []
+        for key, text in zip(keys, cut):
+            if key in failed:
+                out.append(empty_scores())
+                continue
+            self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
+            self._served_as.update(served_as(bodies[key]))
+            tokens = read_prompt_tokens(bodies[key], self.prompt_form, prefix + text)
+            out.append(text_scores(tokens, len(prefix), len(text), self.options.max_tokens))
+        return out
+
+    def _scoring_key(self, body: dict) -> str:
+        """A scoring response's cache key: the request, and the tokenizer the probe found (a
+        response read with another tokenizer is never reused)."""
+        payload = {"endpoint": self.endpoint, "model": self.model, "path": "/completions", "body": body, "tokenizer": self.tokens_fingerprint}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def request(self, query: Query) -> tuple[str, dict]:
         """(endpoint path, JSON body) of one query. A sampled query carries its sample index as the
@@ -282,6 +437,84 @@ class OpenAICompatibleTarget:
                 names = self.client.scrub(", ".join(PurePosixPath(m).name for m in served[:5]))[:300]  # a server may name models by their (private) path
                 raise VerifierError(f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves {names}")
         self._checked = True
+
+
+@dataclass(frozen=True)
+class PromptTokens:
+    """A scored prompt as a server returned it: token strings, their log-probs (the first None),
+    where each token starts in the prompt (None when the server's strings do not rebuild the
+    prompt, so no join with a prefix can be found), and the token ids where the server gives them."""
+
+    strings: list[str]
+    logprobs: list[float | None]
+    offsets: list[int] | None
+    ids: list[int] | None
+
+
+def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptTokens | None:
+    """The prompt's tokens in a response of either form; None when the response holds none, or
+    holds them malformed (another party's bytes: every field is checked)."""
+    try:
+        choice = body["choices"][0]
+        if form == "echo":
+            lp = choice["logprobs"]
+            strings, logprobs, offsets, ids = lp["tokens"], lp["token_logprobs"], lp["text_offset"], None
+            if not (isinstance(offsets, list) and all(type(o) is int for o in offsets)
+                    and all(0 <= a <= b <= len(prompt) for a, b in zip(offsets, offsets[1:] + [len(prompt)]))):
+                return None
+        else:
+            entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
+            if not isinstance(entries, list) or not entries or entries[0] is not None:
+                return None
+            if not isinstance(ids, list) or len(ids) != len(entries):
+                ids = None  # without the ids, the actual token is the entry's first (vLLM lists it first)
+            strings, logprobs = [], [None]
+            for index, entry in enumerate(entries[1:], start=1):
+                token = entry[str(ids[index])] if ids else next(iter(entry.values()))
+                strings.append(token["decoded_token"])
+                logprobs.append(token["logprob"])
+            rest = "".join(s for s in strings if isinstance(s, str))
+            strings.insert(0, prompt[: len(prompt) - len(rest)] if prompt.endswith(rest) else "")
+            offsets = None
+            if "".join(strings) == prompt:
+                offsets = [sum(len(s) for s in strings[:i]) for i in range(len(strings))]
+        n = len(strings)
+        if not (n and len(logprobs) == n and (offsets is None or len(offsets) == n) and all(isinstance(t, str) for t in strings)
+                and all(type(v) in (int, float) and v <= 1e-6 and v == v for v in logprobs[1:])):
+            return None
+        if ids is not None and not all(type(i) is int and i >= 0 for i in ids):
+            return None
+        return PromptTokens(list(strings), [None, *map(float, logprobs[1:])], offsets, [int(i) for i in ids] if ids else None)
+    except (KeyError, IndexError, TypeError, AttributeError, StopIteration):
+        return None
+
+
+def empty_scores() -> TokenScores:
+    """No scored positions: every signal of the document is NaN."""
+    return TokenScores(np.zeros(0, dtype=np.int32), np.zeros(0), None, None, None, 0, 0)
+
+
+def text_scores(tokens: PromptTokens | None, text_start: int, text_length: int, max_tokens: int) -> TokenScores:
+    """The scores of the text's own tokens - from the prompt's first, or from the one starting at
+    ``text_start`` after a prefix - the first ``max_tokens`` of them, every one after the first;
+    none when no token starts exactly where the text does (a token spanning the join)."""
+    if tokens is None:
+        return empty_scores()
+    if text_start == 0:
+        first = 0
+    elif tokens.offsets is not None and text_start in tokens.offsets:
+        first = tokens.offsets.index(text_start)
+    else:
+        return empty_scores()
+    last = min(len(tokens.strings), first + max_tokens)
+    logprobs = tokens.logprobs[first + 1 : last]
+    if first + 1 >= last or any(v is None for v in logprobs):
+        return empty_scores()
+    starts = tokens.offsets or [sum(len(s) for s in tokens.strings[:i]) for i in range(len(tokens.strings))]
+    end = starts[last] if last < len(starts) else text_start + text_length
+    ids = np.asarray(tokens.ids[first:last] if tokens.ids else [-1] * (last - first), dtype=np.int32)
+    return TokenScores(token_ids=ids, logprob=np.asarray(logprobs, dtype=np.float64), mu=None, sigma=None, top1=None,
+                       char_start=max(0, min(starts[first + 1] - text_start, text_length)), char_end=max(0, min(end - text_start, text_length)))
 
 
 def served_as(body: dict) -> set[str]:

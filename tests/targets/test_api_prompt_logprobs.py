@@ -1,0 +1,171 @@
+"""Prompt log-probs through an OpenAI-compatible API: a real server (verifier's own, over the real
+SmolLM2-135M-Instruct weights) probed for what it offers, and the gray-box signals computed
+through it equal to local scoring of the same weights; hostile and inconsistent servers refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import requests
+
+from verifier.boundary.peers import PeerAccess
+from verifier.data import Documents
+from verifier.errors import VerifierError
+from verifier.scoring.table import score_documents
+from verifier.signals import Auxiliary
+from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, load_target
+from verifier.targets.kinds.openai_compatible import PromptTokens, read_prompt_tokens, text_scores
+
+API_TOL = 1e-3  # the acceptance bound; measured differences are about 5e-5 (two implementations, fp32)
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    return ScoreCache(tmp_path / "cache")
+
+
+@pytest.fixture(scope="module")
+def texts(wikimia64) -> list[str]:
+    return [r["text"] for r in wikimia64[:6]] + [r["text"] for r in wikimia64[-6:]]
+
+
+def test_probe_finds_prompt_logprobs_and_top_k(smollm2_logprob_server, smollm2):
+    target = load_target(smollm2_logprob_server.spec)
+    assert target.capabilities == {"answers", "prompt_logprobs", "top_k_logprobs"}
+    assert target.prompt_form == "echo" and target.repeat_difference == 0.0
+    probed = target.identity.details["probed"]
+    assert probed["prompt_logprobs_form"] == "echo" and probed["tokenizer"] == target.tokens_fingerprint
+    assert target.usage["probe_requests"] >= 3 and target.usage["requests_sent"] == 0 and target.usage["failures"] == {}
+    # The vLLM form gives token ids: the fingerprint then equals the local tokenizer's.
+    vllm = OpenAICompatibleTarget(smollm2_logprob_server.spec)
+    assert vllm._probe_request("prompt_logprobs")[2] == smollm2.tokenizer_fingerprint
+
+
+def test_gray_box_signals_through_the_api_equal_local_scoring(smollm2_logprob_server, smollm2, texts, wikimia64, cache):
+    aux = Auxiliary(nonmembers=tuple(r["text"] for r in wikimia64 if r["label"] == 0)[100:103])
+    names = ["loss", "zlib", "min_k", "recall"]
+    docs = Documents(texts, None, "wikimia")
+    target = load_target(smollm2_logprob_server.spec)
+    api = score_documents(docs, target, signal_names=names, aux=aux, cache=cache)
+    local = score_documents(docs, smollm2, signal_names=names, aux=aux)
+    for name in names:
+        np.testing.assert_allclose(api.signal(name), local.signal(name), atol=API_TOL, rtol=0, err_msg=name)
+    assert np.isfinite(api.signal("recall")).all()
+    assert (api.frame["n_tokens"] == local.frame["n_tokens"]).all()  # the same 256-token cut, in the server's tokens
+    assert api.metadata["target"]["probed"]["capabilities"] == ["answers", "prompt_logprobs", "top_k_logprobs"]
+    sent = target.usage["requests_sent"]
+    assert sent == 2 * len(texts)  # each text alone and after the prefix, once
+    again = load_target(smollm2_logprob_server.spec)
+    rerun = score_documents(docs, again, signal_names=names, aux=aux, cache=cache)
+    assert again.usage["requests_sent"] == 0 and again.usage["answers_from_cache"] == sent
+    np.testing.assert_array_equal(rerun.signal("loss"), api.signal("loss"))
+
+
+def test_the_vllm_form_gives_the_same_numbers(smollm2_logprob_server, texts, cache):
+    echo = load_target(smollm2_logprob_server.spec)
+    vllm = OpenAICompatibleTarget(smollm2_logprob_server.spec)
+    vllm.probe()
+    vllm.prompt_form = "prompt_logprobs"  # the server speaks both; the probe prefers the legacy form
+    vllm.tokens_fingerprint = vllm._probe_request("prompt_logprobs")[1]
+    a, b = echo.score(texts[:3], cache=cache), vllm.score(texts[:3], cache=cache)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.logprob, y.logprob, atol=1e-6)
+        assert (y.token_ids >= 0).all() and (x.token_ids == -1).all()  # ids only in the vLLM form
+
+
+def test_full_vocabulary_signals_are_not_computable_through_the_api(smollm2_logprob_server):
+    from verifier.signals import computable
+
+    target = load_target(smollm2_logprob_server.spec)
+    usable, why = computable(["loss", "min_k_pp", "gap_k", "dc_pdd"], target.capabilities)
+    assert usable == ["loss"] and "vocab_stats" in why["min_k_pp"] and "vocab_stats" in why["gap_k"]
+
+
+def test_a_tokenizer_changing_mid_run_is_refused(smollm2_logprob_server, texts, cache):
+    target = load_target(smollm2_logprob_server.spec)
+    target.probe()
+    target.tokens_fingerprint = "0" * 64  # as if the probe at load had seen another tokenizer
+    with pytest.raises(VerifierError, match="tokenizer changed during the run"):
+        target.score(texts[:2], cache=cache)
+
+
+def test_server_refuses_bad_requests_in_one_line(smollm2_logprob_server):
+    url = smollm2_logprob_server.base_url + "/completions"
+    model = smollm2_logprob_server.model
+    for body, status, why in (({"model": model, "prompt": ["a", "b"]}, 400, "prompt"), ({"model": "gpt-7", "prompt": "a"}, 404, "not served"),
+                              ({"model": model, "prompt": "a", "logprobs": 10**6}, 400, "logprobs"),
+                              ({"model": model, "prompt": "word " * 9000, "max_tokens": 0}, 400, "window")):
+        response = requests.post(url, json=body, timeout=60)
+        assert response.status_code == status and why in response.json()["error"]["message"]
+    assert requests.post(url, data=b"{not json", timeout=10).status_code == 400
+
+
+def test_hostile_or_inconsistent_prompt_tokens_give_no_scores():
+    good = {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]}
+    assert read_prompt_tokens(good, "echo", "Ab c").logprobs == [None, -1.0]
+    for broken in ({"choices": []}, {"choices": [{"logprobs": None}]},
+                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, 3.0], "text_offset": [0, 2]}}]},
+                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, "x"], "text_offset": [0, 2]}}]},
+                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, -1.0], "text_offset": [0, 99]}}]},
+                   {"choices": [{"logprobs": {"tokens": ["Ab"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]},
+                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, float("nan")], "text_offset": [0, 2]}}]}):
+        assert read_prompt_tokens(broken, "echo", "Ab c") is None
+    # A token spanning the join of prefix and text: the text has no scores, never misaligned ones.
+    spanning = PromptTokens(["P", "re", "fixText", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 1, 3, 10, 15], None)
+    assert text_scores(spanning, 6, 14, 256).n_scored == 0
+    aligned = PromptTokens(["Pre", "fix", "Text", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 3, 6, 10, 15], None)
+    scored = text_scores(aligned, 6, 14, 256)
+    assert scored.logprob.tolist() == [-1.0, -0.5] and (scored.char_start, scored.char_end) == (4, 14)
+
+
+def test_an_output_only_server_offers_answers_only():
+    """A server without the legacy endpoint's log-probs (the fault server, answering chat only)."""
+    from fault_server import FaultServer
+
+    with FaultServer() as server:
+        target = OpenAICompatibleTarget.load(server.spec("ok"), None, ApiOptions(timeout_s=2, retries=0), PeerAccess())
+        assert not server.requests  # loading sends nothing; reading the capabilities probes
+        assert target.capabilities == {"answers"} and target.prompt_form is None
+        assert target.usage["requests_sent"] == 0 and target.usage["probe_requests"] == len(server.requests) == 3
+        with pytest.raises(VerifierError, match="no prompt log-probs"):
+            target.score(["some text"])
+
+
+@pytest.mark.slow
+def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(smollm2_logprob_server, tmp_path, monkeypatch):
+    """The bundled example through the server (its port rewritten): loss, zlib and Min-K% computed
+    through the API equal the local audit's to 1e-3 document by document, Min-K%++ and Gap-K% are
+    not computable there, and both audits refuse the date-shifted comparison."""
+    import json
+    import shutil
+
+    import yaml
+
+    from verifier.audit import run_audit
+    from verifier.boundary.resources import resource
+
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    examples = resource("examples")
+    shutil.copytree(examples / "data" / "wikimia", tmp_path / "data" / "wikimia")
+    shutil.copytree(examples / "data" / "policies", tmp_path / "data" / "policies")
+    claim = yaml.safe_load((examples / "api-logprobs-wikimia.yaml").read_text())
+    claim["model"]["target"] = smollm2_logprob_server.spec
+    (tmp_path / "api.yaml").write_text(yaml.safe_dump(claim))
+    local = dict(claim, model={"target": "smollm2-135m", "training_cutoff": 2024})
+    (tmp_path / "local.yaml").write_text(yaml.safe_dump(local))
+    api_run = run_audit(tmp_path / "api.yaml", cache=ScoreCache(tmp_path / "cache"))
+    local_run = run_audit(tmp_path / "local.yaml", cache=ScoreCache(tmp_path / "cache"))
+    assert api_run.findings["verdict"] == local_run.findings["verdict"] == "REJECTED-METHOD"
+    route = next(r for r in api_run.findings["path"] if r["route"] == "date_shift")["outcome"]["metrics"]
+    assert {"min_k_pp", "gap_k"} <= set(route["not_computable"]) and "vocab_stats" in route["not_computable"]["gap_k"]
+    rows = {r["name"] for r in route["membership_rows"]}
+    assert {"loss", "zlib", "min_k", "prefix_lcs_word", "blind_classifier"} <= rows
+    key = ["role", "text_sha256"]
+    merged = api_run.scores.merge(local_run.scores, on=key, suffixes=("_api", "_local"))
+    assert len(merged) == 24
+    for name in ("loss", "zlib", "min_k"):
+        assert np.abs(merged[f"{name}_api"] - merged[f"{name}_local"]).max() < API_TOL, name
+    target = api_run.findings["model"]["target"]
+    assert target["probed"]["prompt_logprobs_form"] == "echo" and target["kind"] == "openai_compatible"
+    assert str(tmp_path) not in json.dumps(api_run.findings)
