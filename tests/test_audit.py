@@ -329,7 +329,7 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     assert result.exit_code == 0, result.output
     policy = (ROOT / "verifier" / "policies" / "default.yaml").read_text()
     policy = policy.replace("signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
-                            "signals: [loss, recall, con_recall, dc_pdd, pac]", 1)
+                            "signals: [loss, recall, con_recall, dc_pdd, pac]\n      claim_frequencies: true", 1)
     (folder / "prefixed-policy.yaml").write_text(policy)
     claim = yaml.safe_load(testbed_claim.read_text())
     claim["policy"] = "prefixed-policy.yaml"
@@ -344,7 +344,9 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     assert "member_prefix" in metrics["not_computable"]["con_recall"]
     aux = metrics["auxiliary"]
     assert aux["nonmember_prefix"]["documents"] == 5 and "drawn from the held-out set" in aux["prefix_source"]
+    assert aux["prefix_overlap_removed"]["heldout"] >= 5 and set(aux["prefix_overlap_removed"]) == {"suspect", "heldout"}
     assert aux["token_frequencies"]["documents"] == 500
+    assert audited.findings["policy"]["weaker_than_default"]  # a claim's own frequency table is the claimant's counts
     heldout = load_documents(folder / "testbed" / "build" / "documents.jsonl", label_field=None, where={"member": 0, "period": "pre-2017"})
     assert metrics["n_heldout"] == len(heldout.texts) - 5
     scored = set(audited.scores["text_sha256"])
@@ -352,6 +354,15 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     assert len(held_digests - scored) >= 5  # the prefix documents (and only duplicates besides) were never scored
     assert audited.findings["verdict"] == "SUPPORTED"
     assert isinstance(audited.scores, pd.DataFrame) and np.isfinite(audited.scores["recall"]).all()
+    # Under the default policy the claim's table is not used: no table matches the testbed's tokenizer.
+    default_policy = folder / "prefixed-default.yaml"
+    default_policy.write_text(policy.replace("\n      claim_frequencies: true", "", 1))
+    claim["policy"] = default_policy.name
+    path.write_text(yaml.safe_dump(claim))
+    plain = next(r for r in run_audit(path, cache=ScoreCache(tmp_path)).findings["path"] if r["route"] == "dataset_inference")
+    assert "dc_pdd" in plain["outcome"]["metrics"]["not_computable"]
+    assert "claim_frequencies is false" in plain["outcome"]["metrics"]["auxiliary"]["token_frequencies_ignored"]
+    claim["policy"] = "prefixed-policy.yaml"
     # A table counted with another tokenizer is refused in one line.
     (folder / "other.npz").write_bytes((EXAMPLES / "data" / "frequencies" / "pg19-openings.smollm2-135m.npz").read_bytes())
     claim["evidence"]["token_frequencies"] = "other.npz"

@@ -36,6 +36,29 @@ def test_score_then_evaluate(tiny_model_dir, sample, tmp_path):
     assert "bag_of_words (blind, no model)" in table.stdout and "Null hypothesis" in table.stdout
 
 
+def test_score_prefixed_and_calibrated_signals_then_evaluate(tiny_model_dir, sample, tmp_path):
+    """ReCaLL and Con-ReCall with prefix documents drawn from the labelled data (left out of the
+    table), DC-PDD with a table counted by 'verifier frequencies', PAC: all beside the blind rows."""
+    table = tmp_path / "freq.npz"
+    result = runner.invoke(app, ["frequencies", str(tiny_model_dir), str(WIKIMIA / "length128.jsonl"), "--out", str(table)])
+    assert result.exit_code == 0 and "tokenizer" in result.output, result.output
+    out = tmp_path / "scores.parquet"
+    base = ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--out", str(out), "--cache-dir", str(tmp_path / "c"),
+            "--max-tokens", "64", "--prefix-documents", "2"]
+    signals = [arg for name in ("loss", "recall", "con_recall", "dc_pdd", "pac") for arg in ("--signal", name)]
+    result = runner.invoke(app, [*base, *signals, "--token-frequencies", str(table), "--signal-param", "pac.augmentations=2"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(runner.invoke(app, ["evaluate", str(out), "--json"]).stdout)}
+    assert {"recall", "con_recall", "dc_pdd", "pac", "bag_of_words"} <= set(rows)
+    assert all(r["n_members"] + r["n_nonmembers"] == 36 for r in rows.values())  # 2 + 2 prefix documents left out
+    # Without labels there is nothing known to prefix with; a table of another tokenizer is refused.
+    refused = runner.invoke(app, [*base, "--signal", "recall", "--label-field", ""])
+    assert "labelled" in one_line_error(refused)
+    other = ROOT / "verifier" / "examples" / "data" / "frequencies" / "pg19-openings.smollm2-135m.npz"
+    refused = runner.invoke(app, [*base, "--signal", "dc_pdd", "--token-frequencies", str(other)])
+    assert "another tokenizer" in one_line_error(refused)
+
+
 def one_line_error(result) -> str:
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]

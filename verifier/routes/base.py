@@ -39,6 +39,7 @@ from verifier.scoring.table import AUXILIARY_NEEDS, FAILURE_PREFIX, Progress, sc
 from verifier.signals import (NONMEMBER_PREFIX, REGISTRY, TOKEN_FREQUENCIES, Auxiliary, SignalNames, SignalParams, check_params_used,
                               computable)
 from verifier.targets import ScoreCache, Target
+from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.cache import text_digest
 from verifier.verdicts import Verdict
 
@@ -199,18 +200,26 @@ class RouteContext:
                                            pd.DataFrame({FAILURE_PREFIX + k: v.to_numpy() for k, v in reasons.items()})], axis=1))
         return values
 
-    def prefetch(self, sets: Mapping[str, list[str]], signals: list[str], signal_params: Mapping[str, Mapping[str, Any]]) -> None:
+    def prefetch(self, sets: Mapping[str, list[str]], signals: list[str], signal_params: Mapping[str, Mapping[str, Any]],
+                 aux: Auxiliary | None = None) -> None:
         """Ask every query of every set in one shuffled batch before any set is scored (answers
         are cached, so the scoring passes read them back). Scored set after set, the suspect set's
         queries would all go before the held-out set's, and an endpoint whose answers drift during
         the run - an update, load, a routing change - would separate the sets with no training
         (an outside attack got SUPPORTED that way). Queries made from the traces (the judge's)
-        are asked the same way, for every set together."""
+        are asked the same way, for every set together; so are another party's server's prompt
+        log-probs (every text, then every prefixed or perturbed view, each pass over all sets in
+        one shuffled order)."""
         from verifier.scoring.table import signal_queries, signal_tools
         from verifier.signals import ScoredDocument, make_signals
         from verifier.signals.base import QueryingSignal
         from verifier.signals.traces.base import TraceSignal
+        from verifier.targets import kind_of
 
+        rng = np.random.default_rng(self.claim.seed)
+        scoring = [n for n in signals if PROMPT_LOGPROBS in REGISTRY[n].needs]
+        if scoring and kind_of(self.claim.model.target).remote:
+            self._prefetch_scores(sets, scoring, signal_params, aux or Auxiliary(), rng)
         names = [n for n in signals if issubclass(REGISTRY[n], QueryingSignal)]
         if not names:
             return
@@ -218,7 +227,6 @@ class RouteContext:
         querying = make_signals(names, target.capabilities, signal_params)
         texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
         queries = list(signal_queries(querying, texts).values())
-        rng = np.random.default_rng(self.claim.seed)
         asked = [queries[i] for i in rng.permutation(len(queries))]
         answers = dict(zip((q.key for q in asked), target.answer(asked, cache=self.cache, on_progress=self._progress("querying, sets interleaved", len(asked)))))
         docs = [ScoredDocument(text=t, answers=answers) for t in texts]
@@ -227,6 +235,28 @@ class RouteContext:
             if isinstance(signal, TraceSignal) and (followup := signal.followup(docs)) is not None:
                 who, followups = followup
                 tools.ask(who, [followups[i] for i in rng.permutation(len(followups))])
+
+    def _prefetch_scores(self, sets: Mapping[str, list[str]], names: list[str], signal_params: Mapping[str, Mapping[str, Any]],
+                         aux: Auxiliary, rng: np.random.Generator) -> None:
+        """A remote target's prompt log-probs for every set in one shuffled order, pass by pass
+        (cached: the per-set scoring reads them back)."""
+        from verifier.signals import LOWER, make_signals
+
+        target = self.model()
+        scoring = make_signals(names, target.capabilities | aux.offers | {LOWER}, signal_params)
+        texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
+        shuffled = [texts[i] for i in rng.permutation(len(texts))]
+        passes: dict[str | None, list[str]] = {None: shuffled}
+        if any(LOWER in s.needs for s in scoring):
+            passes["lower"] = [t.lower() for t in shuffled]
+        for signal in scoring:
+            for text in shuffled:
+                for view in signal.views(text, aux):
+                    passes.setdefault(f"context:{view.context}" if view.context is not None else "copies", []).append(view.text)
+        for key, batch in passes.items():
+            batch = list(dict.fromkeys(batch))
+            context = key.removeprefix("context:") if key and key.startswith("context:") else None
+            target.score(batch, cache=self.cache, on_progress=self._progress("scoring, sets interleaved", len(batch)), context=context)
 
     def _progress(self, what: str, total: int) -> Callable[[int], None] | None:
         return self.progress(what, total) if self.progress else None

@@ -27,12 +27,14 @@ from verifier.data import normalised_value
 from verifier.dataset_inference.comparison import best_signal, compare_sets, num, pval, shift_rows
 from verifier.dataset_inference.fraction import FDR_METHOD
 from verifier.dataset_inference.planning import power_curve, size_needed
+from verifier.dataset_inference.hygiene import find_overlap
 from verifier.dataset_inference.rules import (
     DocumentSet,
     DocumentsFinding,
     SetMembershipFinding,
     SetStatus,
     SetTestParams,
+    documents_seed,
     run_set_membership,
 )
 from verifier.routes.base import (
@@ -98,40 +100,63 @@ class DatasetInferenceParams(SignalChoice, SetTestParams):
 
     target_power: float = Field(0.8, gt=0, lt=1,
                                 description="the power at which the report plans the set size the observed effect would need")
-    prefix_from_heldout: bool = Field(True, description="prefixed signals (recall): when the claim names no evidence.prefix set, "
-                                      "draw the prefix documents from the held-out set (by the claim's seed), which are then not tested")
+    claim_prefix: bool = Field(False, json_schema_extra={"weaker": "true"},
+                               description="prefixed signals (recall): use the claim's evidence.prefix set (its composition is the "
+                               "claimant's) instead of documents drawn from the held-out set")
+    claim_frequencies: bool = Field(False, json_schema_extra={"weaker": "true"},
+                                    description="dc_pdd: use the claim's evidence.token_frequencies (its counts are the claimant's) "
+                                    "instead of the bundled table of the target's tokenizer")
 
 
-def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, heldout: DocumentSet) -> tuple[Auxiliary, dict[str, Any], DocumentSet]:
-    """What the prefixed and calibrated signals asked for read besides the model, and the held-out
-    set left to test.
+def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str, DocumentSet]) -> tuple[Auxiliary, dict[str, Any], dict[str, DocumentSet]]:
+    """What the prefixed and calibrated signals asked for read besides the model, and the sets left to test.
 
-    Prefix documents (ReCaLL's known non-members) come from the claim's ``evidence.prefix`` set or,
-    with ``prefix_from_heldout``, are drawn from the held-out set by the claim's seed and removed
-    from it: they are never tested nor seen by the blind check, and every suspect and held-out
-    document is scored after the same prefix, so the sets stay exchangeable when the model was
-    trained on neither. Con-ReCall's known members exist in no audit: it stays not computable. The
-    token frequency table is the claim's, or the bundled one of the target's tokenizer."""
+    Prefix documents (ReCaLL's known non-members) are drawn from the held-out set's distinct
+    documents, by a seed the documents fix (``documents_seed``: no seed to shop for), and every
+    document of any set that duplicates, prefix-matches or nearly matches one of them is removed
+    from every set, so no tested document is scored after a prefix holding itself or its twin.
+    Every suspect and held-out document is then scored after the same prefix: the sets stay
+    exchangeable when the model was trained on neither. A set the claim names (``evidence.prefix``)
+    is used only where the policy allows it (``claim_prefix``): its composition is the claimant's,
+    who could pick documents resembling one set's topics. Con-ReCall's known members exist in no
+    audit: it stays not computable. The token frequency table is the bundled one of the target's
+    tokenizer, or the claim's where the policy allows it (``claim_frequencies``): counts are the
+    claimant's to inflate for one set's tokens, which the blind check cannot see."""
     wanted = [make_signal(name, params.signal_params.get(name)) for name in params.signals]
     needs = frozenset().union(*(s.needs for s in wanted))
-    shots = max((getattr(s, "shots", 0) for s in wanted if NONMEMBER_PREFIX in s.needs), default=0)
-    nonmembers: tuple[str, ...] = ()
     finding: dict[str, Any] = {}
-    if NONMEMBER_PREFIX in needs:
-        if ctx.claim.evidence.prefix is not None:
-            nonmembers = tuple(ctx.load(ctx.claim.evidence.prefix).texts[:shots])
-            finding["prefix_source"] = "evidence.prefix"
-        elif params.prefix_from_heldout and len(heldout.texts) > 2 * shots:
-            drawn = sorted(int(i) for i in np.random.default_rng([ctx.claim.seed, 0x5EC0]).choice(len(heldout.texts), shots, replace=False))
-            nonmembers = tuple(heldout.texts[i] for i in drawn)
-            heldout = heldout.without(drawn)
-            finding["prefix_source"] = f"{shots} documents drawn from the held-out set (seed {ctx.claim.seed}), not tested"
     frequencies = None
     if TOKEN_FREQUENCIES in needs:
-        path = ctx.claim.evidence.token_frequencies
-        frequencies = table_for(ctx.model(), ctx.base_dir / path if path is not None else None)
+        named = ctx.claim.evidence.token_frequencies if params.claim_frequencies else None
+        if ctx.claim.evidence.token_frequencies is not None and not params.claim_frequencies:
+            finding["token_frequencies_ignored"] = "evidence.token_frequencies: not used (the policy's claim_frequencies is false)"
+        frequencies = table_for(ctx.model(), ctx.base_dir / named if named is not None else None)
+    usable, _ = ctx.usable_signals(list(params.signals), Auxiliary(("possible",), (), frequencies))
+    shots = max((getattr(s, "shots", 0) for s in wanted if NONMEMBER_PREFIX in s.needs and s.name in usable), default=0)
+    nonmembers: tuple[str, ...] = ()
+    if shots:
+        threshold = params.near_duplicate_threshold
+        if ctx.claim.evidence.prefix is not None and params.claim_prefix:
+            nonmembers = tuple(ctx.load(ctx.claim.evidence.prefix).texts[:shots])
+            finding["prefix_source"] = "evidence.prefix (the policy's claim_prefix allows it)"
+        else:
+            if ctx.claim.evidence.prefix is not None:
+                finding["prefix_ignored"] = "evidence.prefix: not used (the policy's claim_prefix is false)"
+            distinct, _ = sets["heldout"].distinct(threshold)
+            if len(distinct.texts) > 2 * shots:
+                seed = documents_seed(sets["suspect"].texts, distinct.texts)
+                drawn = np.random.default_rng(seed).choice(len(distinct.texts), shots, replace=False)
+                nonmembers = tuple(distinct.texts[int(i)] for i in sorted(drawn))
+                finding["prefix_source"] = f"{shots} distinct documents drawn from the held-out set (seed {seed} from the documents), not tested"
+        if nonmembers:
+            removed = {}
+            for role, documents in sets.items():
+                overlap = find_overlap(list(nonmembers), list(documents.texts), threshold)
+                sets[role] = documents.without(overlap.removed)
+                removed[role] = len(overlap.removed)
+            finding["prefix_overlap_removed"] = removed  # the prefix documents themselves and their twins, from every set
     aux = Auxiliary(nonmembers, (), frequencies)
-    return aux, {**finding, **aux.as_finding()}, heldout
+    return aux, {**finding, **aux.as_finding()}, sets
 
 
 def origin(ref: DocumentRef, file_sha256: str) -> str:
@@ -174,13 +199,13 @@ class DatasetInferenceRoute(Route):
             ref = getattr(evidence, role)
             if ref is not None:
                 sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.file_sha256(ref)))
-        aux, aux_finding, sets["heldout"] = auxiliary(ctx, params, sets["heldout"])
+        aux, aux_finding, sets = auxiliary(ctx, params, sets)
         signals, not_computable = ctx.usable_signals(list(params.signals), aux)
         prefetched: list[bool] = []
 
         def scorer(role: str, texts: list[str]) -> np.ndarray:
             if not prefetched:  # every set's queries in one shuffled batch, asked only once the sets pass the checks
-                ctx.prefetch({r: list(ds.texts) for r, ds in sets.items()}, signals, params.signal_params)
+                ctx.prefetch({r: list(ds.texts) for r, ds in sets.items()}, signals, params.signal_params, aux)
                 prefetched.append(True)
             return ctx.features(role, texts, signals, signal_params=params.signal_params, aux=aux)
 

@@ -30,6 +30,7 @@ from verifier.errors import VerifierError
 
 BUNDLED = Path(__file__).resolve().parent.parent / "examples" / "data" / "frequencies"
 MAX_BYTES = 64 << 20  # a vocabulary of 8M tokens: anything larger is not a frequency table
+MAX_COUNT = 2**53  # tokens counted in all: past this, float64 arithmetic on the counts is inexact
 MAX_TOKENS_PER_TEXT = 1024  # as the paper's code counts: each reference text truncated to 1,024 tokens
 
 
@@ -85,10 +86,12 @@ def read_table(path: Path) -> FrequencyTable:
             counts, meta = data["counts"], json.loads(data["meta"].tobytes().decode())
     except VerifierError:
         raise
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, RecursionError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as exc:
         raise VerifierError(f"{path.name}: not a readable token frequency table ({type(exc).__name__})") from None
-    if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(counts) < 2 or (counts < 0).any():
-        raise VerifierError(f"{path.name}: counts must be one non-negative integer per token id")
+    # Checked before any cast: a uint64 count above 2**63 would wrap negative, a sum past 2**62 overflow.
+    if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(counts) < 2 or (counts < 0).any() \
+            or counts.max() > MAX_COUNT or float(counts.astype(np.float64).sum()) > MAX_COUNT:
+        raise VerifierError(f"{path.name}: counts must be one non-negative integer per token id, {MAX_COUNT} in all at most")
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), t) for k, t in (("tokenizer", str), ("source", str), ("documents", int))):
         raise VerifierError(f"{path.name}: meta must name the tokenizer, the source and the documents counted")
     return FrequencyTable(counts.astype(np.int64), meta["tokenizer"], meta["source"][:300], meta["documents"], hashlib.sha256(raw).hexdigest())

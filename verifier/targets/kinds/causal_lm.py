@@ -359,18 +359,27 @@ class CausalLMTarget:
         room = (self.position_limit or 1 << 30) - self.options.max_tokens
         joined = [context + text[: self.options.max_chars] for text in texts]
         enc = self.tokenizer(joined, return_offsets_mapping=True, verbose=False)
+        # A tokenizer that opens every text with a start token scores the text's first real token
+        # alone (after the start token): after a context it is scored too, and the start token
+        # counts among the max_tokens, so both views score the same positions.
+        opens = self._opens_with_special()
         out = []
         for ids, offsets, whole in zip(enc["input_ids"], enc["offset_mapping"], joined):
             starts = [start for start, end in offsets]
             if len(context) not in starts or len(whole) == len(context):
                 out.append(Encoded(ids=[], char_start=0, char_end=0))
                 continue
-            first = starts.index(len(context))
+            first = starts.index(len(context)) - (1 if opens else 0)  # with a start token: the context's last token leads
             own = ids[first : first + self.options.max_tokens]
             kept = offsets[first : first + len(own)]
             out.append(Encoded(ids=own, char_start=(kept[1][0] if len(kept) > 1 else kept[0][1]) - len(context),
                                char_end=kept[-1][1] - len(context), context=tuple(ids[:first][-room:])))
         return out
+
+    def _opens_with_special(self) -> bool:
+        """Whether the tokenizer puts a special token (BOS) before every text."""
+        ids = self.tokenizer("a", verbose=False).input_ids
+        return bool(ids) and ids[0] in set(self.tokenizer.all_special_ids)
 
     def _run_wave(self, encoded: dict[str, Encoded]) -> Iterator[dict[str, TokenScores]]:
         """Score one wave's windows longest first; yield the documents each batch completes.

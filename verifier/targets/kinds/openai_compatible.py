@@ -254,7 +254,12 @@ class OpenAICompatibleTarget:
         if tokens is None or len(tokens.logprobs) < 2:
             return None
         strings = hashlib.sha256(json.dumps(tokens.strings).encode()).hexdigest()
-        return np.asarray(tokens.logprobs[1:], dtype=np.float64), strings, tokenizer_fingerprint(tokens.ids) if tokens.ids else None
+        # A start token (no text of its own, the others rebuilding the probe) is not the text's: left
+        # out, as the local fingerprint leaves it out. Where that is unclear it stays, and a table
+        # counted locally does not match (refused, never mixed).
+        opens = tokens.ids and tokens.strings[0] == "" and "".join(tokens.strings[1:]) == TOKENIZER_PROBE
+        ids = tokens.ids[1:] if opens else tokens.ids
+        return np.asarray(tokens.logprobs[1:], dtype=np.float64), strings, tokenizer_fingerprint(ids) if ids else None
 
     def scoring_body(self, prompt: str, form: str | None = None) -> dict[str, object]:
         """The request scoring ``prompt`` (nothing generated, greedy, one alternative)."""
@@ -459,8 +464,13 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
         if form == "echo":
             lp = choice["logprobs"]
             strings, logprobs, offsets, ids = lp["tokens"], lp["token_logprobs"], lp["text_offset"], None
+            # Every token must start inside the prompt, in order: a server that generated a token
+            # anyway (max_tokens 0 raised to 1) appends one starting at the prompt's end, and its
+            # log-prob is not the text's.
             if not (isinstance(offsets, list) and all(type(o) is int for o in offsets)
-                    and all(0 <= a <= b <= len(prompt) for a, b in zip(offsets, offsets[1:] + [len(prompt)]))):
+                    and all(0 <= a <= b < len(prompt) for a, b in zip(offsets, offsets[1:] + [len(prompt) - 1]))):
+                return None
+            if choice.get("text") not in (None, prompt):
                 return None
         else:
             entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
@@ -497,13 +507,19 @@ def empty_scores() -> TokenScores:
 def text_scores(tokens: PromptTokens | None, text_start: int, text_length: int, max_tokens: int) -> TokenScores:
     """The scores of the text's own tokens - from the prompt's first, or from the one starting at
     ``text_start`` after a prefix - the first ``max_tokens`` of them, every one after the first;
-    none when no token starts exactly where the text does (a token spanning the join)."""
+    none when no token starts exactly where the text does (a token spanning the join).
+
+    A tokenizer that opens every prompt with a start token (an empty token at offset 0, as Llama's
+    ``<s>``) scores the text's first real token alone (after the start token): after a prefix
+    that token is then scored too, and the start token counts among the ``max_tokens``, so both
+    score the same positions."""
     if tokens is None:
         return empty_scores()
+    opens = bool(tokens.offsets and len(tokens.offsets) > 1 and tokens.offsets[0] == tokens.offsets[1] == 0 and tokens.strings[0] in ("", "<s>"))
     if text_start == 0:
         first = 0
     elif tokens.offsets is not None and text_start in tokens.offsets:
-        first = tokens.offsets.index(text_start)
+        first = tokens.offsets.index(text_start) - (1 if opens else 0)
     else:
         return empty_scores()
     last = min(len(tokens.strings), first + max_tokens)
