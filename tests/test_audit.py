@@ -354,6 +354,20 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     assert len(held_digests - scored) >= 5  # the prefix documents (and only duplicates besides) were never scored
     assert audited.findings["verdict"] == "SUPPORTED"
     assert isinstance(audited.scores, pd.DataFrame) and np.isfinite(audited.scores["recall"]).all()
+    # The outside review's attack: every held-out document given twice. A prefix drawn before the
+    # duplicates were removed left each prefix document's twin in the set, scored after a prefix
+    # holding itself. Now the draw is from distinct documents and every twin leaves every set.
+    rows = read_jsonl(folder / "testbed" / "build" / "documents.jsonl")
+    held_rows = [r for r in rows if r["member"] == 0 and r["period"] == "pre-2017"]
+    (folder / "twice.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in held_rows + held_rows))
+    twice = copy.deepcopy(claim)
+    twice["evidence"]["heldout"] = {"path": "twice.jsonl", "year": 2016}
+    (folder / "twice.yaml").write_text(yaml.safe_dump(twice))
+    doubled = run_audit(folder / "twice.yaml", cache=ScoreCache(tmp_path))
+    removed = next(r for r in doubled.findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]["auxiliary"]
+    assert removed["prefix_overlap_removed"]["heldout"] == 10  # five prefix documents, each with its twin
+    scored_held = set(doubled.scores.loc[doubled.scores["role"] == "heldout", "text_sha256"])
+    assert held_digests - scored_held == held_digests - scored  # the same prefix, the same documents left out, as without the copies
     # Under the default policy the claim's table is not used: no table matches the testbed's tokenizer.
     default_policy = folder / "prefixed-default.yaml"
     default_policy.write_text(policy.replace("\n      claim_frequencies: true", "", 1))

@@ -5,6 +5,9 @@ the text's tokens found by their character offsets."""
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -153,6 +156,14 @@ def test_frequency_tables_of_another_tokenizer_are_refused(tiny, tiny_reference_
     path.write_bytes(negative.to_bytes())
     with pytest.raises(VerifierError, match="non-negative"):
         read_table(path)
+    # Counts that would wrap negative when cast, or whose total overflows: refused, never read as probabilities.
+    meta = np.frombuffer(json.dumps({"tokenizer": "x", "source": "s", "documents": 1}).encode(), dtype=np.uint8)
+    for counts in (np.array([2**63 + 5, 1], dtype=np.uint64), np.array([2**62, 2**62], dtype=np.int64)):
+        buffer = io.BytesIO()
+        np.savez(buffer, counts=counts, meta=meta)
+        path.write_bytes(buffer.getvalue())
+        with pytest.raises(VerifierError, match="at most"):
+            read_table(path)
 
 
 def test_bundled_table_matches_smollm2_tokenizer():

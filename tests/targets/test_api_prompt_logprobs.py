@@ -111,12 +111,21 @@ def test_hostile_or_inconsistent_prompt_tokens_give_no_scores():
                    {"choices": [{"logprobs": {"tokens": ["Ab"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]},
                    {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, float("nan")], "text_offset": [0, 2]}}]}):
         assert read_prompt_tokens(broken, "echo", "Ab c") is None
+    # A server that generated a token anyway (max_tokens 0 raised to 1): its token starts at the prompt's end.
+    generated = {"choices": [{"text": "Hello world foo bar", "logprobs": {"tokens": ["Hello", " world", " foo", " bar"],
+                                                                          "token_logprobs": [None, -3.0, -4.0, -0.1], "text_offset": [0, 5, 11, 15]}}]}
+    assert read_prompt_tokens(generated, "echo", "Hello world foo") is None
     # A token spanning the join of prefix and text: the text has no scores, never misaligned ones.
     spanning = PromptTokens(["P", "re", "fixText", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 1, 3, 10, 15], None)
     assert text_scores(spanning, 6, 14, 256).n_scored == 0
     aligned = PromptTokens(["Pre", "fix", "Text", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 3, 6, 10, 15], None)
     scored = text_scores(aligned, 6, 14, 256)
     assert scored.logprob.tolist() == [-1.0, -0.5] and (scored.char_start, scored.char_end) == (4, 14)
+    # A tokenizer opening every prompt with a start token scores the text's first token alone, so after a prefix too.
+    alone = PromptTokens(["<s>", "Text", " more"], [None, -3.0, -1.0], [0, 0, 4], None)
+    after = PromptTokens(["<s>", "Pre", "fix", "Text", " more"], [None, -1.0, -2.0, -2.5, -0.9], [0, 0, 3, 6, 10], None)
+    assert text_scores(alone, 0, 9, 256).logprob.tolist() == [-3.0, -1.0]
+    assert text_scores(after, 6, 9, 256).logprob.tolist() == [-2.5, -0.9]
 
 
 def test_an_output_only_server_offers_answers_only():
