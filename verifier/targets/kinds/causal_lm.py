@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -362,7 +363,7 @@ class CausalLMTarget:
         # A tokenizer that opens every text with a start token scores the text's first real token
         # alone (after the start token): after a context it is scored too, and the start token
         # counts among the max_tokens, so both views score the same positions.
-        opens = self._opens_with_special()
+        opens = self.opens_with_special
         out = []
         for ids, offsets, whole in zip(enc["input_ids"], enc["offset_mapping"], joined):
             starts = [start for start, end in offsets]
@@ -376,8 +377,9 @@ class CausalLMTarget:
                                char_end=kept[-1][1] - len(context), context=tuple(ids[:first][-room:])))
         return out
 
-    def _opens_with_special(self) -> bool:
-        """Whether the tokenizer puts a special token (BOS) before every text."""
+    @cached_property
+    def opens_with_special(self) -> bool:
+        """Whether the tokenizer puts a special token (BOS) before every text (asked once: the tokenizer is fixed)."""
         ids = self.tokenizer("a", verbose=False).input_ids
         return bool(ids) and ids[0] in set(self.tokenizer.all_special_ids)
 

@@ -275,39 +275,28 @@ class OpenAICompatibleTarget:
         the join with the context, gets no scored positions (its signals are NaN, counted)."""
         if PROMPT_LOGPROBS not in self.capabilities:
             raise VerifierError(f"target {self.model}: the server returned no prompt log-probs when probed; use output-only signals")
-        started = time.monotonic()
         prefix = context or ""
         cut = [text[: self.max_chars] for text in texts]
         calls = [("/completions", self.scoring_body(prefix + text)) for text in cut]
         keys = [self._scoring_key(body) for _, body in calls]
-        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}
-        for key in dict.fromkeys(keys):
-            if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
-                bodies[key] = body
-                self.client.usage.cached += 1
-        if on_progress:
-            on_progress(sum(1 for k in keys if k in bodies))
-        failed: dict[str, str] = {}
-        missing = {k: c for k, c in zip(keys, calls) if k not in bodies}
-        if missing:
-            self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
-            with self._probing():
-                again = self._probe_request(self.prompt_form)
-            if again is None or again[1] != self.tokens_fingerprint:
-                raise VerifierError(f"API endpoint {self.endpoint}: the server's tokenizer changed during the run (its tokens of the probe "
-                                    "text differ from those when loaded): token-level numbers of two tokenizers are never mixed in one test")
-        self.client.usage.wall_s += time.monotonic() - started
-        self._bodies.update(bodies)
+        bodies, failed = self._read_through(keys, calls, cache, on_progress, self._check_tokenizer_unchanged)
         out = []
         for key, text in zip(keys, cut):
             if key in failed:
                 out.append(empty_scores())
                 continue
-            self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
-            self._served_as.update(served_as(bodies[key]))
+            self._record(key, bodies[key])
             tokens = read_prompt_tokens(bodies[key], self.prompt_form, prefix + text)
             out.append(text_scores(tokens, len(prefix), len(text), self.options.max_tokens))
         return out
+
+    def _check_tokenizer_unchanged(self) -> None:
+        """After requests were sent: the probe text must still be tokenized as when loaded."""
+        with self._probing():
+            again = self._probe_request(self.prompt_form)
+        if again is None or again[1] != self.tokens_fingerprint:
+            raise VerifierError(f"API endpoint {self.endpoint}: the server's tokenizer changed during the run (its tokens of the probe "
+                                "text differ from those when loaded): token-level numbers of two tokenizers are never mixed in one test")
 
     def _scoring_key(self, body: dict) -> str:
         """A scoring response's cache key: the request, and the tokenizer the probe found (a
@@ -337,36 +326,49 @@ class OpenAICompatibleTarget:
                on_progress: Callable[[int], None] | None = None) -> list[Answer]:
         """The answer to each query (from the cache where it is there), in order. Transport
         failures after every retry are failed answers (not cached: a later run asks again)."""
-        started = time.monotonic()
         calls = [self.request(q) for q in queries]
         keys = [self.cache_key(q, r) for q, r in zip(queries, calls)]
-        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}  # read earlier in this run
-        from_cache = 0
-        for key in dict.fromkeys(keys):
-            if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
-                bodies[key] = body
-                from_cache += 1
-        self.client.usage.cached += from_cache
-        if on_progress:
-            on_progress(sum(1 for k in keys if k in bodies))
-        failed: dict[str, str] = {}
-        missing = {k: r for k, r in zip(keys, calls) if k not in bodies}
-        if missing:
-            self._preflight()
-            self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
-        self.client.usage.wall_s += time.monotonic() - started
-        self._bodies.update(bodies)
+        bodies, failed = self._read_through(keys, calls, cache, on_progress)
         answers = []
         for key, query in zip(keys, queries):
             if key in failed:
                 answers.append(Answer(error=failed[key], transient=True))
                 continue
-            self._read[key] = hashlib.sha256(json.dumps(bodies[key], sort_keys=True).encode()).hexdigest()
-            self._served_as.update(served_as(bodies[key]))
+            self._record(key, bodies[key])
             answers.append(answer := parse_answer(bodies[key], query.kind))
             if answer.error:
                 self.client.usage.failures[answer.error] += 1
         return answers
+
+    def _read_through(self, keys: list[str], calls: list[tuple[str, dict]], cache: ScoreCache | None,
+                      on_progress: Callable[[int], None] | None, after_fetch: Callable[[], None] | None = None,
+                      ) -> tuple[dict[str, dict], dict[str, str]]:
+        """(response bodies, failures) by cache key: what this run read already, then the cache,
+        then the server for the rest (``after_fetch`` runs once requests were sent). Answers and
+        scoring read the same way, so the cache, counters and trust rules are one."""
+        started = time.monotonic()
+        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}  # read earlier in this run
+        for key in dict.fromkeys(keys):
+            if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
+                bodies[key] = body
+                self.client.usage.cached += 1
+        if on_progress:
+            on_progress(sum(1 for k in keys if k in bodies))
+        failed: dict[str, str] = {}
+        missing = {k: c for k, c in zip(keys, calls) if k not in bodies}
+        if missing:
+            self._preflight()
+            self._fetch(missing, bodies, failed, cache, lambda: on_progress(1) if on_progress else None)
+            if after_fetch:
+                after_fetch()
+        self.client.usage.wall_s += time.monotonic() - started
+        self._bodies.update(bodies)
+        return bodies, failed
+
+    def _record(self, key: str, body: dict) -> None:
+        """A response the audit used: its digest enters the target's identity, its model name the findings."""
+        self._read[key] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        self._served_as.update(served_as(body))
 
     def _fetch(self, missing: dict[str, tuple[str, dict]], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
                advance: Callable[[], None]) -> None:
