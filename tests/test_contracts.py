@@ -41,6 +41,26 @@ def test_every_target_kind_conforms(name):
     check_target(KINDS[name])
 
 
+def test_every_loaded_target_kind_renders_in_the_report(tiny_model_dir, smollm2_logprob_server):
+    """Each kind's real identity, as loaded: a local model, an API answering only, an API with
+    prompt log-probs (its identity then carries the scoring options and what the probe found: a
+    report template reading a local model's fields from it failed every such audit)."""
+    from fault_server import FaultServer
+
+    from verifier.conformance import check_loaded_target
+    from verifier.targets import ApiOptions, OpenAICompatibleTarget, load_target
+
+    texts = ["The treaty was signed in the spring.", "A second short text."]
+    check_loaded_target(load_target(str(tiny_model_dir)), texts)
+    with FaultServer() as server:
+        answers_only = OpenAICompatibleTarget(server.spec("ok"), ApiOptions(timeout_s=2, retries=0))
+        check_loaded_target(answers_only, texts)
+        assert answers_only.capabilities == {"answers"}
+    scoring = OpenAICompatibleTarget(smollm2_logprob_server.spec)
+    check_loaded_target(scoring, texts)
+    assert scoring.identity.as_finding()["probed"]["prompt_logprobs_form"] == "echo"
+
+
 def test_every_module_of_the_part_folders_registers_a_part(monkeypatch):
     check_discovery()
     modules = REGISTRY.modules()

@@ -186,6 +186,8 @@ def check_loaded_target(target: object, texts: list[str]) -> None:
     identity = target.identity.as_finding()
     if not _json(identity) or not _json(target.fingerprint):
         problems.append("identity and fingerprint must be JSON-serialisable (findings and cache keys hold them)")
+    elif (why := _renders(identity)) is not None:
+        problems.append(f"the report cannot render this identity: {why}")
     if not isinstance(target.max_chars, int) or target.max_chars < 1:
         problems.append("max_chars must be a positive int")
     if "prompt_logprobs" in target.capabilities:
@@ -199,6 +201,24 @@ def check_loaded_target(target: object, texts: list[str]) -> None:
             if not 0 <= scores.char_start <= scores.char_end <= len(text):
                 problems.append(f"the scored span of {text[:20]!r} lies outside the text")
     _report(f"target {identity.get('kind')!r}", problems)
+
+
+def _renders(identity: dict) -> str | None:
+    """Why the report template fails on findings holding ``identity`` as the audited target (None
+    when it renders): every kind's identity reaches the report, whatever fields it has."""
+    from verifier.report import render_html
+
+    findings = {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
+                "model": {"target": identity, "training_cutoff": None, "released": None},
+                "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [],
+                           "other_departures": [], "regulation_map_sha256": "0"},
+                "verdict": "UNVERIFIABLE", "verdict_sentence": "s", "failed_items": {}, "failure_reasons": {}, "signal_runs": {},
+                "path": [], "inputs": [], "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
+    try:
+        render_html(findings, "0" * 64)
+    except Exception as exc:  # noqa: BLE001 - any failure of the template is the finding
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def check_discovery() -> None:

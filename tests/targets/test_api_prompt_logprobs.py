@@ -153,6 +153,7 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(s
 
     from verifier.audit import run_audit
     from verifier.boundary.resources import resource
+    from verifier.report import render_html
 
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     examples = resource("examples")
@@ -178,3 +179,5 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(s
     target = api_run.findings["model"]["target"]
     assert target["probed"]["prompt_logprobs_form"] == "echo" and target["kind"] == "openai_compatible"
     assert str(tmp_path) not in json.dumps(api_run.findings)
+    html = render_html(api_run.findings, "0" * 64)
+    assert "offered prompt log-probs (echo form): the first 256 of its tokens" in html and str(tmp_path) not in html
