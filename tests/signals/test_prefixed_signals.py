@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -164,6 +165,20 @@ def test_frequency_tables_of_another_tokenizer_are_refused(tiny, tiny_reference_
         path.write_bytes(buffer.getvalue())
         with pytest.raises(VerifierError, match="at most"):
             read_table(path)
+    # Found by an outside attack: a zip of raw members (no .npy) crashed the reader; a table
+    # carrying the right fingerprint but another vocabulary's length, or nothing counted, was read.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("counts.npy", b"raw bytes, no array")
+        archive.writestr("meta.npy", b"{}")
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(VerifierError, match="must be arrays"):
+        read_table(path)
+    vocabulary = len(tiny.tokenizer)
+    for counts, why in ((np.ones(vocabulary + 7, dtype=np.int64), "token ids"), (np.zeros(vocabulary, dtype=np.int64), "at least 1")):
+        path.write_bytes(FrequencyTable(counts, tiny.tokenizer_fingerprint, "s", 1, "d").to_bytes())
+        with pytest.raises(VerifierError, match=why):
+            table_for(tiny, path)
 
 
 def test_bundled_table_matches_smollm2_tokenizer():

@@ -128,6 +128,46 @@ def test_hostile_or_inconsistent_prompt_tokens_give_no_scores():
     assert text_scores(after, 6, 9, 256).logprob.tolist() == [-2.5, -0.9]
 
 
+def vllm_body(strings: list[str], logprobs: list[float], ids: list[int] | None) -> dict:
+    """A vLLM-form response: the first entry None, each other the actual token under its id."""
+    entries = [None] + [{str(ids[i] if ids else i): {"logprob": lp, "decoded_token": t}} for i, (t, lp) in enumerate(zip(strings, logprobs), start=1)]
+    return {"choices": [{"prompt_logprobs": entries, **({"prompt_token_ids": ids} if ids is not None else {})}]}
+
+
+def test_vllm_form_tokens_must_rebuild_the_prompt():
+    """The vLLM form spells out every token but the first: their strings must rebuild the rest of
+    the prompt (an outside attack appended generated tokens, or returned log-probs of half the
+    prompt, and both were scored as the document's)."""
+    prompt = "Hello world foo"
+    good = read_prompt_tokens(vllm_body([" world", " foo"], [-1.0, -2.0], [7, 8, 9]), "prompt_logprobs", prompt)
+    assert good.strings == ["Hello", " world", " foo"] and good.offsets == [0, 5, 11] and good.ids == [7, 8, 9]
+    half = "word " * 60 + "end of the text"
+    for body, text in [(vllm_body([" world", " foo", " bar", "!"], [-1.0, -2.0, -0.5, -0.1], [7, 8, 9, 10, 11]), prompt),  # generated tokens
+                       (vllm_body([" world", " foo"], [-1.0, -2.0], [7, 8, 9, 10]), prompt),  # ids of more tokens than log-probs
+                       (vllm_body([" the", " text"], [-1.0, -2.0], [1, 2, 3]), half),  # log-probs of the prompt's end only
+                       (vllm_body([" world", "", " foo"], [-1.0, -1.0, -2.0], [7, 8, 9, 10]), prompt),  # an empty token
+                       (vllm_body([" World", " foo"], [-1.0, -2.0], [7, 8, 9]), prompt)]:  # another prompt's tokens
+        assert read_prompt_tokens(body, "prompt_logprobs", text) is None
+    # Bytes of a non-ASCII character split across tokens read as replacement characters: the
+    # tokens are kept (scored), without offsets (no join with a prefix can be found).
+    split = read_prompt_tokens(vllm_body([" caf", "\ufffd", "\ufffd", " au lait"], [-1.0, -2.0, -0.1, -0.5], None),
+                               "prompt_logprobs", "Un café au lait")
+    assert split is not None and split.offsets is None and split.logprobs[1:] == [-1.0, -2.0, -0.1, -0.5]
+
+
+def test_a_token_id_spelled_two_ways_is_refused():
+    """A server answering the probe with one tokenizer and documents with another (an outside
+    attack: every re-probe passed, and DC-PDD read the table of one with the ids of the other)."""
+    target = OpenAICompatibleTarget("openai-compatible:http://127.0.0.1:9/v1#m")
+    probe = read_prompt_tokens(vllm_body([" quick", " brown", " fox"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick brown fox")
+    target._same_tokenizer(probe)
+    same = read_prompt_tokens(vllm_body([" fox", "\n", " brown", " café"], [-1.0] * 4, [1, 22, 5, 21, 30]), "prompt_logprobs", "A fox\n brown café")
+    target._same_tokenizer(same)  # the same ids spell the same words (spacing and non-ASCII spellings not compared)
+    other = read_prompt_tokens(vllm_body([" qu", "ick", " br"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick br")
+    with pytest.raises(VerifierError, match="two tokenizers"):
+        target._same_tokenizer(other)
+
+
 def test_an_output_only_server_offers_answers_only():
     """A server without the legacy endpoint's log-probs (the fault server, answering chat only)."""
     from fault_server import FaultServer

@@ -83,15 +83,18 @@ def read_table(path: Path) -> FrequencyTable:
             if sum(member.file_size for member in archive.infolist()) > 4 * MAX_BYTES:
                 raise VerifierError(f"{path.name}: expands past {4 * MAX_BYTES >> 20} MiB, not a token frequency table")
         with np.load(io.BytesIO(raw), allow_pickle=False) as data:
-            counts, meta = data["counts"], json.loads(data["meta"].tobytes().decode())
+            counts, meta = data["counts"], data["meta"]
+            if not (isinstance(counts, np.ndarray) and isinstance(meta, np.ndarray)):  # a zip member that is no .npy array reads as bytes
+                raise VerifierError(f"{path.name}: counts and meta must be arrays (.npy members), not a token frequency table")
+            meta = json.loads(meta.tobytes().decode())
     except VerifierError:
         raise
     except (OSError, ValueError, KeyError, EOFError, RecursionError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as exc:
         raise VerifierError(f"{path.name}: not a readable token frequency table ({type(exc).__name__})") from None
     # Checked before any cast: a uint64 count above 2**63 would wrap negative, a sum past 2**62 overflow.
     if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(counts) < 2 or (counts < 0).any() \
-            or counts.max() > MAX_COUNT or float(counts.astype(np.float64).sum()) > MAX_COUNT:
-        raise VerifierError(f"{path.name}: counts must be one non-negative integer per token id, {MAX_COUNT} in all at most")
+            or counts.max() > MAX_COUNT or float(counts.astype(np.float64).sum()) > MAX_COUNT or not counts.any():
+        raise VerifierError(f"{path.name}: counts must be one non-negative integer per token id, at least 1 and {MAX_COUNT} in all at most")
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), t) for k, t in (("tokenizer", str), ("source", str), ("documents", int))):
         raise VerifierError(f"{path.name}: meta must name the tokenizer, the source and the documents counted")
     return FrequencyTable(counts.astype(np.int64), meta["tokenizer"], meta["source"][:300], meta["documents"], hashlib.sha256(raw).hexdigest())
@@ -120,4 +123,8 @@ def table_for(target: object, path: Path | None = None) -> FrequencyTable | None
     if table.tokenizer != fingerprint:
         raise VerifierError(f"{path.name}: counted with another tokenizer than the target's (fingerprint {table.tokenizer[:12]} "
                             f"vs {fingerprint[:12]}): token-level numbers of two tokenizers are never mixed")
+    tokenizer = getattr(target, "tokenizer", None)  # a local model's: its vocabulary is known (a server's is not)
+    if tokenizer is not None and len(table.counts) != len(tokenizer):
+        raise VerifierError(f"{path.name}: counts {len(table.counts)} token ids, the target's tokenizer has {len(tokenizer)}: "
+                            "not counted with this tokenizer")
     return table

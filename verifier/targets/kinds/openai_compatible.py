@@ -170,6 +170,7 @@ class OpenAICompatibleTarget:
         self._tokenizer_fingerprint: str | None = None  # from token ids, where the server gives them
         self.tokens_fingerprint: str | None = None  # from the token strings of the probe text (any prompt_form)
         self.repeat_difference: float | None = None  # largest |log p| difference between two identical scoring requests
+        self._token_strings: dict[int, str] = {}  # token id -> its text, over every response read (vLLM form)
 
     @property
     def max_chars(self) -> int:
@@ -226,7 +227,10 @@ class OpenAICompatibleTarget:
             first = self._probe_request(form)
             if first is not None:
                 second = self._probe_request(form)
-                if second is None or second[1] != first[1]:
+                if second is None:
+                    raise VerifierError(f"API endpoint {self.endpoint}: scored the probe text once, then answered the same request "
+                                        "with no usable prompt log-probs")
+                if second[1] != first[1]:
                     raise VerifierError(f"API endpoint {self.endpoint}: tokenized the same text two ways in two requests")
                 self.prompt_form, offered = form, offered | {PROMPT_LOGPROBS}
                 self.tokens_fingerprint, self._tokenizer_fingerprint = first[1], first[2]
@@ -253,6 +257,7 @@ class OpenAICompatibleTarget:
             return None
         if tokens is None or len(tokens.logprobs) < 2:
             return None
+        self._same_tokenizer(tokens)
         strings = hashlib.sha256(json.dumps(tokens.strings).encode()).hexdigest()
         # A start token (no text of its own, the others rebuilding the probe) is not the text's: left
         # out, as the local fingerprint leaves it out. Where that is unclear it stays, and a table
@@ -287,8 +292,30 @@ class OpenAICompatibleTarget:
                 continue
             self._record(key, bodies[key])
             tokens = read_prompt_tokens(bodies[key], self.prompt_form, prefix + text)
+            if tokens is not None:
+                self._same_tokenizer(tokens)
             out.append(text_scores(tokens, len(prefix), len(text), self.options.max_tokens))
         return out
+
+    def _same_tokenizer(self, tokens: PromptTokens) -> None:
+        """Every token id must spell the same text in every response of the run, the probe's
+        included: a server answering the probe with one tokenizer and documents with another (or
+        replicas behind a balancer running two versions) is refused, never mixed. Only the
+        vLLM form gives ids. A server detokenizing incrementally may spell a token's spacing by
+        position, and a token ending or completing a multi-byte character with its neighbours'
+        bytes, so only ASCII spellings are compared, without surrounding white space, and the
+        first tokens are left out."""
+        if not tokens.ids:
+            return
+        for token_id, text in zip(tokens.ids[2:], tokens.strings[2:]):
+            spelled = text.strip()
+            if not spelled or not spelled.isascii():
+                continue
+            known = self._token_strings.setdefault(token_id, spelled)
+            if known != spelled:
+                raise VerifierError(f"API endpoint {self.endpoint}: token id {token_id} reads {known[:20]!r} in one response and "
+                                    f"{spelled[:20]!r} in another: the server tokenized with two tokenizers, whose token-level "
+                                    "numbers are never mixed in one test")
 
     def _check_tokenizer_unchanged(self) -> None:
         """After requests were sent: the probe text must still be tokenized as when loaded."""
@@ -478,18 +505,20 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
             entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
             if not isinstance(entries, list) or not entries or entries[0] is not None:
                 return None
-            if not isinstance(ids, list) or len(ids) != len(entries):
-                ids = None  # without the ids, the actual token is the entry's first (vLLM lists it first)
+            if ids is not None and (not isinstance(ids, list) or len(ids) != len(entries)):
+                return None  # ids and log-probs of different prompts (or of a prompt and what was generated)
             strings, logprobs = [], [None]
             for index, entry in enumerate(entries[1:], start=1):
-                token = entry[str(ids[index])] if ids else next(iter(entry.values()))
+                token = entry[str(ids[index])] if ids else next(iter(entry.values()))  # without ids: the actual token, listed first
                 strings.append(token["decoded_token"])
                 logprobs.append(token["logprob"])
-            rest = "".join(s for s in strings if isinstance(s, str))
-            strings.insert(0, prompt[: len(prompt) - len(rest)] if prompt.endswith(rest) else "")
-            offsets = None
-            if "".join(strings) == prompt:
-                offsets = [sum(len(s) for s in strings[:i]) for i in range(len(strings))]
+            if not all(isinstance(t, str) and t for t in strings):
+                return None
+            first = first_token_length("".join(strings), prompt)
+            if first is None:
+                return None
+            strings.insert(0, prompt[:first])
+            offsets = [sum(len(s) for s in strings[:i]) for i in range(len(strings))] if "".join(strings) == prompt else None
         n = len(strings)
         if not (n and len(logprobs) == n and (offsets is None or len(offsets) == n) and all(isinstance(t, str) for t in strings)
                 and all(type(v) in (int, float) and v <= 1e-6 and v == v for v in logprobs[1:])):
@@ -499,6 +528,38 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
         return PromptTokens(list(strings), [None, *map(float, logprobs[1:])], offsets, [int(i) for i in ids] if ids else None)
     except (KeyError, IndexError, TypeError, AttributeError, StopIteration):
         return None
+
+
+MAX_TOKEN_CHARS = 128  # longer than any token of a real tokenizer's vocabulary
+
+
+def first_token_length(rest: str, prompt: str) -> int | None:
+    """The length of the prompt's first token (which the vLLM form does not spell out) when the
+    other tokens' strings rebuild the rest of the prompt; None when they do not: tokens of another
+    text (generated ones appended), log-probs of only part of the prompt (a first "token" longer
+    than any token), or a prompt the server changed. A run of replacement characters stands for
+    non-ASCII characters whose bytes a token split; there only the ASCII text is compared."""
+    if prompt.endswith(rest):
+        first = len(prompt) - len(rest)
+    elif "\ufffd" in rest:
+        skeleton, own = _ascii(rest), _ascii(prompt)
+        if not own.endswith(skeleton):
+            return None
+        # The first token holds the prompt's characters before the skeleton's part of it.
+        ascii_seen, first = 0, len(prompt)
+        for index, char in enumerate(prompt):
+            if ascii_seen == len(own) - len(skeleton):
+                first = index
+                break
+            ascii_seen += char.isascii()
+        first = min(first, len(prompt) - 1)
+    else:
+        return None
+    return first if first <= MAX_TOKEN_CHARS else None
+
+
+def _ascii(text: str) -> str:
+    return "".join(char for char in text if char.isascii())
 
 
 def empty_scores() -> TokenScores:
