@@ -383,3 +383,55 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     path.write_text(yaml.safe_dump(claim))
     with pytest.raises(VerifierError, match="another tokenizer"):
         run_audit(path, cache=ScoreCache(tmp_path))
+
+
+def test_a_claims_prefix_bearing_on_one_set_is_removed_or_refused(testbed_claim, tmp_path):
+    """An outside attack (README only): under ``claim_prefix`` the claimant's prefix held held-out
+    documents with every fifth word replaced (below the near-duplicate bar); a model that copies
+    from its context then predicts those held-out documents better after the prefix, which ReCaLL
+    reads as less member-like, and two member-free sets gave SUPPORTED. Now documents derived from
+    a prefix document leave every set, and a prefix closer to one set than the other (here: a
+    sentence of it in every held-out document) leaves prefixed signals uncomputed - the method is
+    refused where they were all that was asked for."""
+    folder = testbed_claim.parent
+    rows = read_jsonl(folder / "testbed" / "build" / "documents.jsonl")
+    nonmembers = [r["text"] for r in rows if r["member"] == 0 and r["period"] == "pre-2017"]
+    half = len(nonmembers) // 2
+    suspect, heldout = nonmembers[:half], nonmembers[half:]
+
+    def write(name: str, texts: list[str]) -> None:
+        (folder / name).write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+    edited = [" ".join("xyz" if i % 5 == 4 else w for i, w in enumerate(t.split())) for t in heldout[:5]]
+    write("free-suspect.jsonl", suspect)
+    write("free-heldout.jsonl", heldout)
+    write("edited-prefix.jsonl", edited)
+    policy = (ROOT / "verifier" / "policies" / "default.yaml").read_text()
+    policy = policy.replace("signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
+                            "signals: [loss, recall]\n      claim_prefix: true", 1)
+    (folder / "claim-prefix-policy.yaml").write_text(policy)
+    claim = yaml.safe_load(testbed_claim.read_text())
+    claim["claim"]["statement"] = "The testbed model was trained on these texts (it was not)."
+    claim["policy"] = "claim-prefix-policy.yaml"
+    claim["model"]["max_tokens"] = 64
+    claim["evidence"] = {"suspect": {"path": "free-suspect.jsonl", "year": 2016}, "heldout": {"path": "free-heldout.jsonl", "year": 2016},
+                         "prefix": {"path": "edited-prefix.jsonl", "year": 2016}}
+    (folder / "edited.yaml").write_text(yaml.safe_dump(claim))
+    audited = run_audit(folder / "edited.yaml", cache=ScoreCache(tmp_path))
+    di = next(r for r in audited.findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
+    relation = di["auxiliary"]["prefix_relation"]
+    assert relation["derived_removed"] == {"suspect": 0, "heldout": 5} and relation["balanced"]
+    assert di["n_heldout"] == len(heldout) - 5 and "recall" in di["signals"]
+    assert audited.findings["verdict"] not in ("SUPPORTED", "CONTRADICTED")
+
+    first_sentences = [t.split(". ")[0] for t in edited]
+    write("free-heldout.jsonl", [f"{t} {first_sentences[i % 5]}." for i, t in enumerate(heldout)])
+    write("edited-prefix.jsonl", [t.split(". ")[0] + ". " + t for t in edited])
+    claim["evidence"]["prefix"] = {"path": "edited-prefix.jsonl", "year": 2016}
+    (folder / "edited.yaml").write_text(yaml.safe_dump(claim))
+    policy_recall_only = policy.replace("signals: [loss, recall]", "signals: [recall]", 1)
+    (folder / "claim-prefix-policy.yaml").write_text(policy_recall_only)
+    refused = run_audit(folder / "edited.yaml", cache=ScoreCache(tmp_path))
+    record = next(r for r in refused.findings["path"] if r["route"] == "dataset_inference")
+    assert record["outcome"]["status"] == "prefix_unbalanced" and refused.findings["verdict"] == "REJECTED-METHOD"
+    assert "closer to the held-out documents" in record["outcome"]["metrics"]["not_computable"]["recall"]

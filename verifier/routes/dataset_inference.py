@@ -28,6 +28,7 @@ from verifier.dataset_inference.comparison import best_signal, compare_sets, num
 from verifier.dataset_inference.fraction import FDR_METHOD
 from verifier.dataset_inference.planning import power_curve, size_needed
 from verifier.dataset_inference.hygiene import find_overlap
+from verifier.dataset_inference.prefix_relation import prefix_relation
 from verifier.dataset_inference.rules import (
     DocumentSet,
     DocumentsFinding,
@@ -74,6 +75,7 @@ KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DEC
 REFUSED = same_for(KINDS, Verdict.REJECTED_METHOD)
 NO_RESULT = same_for(KINDS, Verdict.INCONCLUSIVE)
 TOO_FEW_SCORED = "too_few_scored"  # more than half of a set unscored (failed queries, no usable traces): nothing to test
+PREFIX_UNBALANCED = "prefix_unbalanced"  # the prefix documents bear on one set more than the other, and only prefixed signals were asked for
 MODEL_CHANGED = "served_model_changed"  # an API answered as more than one model during the run: the sets may differ in weights
 # The route's whole verdict table: where the rules stopped -> verdict, per claim kind.
 VERDICTS = {
@@ -87,6 +89,7 @@ VERDICTS = {
     SetStatus.NOT_SIGNIFICANT.value: NO_RESULT,
     TOO_FEW_SCORED: NO_RESULT,
     MODEL_CHANGED: NO_RESULT,
+    PREFIX_UNBALANCED: REFUSED,
     SetStatus.SIGNIFICANT.value: {ClaimKind.TRAINED_ON: Verdict.SUPPORTED, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
                                   ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED},
 }
@@ -155,6 +158,12 @@ def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str,
                 sets[role] = documents.without(overlap.removed)
                 removed[role] = len(overlap.removed)
             finding["prefix_overlap_removed"] = removed  # the prefix documents themselves and their twins, from every set
+            relation = prefix_relation(nonmembers, {role: list(documents.texts) for role, documents in sets.items()})
+            sets = {role: documents.without(relation.derived[role]) for role, documents in sets.items()}
+            finding["prefix_relation"] = relation.as_finding()
+            if not relation.balanced:
+                finding["prefix_refused"] = relation.reason()
+                nonmembers = ()
     aux = Auxiliary(nonmembers, (), frequencies)
     return aux, {**finding, **aux.as_finding()}, sets
 
@@ -201,6 +210,12 @@ class DatasetInferenceRoute(Route):
                 sets[role] = DocumentSet(ctx.load(ref).texts, None, ref.year, origin(ref, ctx.file_sha256(ref)))
         aux, aux_finding, sets = auxiliary(ctx, params, sets)
         signals, not_computable = ctx.usable_signals(list(params.signals), aux)
+        if refused := aux_finding.get("prefix_refused"):
+            prefixed = [name for name in not_computable if NONMEMBER_PREFIX in make_signal(name, params.signal_params.get(name)).needs]
+            not_computable |= {name: refused for name in prefixed}
+            if not signals:
+                return RouteOutcome(PREFIX_UNBALANCED, f"The method is refused: {refused}; no other signal was asked for.",
+                                    {"signals": [], "not_computable": not_computable, "auxiliary": aux_finding}, [], list(LIMITATIONS))
         prefetched: list[bool] = []
 
         def scorer(role: str, texts: list[str]) -> np.ndarray:
