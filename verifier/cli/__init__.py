@@ -13,6 +13,7 @@ it, exit 1 (``VERIFIER_DEBUG=1`` shows the traceback). No traceback reaches a us
 from __future__ import annotations
 
 import os
+import warnings
 
 import click
 import typer
@@ -40,6 +41,10 @@ class HandledGroup(typer.core.TyperGroup):
 
     def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's own signature
         _stop_cleanly_on_sigterm()
+        if not os.environ.get("VERIFIER_DEBUG"):
+            # numpy's numerical warnings name source files by absolute path; every NaN they flag is
+            # named in the findings with its reason (a failed item, no scored token).
+            warnings.simplefilter("ignore", RuntimeWarning)
         try:
             return super().invoke(ctx)
         except USAGE_ERRORS:

@@ -10,6 +10,7 @@ implementation it follows (see the table in ``verifier.signals``).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -92,6 +93,9 @@ class ScoredDocument:
     aux: Auxiliary = field(default_factory=Auxiliary)
 
 
+NO_TOKENS = "no scored token (too few tokens, or a server's response without usable log-probs)"
+
+
 @dataclass(frozen=True)
 class Signal(ABC):
     """A membership score of one document; parameters are dataclass fields, recorded with results."""
@@ -107,12 +111,14 @@ class Signal(ABC):
     def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
         """Every document's score and, for each NaN, why. Signals that run a model of their own
         (an encoder, a scoring LM, a judge) override this to batch it, through ``tools``."""
-        values = np.fromiter((self.score(doc) for doc in docs), dtype=np.float64, count=len(docs))
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # a document with nothing scored is a NaN, named below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            values = np.fromiter((self.score(doc) for doc in docs), dtype=np.float64, count=len(docs))
         return Evaluation(values, [None if np.isfinite(v) else self.why_not(doc) for v, doc in zip(values, docs)])
 
     def why_not(self, doc: ScoredDocument) -> str:
-        """Why ``doc`` has no score (a NaN from a gray-box signal: too few tokens)."""
-        return "too few tokens"
+        """Why ``doc`` has no score (a NaN from a gray-box signal: no scored token)."""
+        return NO_TOKENS
 
     def views(self, text: str, aux: Auxiliary) -> list[View]:
         """The extra forward passes this signal reads for ``text`` (prefixed, perturbed copies);

@@ -22,7 +22,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from verifier.signals.base import TOKEN_FREQUENCIES, ScoredDocument, Signal, register
+from verifier.signals.base import NO_TOKENS, TOKEN_FREQUENCIES, ScoredDocument, Signal, register
 from verifier.targets.base import PROMPT_LOGPROBS
 
 
@@ -49,4 +49,4 @@ class DCPDD(Signal):
     def why_not(self, doc: ScoredDocument) -> str:
         if doc.target is not None and (np.asarray(doc.target.token_ids) < 0).any():
             return "the server gave no token ids"
-        return "too few tokens"
+        return NO_TOKENS
