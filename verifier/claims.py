@@ -153,8 +153,9 @@ class CorpusRef(Strict):
 
     index: str = Field(min_length=1, max_length=300, description="a local index folder, or the corpus files or folder "
                        "(indexed at audit time), relative to the claim; with `api`, the index name there")
-    api: str | None = Field(None, pattern=r"^https?://[^\s@?#]+$", max_length=300,
-                            description="an infini-gram-style index API (no credentials or query string: the claim enters the bundle)")
+    api: str | None = Field(None, pattern=r"^https?://[^\s@?#;=%]+$", max_length=300,
+                            description="an infini-gram-style index API (no credentials, parameters or query string: the claim "
+                            "enters the bundle)")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier corpus digest')")
     index_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)")
     version: str | None = Field(None, max_length=100)

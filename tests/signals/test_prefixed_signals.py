@@ -115,6 +115,17 @@ def test_another_prefix_is_another_cache_row(tiny, setting, tmp_path):
     assert first.metadata["auxiliary"] != second.metadata["auxiliary"]
 
 
+def test_a_table_shorter_than_the_token_ids_gives_no_dc_pdd(tiny, setting, tmp_path):
+    """An outside attack: a table cut to 100 ids (fingerprint kept) was read through an API, whose
+    vocabulary is unknown, as if every later id had count 0. Now an id past the table is no score."""
+    texts, aux = setting
+    short = FrequencyTable(aux.frequencies.counts[:100], aux.frequencies.tokenizer, "cut", 1, "d")
+    table = score_documents(Documents(texts, None, "t"), tiny, signal_names=["dc_pdd"], aux=Auxiliary((), (), short), cache=ScoreCache(tmp_path))
+    assert np.isnan(table.signal("dc_pdd")).all()
+    whole = score_documents(Documents(texts, None, "t"), tiny, signal_names=["dc_pdd"], aux=aux, cache=ScoreCache(tmp_path))
+    assert np.isfinite(whole.signal("dc_pdd")).all()
+
+
 def test_needs_are_stated_not_guessed(tiny):
     usable, why = computable(["recall", "con_recall", "dc_pdd", "pac"], tiny.capabilities)
     assert usable == ["pac"]

@@ -148,6 +148,13 @@ def test_vllm_form_tokens_must_rebuild_the_prompt():
                        (vllm_body([" world", "", " foo"], [-1.0, -1.0, -2.0], [7, 8, 9, 10]), prompt),  # an empty token
                        (vllm_body([" World", " foo"], [-1.0, -2.0], [7, 8, 9]), prompt)]:  # another prompt's tokens
         assert read_prompt_tokens(body, "prompt_logprobs", text) is None
+    # A second outside attack: replacement characters appended (or inserted) after an ASCII
+    # prompt in the vLLM form, empty tokens inserted at valid offsets in the legacy form.
+    assert read_prompt_tokens(vllm_body([" world", " foo"] + ["\ufffd"] * 3, [-1.0, -2.0] + [-15.0] * 3, None), "prompt_logprobs", prompt) is None
+    assert read_prompt_tokens(vllm_body([" world", "\ufffd", " foo"], [-1.0, -15.0, -2.0], None), "prompt_logprobs", prompt) is None
+    padded = {"choices": [{"logprobs": {"tokens": ["Hello", "", " world", "", " foo"], "token_logprobs": [None, -15.0, -1.0, -15.0, -2.0],
+                                        "text_offset": [0, 5, 5, 11, 11]}}]}
+    assert read_prompt_tokens(padded, "echo", prompt) is None
     # Bytes of a non-ASCII character split across tokens read as replacement characters: the
     # tokens are kept (scored), without offsets (no join with a prefix can be found).
     split = read_prompt_tokens(vllm_body([" caf", "\ufffd", "\ufffd", " au lait"], [-1.0, -2.0, -0.1, -0.5], None),

@@ -129,8 +129,10 @@ def test_altered_cached_response_is_refused_and_asked_again(faults, cache):
 
 
 @pytest.mark.parametrize("spec, why", [
-    ("openai-compatible:http://user:pw@host/v1#m", "no credentials or query string"),
-    ("openai-compatible:http://host/v1?key=1#m", "no credentials or query string"),
+    ("openai-compatible:http://user:pw@host/v1#m", "no credentials, parameters or query string"),
+    ("openai-compatible:http://host/v1?key=1#m", "no credentials, parameters or query string"),
+    ("openai-compatible:http://host/v1;api_key=sk-1#m", "no credentials, parameters or query string"),  # an outside attack's find
+    ("openai-compatible:http://host/v1%3Bkey%3Dsk-1#m", "no credentials, parameters or query string"),
     ("openai-compatible:ftp://host/v1#m", "expected openai-compatible:http"),
     ("openai-compatible:http://host/v1", "name the served model"),
 ])

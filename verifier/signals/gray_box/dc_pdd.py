@@ -36,7 +36,8 @@ class DCPDD(Signal):
 
     def score(self, doc: ScoredDocument) -> float:
         ids = np.asarray(doc.target.token_ids, dtype=np.int64)
-        if doc.target.n_scored == 0 or len(ids) != doc.target.n_scored + 1 or (ids < 0).any():
+        if doc.target.n_scored == 0 or len(ids) != doc.target.n_scored + 1 or (ids < 0).any() \
+                or (ids >= len(doc.aux.frequencies.counts)).any():
             return float("nan")
         _, first = np.unique(ids, return_index=True)
         first = np.sort(first[first > 0])  # positions of first occurrences; position 0 is not scored
@@ -47,6 +48,9 @@ class DCPDD(Signal):
         return float(np.mean(alpha))
 
     def why_not(self, doc: ScoredDocument) -> str:
-        if doc.target is not None and (np.asarray(doc.target.token_ids) < 0).any():
+        ids = np.asarray(doc.target.token_ids) if doc.target is not None else np.zeros(0)
+        if (ids < 0).any():
             return "the server gave no token ids"
+        if (ids >= len(doc.aux.frequencies.counts)).any():
+            return "a token id beyond the frequency table's vocabulary: the table was not counted with the target's tokenizer"
         return NO_TOKENS

@@ -105,8 +105,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise VerifierError(f"target {spec!r}: not a URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model")
-    if parts.username or parts.password or parts.query:
-        raise VerifierError(f"target {spec!r}: no credentials or query string in the URL (it enters the findings); "
+    path = parts.path.lower()
+    if parts.username or parts.password or parts.query or any(c in path for c in (";", "=", "%3b", "%3d")):
+        raise VerifierError(f"target {spec!r}: no credentials, parameters or query string in the URL (it enters the findings); "
                             "the auditor gives the key in an environment variable: verifier audit --api-key-env VAR")
     if not model.strip() or len(model) > 300:
         raise VerifierError(f"target {spec!r}: name the served model after '#'")
@@ -501,6 +502,10 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
                 return None
             if choice.get("text") not in (None, prompt):
                 return None
+            # The tokens after the first must spell the rest of the prompt, each with text of its own.
+            if not (isinstance(strings, list) and all(isinstance(t, str) and t for t in strings[1:])
+                    and first_token_length("".join(strings[1:]), prompt) is not None):
+                return None
         else:
             entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
             if not isinstance(entries, list) or not entries or entries[0] is not None:
@@ -538,12 +543,14 @@ def first_token_length(rest: str, prompt: str) -> int | None:
     other tokens' strings rebuild the rest of the prompt; None when they do not: tokens of another
     text (generated ones appended), log-probs of only part of the prompt (a first "token" longer
     than any token), or a prompt the server changed. A run of replacement characters stands for
-    non-ASCII characters whose bytes a token split; there only the ASCII text is compared."""
+    non-ASCII characters whose bytes a token split; there the ASCII text is compared, and the
+    replacement characters may be at most as many as the prompt's non-ASCII bytes."""
     if prompt.endswith(rest):
         first = len(prompt) - len(rest)
     elif "\ufffd" in rest:
         skeleton, own = _ascii(rest), _ascii(prompt)
-        if not own.endswith(skeleton):
+        # Each replacement character stands for at least one byte of a non-ASCII character.
+        if not own.endswith(skeleton) or rest.count("\ufffd") > len(prompt.encode("utf-8")) - len(own):
             return None
         # The first token holds the prompt's characters before the skeleton's part of it.
         ascii_seen, first = 0, len(prompt)
