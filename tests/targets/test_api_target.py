@@ -182,7 +182,9 @@ def test_api_example_audited_end_to_end(smollm2_server, tmp_path, monkeypatch):
     rows = {r["name"]: r for r in route["outcome"]["metrics"]["membership_rows"]}
     assert {"prefix_lcs_word", "prefix_lcs_token", "name_cloze", "blind_classifier"} <= set(rows)
     assert rows["blind_classifier"]["auc"] > max(rows[s]["auc"] for s in ("prefix_lcs_word", "prefix_lcs_token", "name_cloze"))
-    assert next(r for r in findings["path"] if r["route"] == "identifiers")["status"] in ("skipped", "not_reached")
+    # The identifiers route runs as on a local model (the probe, not the kind, says what the server
+    # offers) and finds nothing to test in these texts: no verdict, and no request beyond the 48 answers.
+    assert next(r for r in findings["path"] if r["route"] == "identifiers")["status"] in ("skipped", "not_reached", "ran")
     manifest = json.loads((first.folder / "manifest.json").read_text())
     usage = manifest["run"]["api"]["target"]
     assert usage["requests_sent"] == 48 and usage["answers_from_cache"] == 0 and usage["failures"] == {}
