@@ -75,28 +75,26 @@ class PrefixRelation:
                 "differ between the sets for a reason other than training")
 
 
-def cosine(prefix: Sequence[str], sets: dict[str, Sequence[str]]) -> dict[str, np.ndarray]:
-    """Each document's largest TF-IDF cosine to a prefix document, by role (the vocabulary is fit on
-    every text at once, blind to which set a text is in)."""
-    texts = {role: [normalise(t) for t in docs] for role, docs in sets.items()}
-    every = [normalise(t) for t in prefix] + [t for docs in texts.values() for t in docs]
+def cosine(prefix: list[str], sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """Each (normalised) document's largest TF-IDF cosine to a prefix document, by role (the
+    vocabulary is fit on every text at once, blind to which set a text is in)."""
     try:
-        vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(every)
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(prefix + [t for docs in sets.values() for t in docs])
     except ValueError:  # no word in any text: nothing is close to anything
-        return {role: np.zeros(len(docs)) for role, docs in texts.items()}
-    anchors = vectorizer.transform([normalise(t) for t in prefix])
+        return {role: np.zeros(len(docs)) for role, docs in sets.items()}
+    anchors = vectorizer.transform(prefix)
     return {role: cosine_similarity(vectorizer.transform(docs), anchors).max(axis=1) if docs else np.zeros(0)
-            for role, docs in texts.items()}
+            for role, docs in sets.items()}
 
 
-def copy_coverage(prefix: Sequence[str], sets: dict[str, Sequence[str]]) -> dict[str, np.ndarray]:
-    """Each document's share of words covered by a run of ``COPY_WORDS`` words found verbatim (on
-    normalised text) in some prefix document, by role."""
-    runs = {tuple(words[i : i + COPY_WORDS]) for text in prefix for words in [WORD.findall(normalise(text))]
+def copy_coverage(prefix: list[str], sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """Each (normalised) document's share of words covered by a run of ``COPY_WORDS`` words found
+    verbatim in some prefix document, by role."""
+    runs = {tuple(words[i : i + COPY_WORDS]) for text in prefix for words in [WORD.findall(text)]
             for i in range(len(words) - COPY_WORDS + 1)}
 
     def covered(text: str) -> float:
-        words = WORD.findall(normalise(text))
+        words = WORD.findall(text)
         hit = np.zeros(len(words), dtype=bool)
         for i in range(len(words) - COPY_WORDS + 1):
             if tuple(words[i : i + COPY_WORDS]) in runs:
@@ -109,7 +107,9 @@ def copy_coverage(prefix: Sequence[str], sets: dict[str, Sequence[str]]) -> dict
 def prefix_relation(prefix: Sequence[str], sets: dict[str, Sequence[str]]) -> PrefixRelation:
     """The documents to remove as derived from the prefix, and the balance tests on the rest
     (``sets`` holds at least "suspect" and "heldout")."""
-    measures = {"cosine": cosine(prefix, sets), "copy_coverage": copy_coverage(prefix, sets)}
+    anchors = [normalise(t) for t in prefix]
+    texts = {role: [normalise(t) for t in docs] for role, docs in sets.items()}  # once, for both measures
+    measures = {"cosine": cosine(anchors, texts), "copy_coverage": copy_coverage(anchors, texts)}
     derived = {role: [int(i) for i in np.flatnonzero(np.logical_or.reduce([m[role] >= DERIVED for m in measures.values()]))]
                for role in sets}
     aucs, p_values = {}, {}
