@@ -502,9 +502,7 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
                 return None
             if choice.get("text") not in (None, prompt):
                 return None
-            # The tokens after the first must spell the rest of the prompt, each with text of its own.
-            if not (isinstance(strings, list) and all(isinstance(t, str) and t for t in strings[1:])
-                    and first_token_length("".join(strings[1:]), prompt) is not None):
+            if not isinstance(strings, list) or first_token_length(strings[1:], prompt) is None:
                 return None
         else:
             entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
@@ -517,9 +515,7 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
                 token = entry[str(ids[index])] if ids else next(iter(entry.values()))  # without ids: the actual token, listed first
                 strings.append(token["decoded_token"])
                 logprobs.append(token["logprob"])
-            if not all(isinstance(t, str) and t for t in strings):
-                return None
-            first = first_token_length("".join(strings), prompt)
+            first = first_token_length(strings, prompt)
             if first is None:
                 return None
             strings.insert(0, prompt[:first])
@@ -538,13 +534,17 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
 MAX_TOKEN_CHARS = 128  # longer than any token of a real tokenizer's vocabulary
 
 
-def first_token_length(rest: str, prompt: str) -> int | None:
+def first_token_length(others: list, prompt: str) -> int | None:
     """The length of the prompt's first token (which the vLLM form does not spell out) when the
-    other tokens' strings rebuild the rest of the prompt; None when they do not: tokens of another
+    other tokens, each with text of its own, rebuild the rest of the prompt; None when they do not
+    (in either form): an empty token, tokens of another
     text (generated ones appended), log-probs of only part of the prompt (a first "token" longer
     than any token), or a prompt the server changed. A run of replacement characters stands for
     non-ASCII characters whose bytes a token split; there the ASCII text is compared, and the
     replacement characters may be at most as many as the prompt's non-ASCII bytes."""
+    if not all(isinstance(t, str) and t for t in others):
+        return None
+    rest = "".join(others)
     if prompt.endswith(rest):
         first = len(prompt) - len(rest)
     elif "\ufffd" in rest:
