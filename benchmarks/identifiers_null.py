@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from verifier.dataset_inference.power import wilson
+from verifier.identifiers.trials import identifier_trials
 from verifier.marks import identifiers
-from verifier.marks.evaluate import identifier_trials, run_rank_tests
-from verifier.marks.run import TargetScorer
+from verifier.scoring.table import TargetScorer
+from verifier.stats.rank_trials import run_rank_tests
 from verifier.targets import ScoringOptions
 from verifier.testbed import PRESETS, build_testbed
 

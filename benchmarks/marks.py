@@ -31,11 +31,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier.boundary.resources import resource
 from verifier.dataset_inference.power import wilson
+from verifier.identifiers.run import test_identifiers
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
-from verifier.marks.rephrase import OfflineRephraser
-from verifier.marks.run import TargetScorer, test_identifiers, test_registered
+from verifier.marks.run import test_registered
+from verifier.scoring.table import TargetScorer
 from verifier.targets import ScoringOptions
+from verifier.targets.rephrase import OfflineRephraser
 from verifier.testbed import PRESETS, build_testbed
 from verifier.trust.envelopes import public_pem
 

@@ -36,7 +36,8 @@ from verifier.scoring.table import score_documents
 from verifier.signals import Auxiliary
 from verifier.signals.frequencies import BUNDLED, build_table
 from verifier.stats import evaluate_scores
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.targets import ScoreCache, ScoringOptions
+from verifier.targets.kinds.causal_lm import CausalLMTarget
 from verifier.testbed import OLD, PRESETS, build_testbed
 
 GRAY = ["loss", "zlib", "min_k", "min_k_pp", "gap_k"]

@@ -42,7 +42,8 @@ def child(config: str, data: Path, n: int, work: Path, actors: int) -> dict:
 
     from verifier.data import load_documents
     from verifier.scoring.table import score_documents
-    from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+    from verifier.targets import ScoreCache, ScoringOptions
+    from verifier.targets.kinds.causal_lm import CausalLMTarget
 
     texts = load_documents(data).texts[:n]
     subset = work / "docs.jsonl"

@@ -77,7 +77,7 @@ def tiny_reference_dir(tmp_path_factory: pytest.TempPathFactory, wikimia64: list
 @pytest.fixture(scope="session")
 def smollm2():
     """The real SmolLM2-135M-Instruct target (fp32), loaded once per test session."""
-    from verifier.targets import CausalLMTarget
+    from verifier.targets.kinds.causal_lm import CausalLMTarget
 
     return CausalLMTarget("smollm2-135m")
 

@@ -270,8 +270,9 @@ def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundl
 
 
 def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bundle, tmp_path):
-    from verifier.plan import make_plan, parse_plan
-    from verifier.trust import load_private_key
+    from verifier.plan import make_plan
+    from verifier.trust.keys import load_private_key
+    from verifier.trust.plans import parse_plan
 
     folder = tmp_path / "claim"
     shutil.copytree(testbed_claim.parent, folder, ignore=shutil.ignore_patterns("*.yaml"))

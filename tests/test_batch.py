@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from verifier.batch import adjust, run_batch
 from verifier.cli import app
 from verifier.errors import VerifierError
-from verifier.trust import generate_key, load_private_key
 from verifier.trust.bundle import BATCH_INDEX, verify_batch
+from verifier.trust.keys import generate_key, load_private_key
 
 runner = CliRunner()
 CLAIMS = 20
@@ -161,8 +161,8 @@ def test_a_signer_cannot_list_a_verdict_the_adjustment_does_not_give(interrupted
 
     import pandas as pd
 
-    from verifier.audit import AuditResult
     from verifier.batch import load_batch, write_index
+    from verifier.findings import AuditResult
     from verifier.trust import write_bundle
 
     copy = tmp_path / "works"

@@ -146,7 +146,7 @@ def route_context(tmp_path_factory, tiny_model_dir):
     from verifier.boundary.resources import resource
     from verifier.claims import load_claim
     from verifier.corpus import digest_files
-    from verifier.routes import RouteContext
+    from verifier.scoring.session import RouteContext
     from verifier.targets import ScoreCache, load_target
 
     folder = tmp_path_factory.mktemp("contract")
@@ -205,8 +205,8 @@ def findings_with(route: str, outcome: dict) -> dict:
 def test_highlighted_spans_and_notes_render_marked_and_escaped():
     from dataclasses import asdict
 
+    from verifier.findings import Notes, RouteOutcome, Spans
     from verifier.report import render_html
-    from verifier.routes.base import Notes, RouteOutcome, Spans
 
     text = 'Before <script>alert("x")</script> the match, and after.'
     outcome = RouteOutcome(None, "summary", sections=[Spans("verbatim matches", text, [(7, text.index(" the"), "doc 1 <b>"), (text.index("match"), text.index(","), "doc 2")]),

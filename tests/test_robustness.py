@@ -19,7 +19,7 @@ from verifier.signals.gray_box.gap_k import GapK
 from verifier.signals.gray_box.min_k import MinK
 from verifier.signals.gray_box.min_k_plus_plus import MinKPlusPlus
 from verifier.stats import evaluate_scores
-from verifier.trust.envelopes import generate_key
+from verifier.trust.keys import generate_key
 
 runner = CliRunner()
 
@@ -144,7 +144,8 @@ def test_hub_ids_may_pin_a_revision_that_enters_the_source():
 def test_a_target_leaves_torchs_thread_count_as_it_found_it(tiny_model_dir):
     import torch
 
-    from verifier.targets import CausalLMTarget, ScoringOptions
+    from verifier.targets import ScoringOptions
+    from verifier.targets.kinds.causal_lm import CausalLMTarget
 
     before = torch.get_num_threads()
     target = CausalLMTarget(str(tiny_model_dir), ScoringOptions(threads=1 if before > 1 else 2))

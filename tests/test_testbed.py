@@ -16,7 +16,8 @@ from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestPara
 from verifier.errors import VerifierError
 from verifier.scoring.table import score_documents
 from verifier.stats import evaluate_scores
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.targets import ScoreCache, ScoringOptions
+from verifier.targets.kinds.causal_lm import CausalLMTarget
 from verifier.testbed import NEW, OLD, PRESETS, build_testbed
 
 runner = CliRunner()

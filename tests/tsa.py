@@ -186,7 +186,7 @@ def openssl_verify(token: Path, data: bytes, ca: Path) -> subprocess.CompletedPr
 def stamping(tmp_path_factory) -> dict[str, Path]:
     """A claim refused on its declared years (audited in seconds, no model loaded), a signing key,
     and two time-stamping authorities' CAs (an honest and a rogue one)."""
-    from verifier.trust.envelopes import generate_key
+    from verifier.trust.keys import generate_key
 
     folder = tmp_path_factory.mktemp("stamped")
     claim = write_refused_claim(folder, "stamped")

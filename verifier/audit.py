@@ -15,7 +15,7 @@ import hashlib
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,17 +26,26 @@ import yaml
 from verifier import __version__
 from verifier.boundary.peers import PeerAccess
 from verifier.boundary.resources import resource
-from verifier.claims import ClaimManifest, load_claim
+from verifier.claims import (
+    ClaimManifest,
+    claim_model_spec,
+    claim_scoring_options,
+    input_digests,
+    load_claim,
+    public_claim,
+)
 from verifier.errors import VerifierError
-from verifier.plan import NOT_REGISTERED, check_plan, read_plan
+from verifier.findings import AuditResult
+from verifier.plan import check_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
-from verifier.routes import RouteContext
+from verifier.scoring.session import RouteContext
 from verifier.scoring.table import Progress
-from verifier.targets import ScoreCache, ScoringOptions, Target, kind_of, kind_of_target, load_target
-from verifier.targets.model_source import BUNDLED
+from verifier.targets import ScoreCache, Target, kind_of, kind_of_target, load_target
 from verifier.trust.digests import findings_digest
+from verifier.trust.keys import default_key_path, signing_key
+from verifier.trust.plans import NOT_REGISTERED, read_plan
 from verifier.trust.timestamps import load_tsa_certificates
 from verifier.validation import for_audit
 
@@ -45,17 +54,6 @@ if TYPE_CHECKING:
     from verifier.trust.certificates import PdfSigning
 
 PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
-
-
-@dataclass
-class AuditResult:
-    findings: dict[str, Any]
-    scores: pd.DataFrame  # one row per scored document: role, text digest, signals (no text)
-    claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
-    policy_bytes: bytes  # the policy file as read and validated
-    usage: dict[str, Any] = field(default_factory=dict)  # API targets' request counters by role (run record, not findings)
-    plan_bytes: bytes | None = None  # the signed plan the audit was checked against, if any (carried in the bundle)
-    plan_tokens: tuple[tuple[str, bytes], ...] = ()  # the plan's timestamps (plan.timestamp-<n>.tsr), carried and signed with it
 
 
 def run_audit(
@@ -124,21 +122,6 @@ def run_audit(
                        plan_bytes=planned.raw if planned else None, plan_tokens=planned.tokens if planned else ())
 
 
-def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
-    """The claim as the findings and the bundle carry it: a local model named by its folder or
-    file name, never by where it lies on the auditor's disk (evidence paths are relative already)."""
-    data = claim.model_dump(mode="json")
-    for role in ("target", "reference"):
-        spec = data["model"].get(role)
-        if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
-            data["model"][role] = Path(spec).name
-    # A policy may live anywhere (shared by many claims): named, and digested elsewhere. (Corpus
-    # evidence is inside the claim folder, or an API URL without credentials or query.)
-    if "/" in data["policy"]:
-        data["policy"] = Path(data["policy"]).name
-    return data
-
-
 def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Callable[[str], Target]:
     """Load the claim's target or reference model by role; a relative path is relative to the claim."""
 
@@ -147,21 +130,6 @@ def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Call
         return load_target(spec, claim_scoring_options(claim), claim.model.api, access)
 
     return load
-
-
-def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> str:
-    """The SPEC of the claim's target or reference; a relative path is relative to the claim."""
-    spec = claim.model.target if role == "target" else claim.model.reference
-    if spec is None:
-        raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
-    local = base / spec
-    return str(local) if not kind_of(spec).remote and local.exists() else spec
-
-
-def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
-    """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
-    return ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens, max_chars=claim.model.max_chars,
-                          stride=claim.model.stride)
 
 
 def _sentence(claim: ClaimManifest, verdict: str, summary: str) -> str:
@@ -185,20 +153,6 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
     return identity
 
 
-def input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
-    entries = []
-    for role, ref in claim.evidence.documents().items():
-        path = base / ref.path
-        entries.append({"role": role, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                        "where": ref.where, "offset": ref.offset, "limit": ref.limit})
-    if claim.evidence.marks is not None:
-        for role in ("registration", "siblings"):
-            path = base / getattr(claim.evidence.marks, role)
-            entries.append({"role": f"marks {role}", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                            "where": {}, "offset": 0, "limit": None})
-    return entries
-
-
 def _environment() -> dict[str, Any]:
     packages = {}
     for name in PACKAGES:
@@ -214,23 +168,6 @@ def _environment() -> dict[str, Any]:
                    for registry in REGISTRIES if registry.plugins}:
         environment["plugins"] = plugins
     return environment
-
-
-def default_key_path() -> Path:
-    return Path.home() / ".config" / "verifier" / "signing.key"
-
-
-def signing_key(path: Path | None):  # noqa: ANN201 - an Ed25519PrivateKey
-    """The key at ``path``, else the default key, created (mode 0600) if it does not exist yet;
-    returns it with the path of a key this call created (None if none was)."""
-    from verifier.trust import generate_key, load_private_key
-
-    key_path = path or default_key_path()
-    created = None
-    if path is None and not key_path.exists():
-        generate_key(key_path)
-        created = key_path
-    return load_private_key(key_path), created
 
 
 @dataclass(frozen=True)
@@ -281,7 +218,7 @@ def audit_to_bundle(
     from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
 
     if plan is not None and key is not None:
-        from verifier.plan import read_plan
+        from verifier.trust.plans import read_plan
 
         if (planner := read_plan(Path(plan)).signer) != key_id(public_pem(key.public_key())):
             raise VerifierError(f"--plan {Path(plan).name}: signed by key {planner[:16]}, not by the key that signs this audit; "

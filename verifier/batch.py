@@ -129,7 +129,7 @@ def _part_key(claim_path: Path, policy_sha256: str, family_size: int) -> dict[st
     """What a part must have been computed from: the claim file, every input it reads, the policy,
     the batch's size (it sets how fine the tests' p-values are), the model (by the identity an
     audit records without loading it: for a local model, its weights' digest), and this verifier."""
-    from verifier.audit import claim_model_spec, input_digests
+    from verifier.claims import claim_model_spec, input_digests
     from verifier.targets import kind_of
 
     claim, base = load_claim(claim_path)
@@ -154,8 +154,8 @@ def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], resu
 
 def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:  # noqa: ANN401
     """The part's result, if it is ours (its tag holds) and was computed from these inputs; else None."""
-    from verifier.audit import AuditResult
     from verifier.boundary.peers import read_json
+    from verifier.findings import AuditResult
     from verifier.trust.tags import holds
 
     try:

@@ -7,6 +7,7 @@ the key (``evidence.heldout.path: field required``), never a traceback.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from datetime import date
 from enum import Enum, StrEnum
@@ -18,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 from verifier.boundary.resources import resolve_claim_path
 from verifier.boundary.safe_yaml import load_yaml_file
 from verifier.errors import VerifierError, first_validation_error
-from verifier.targets import ApiOptions, kind_of
+from verifier.targets import ApiOptions, ScoringOptions, kind_of
 from verifier.targets.base import PROMPT_LOGPROBS
+from verifier.targets.model_source import BUNDLED
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -251,3 +253,49 @@ def _inside(claim_path: Path, key: str, ref: Path) -> None:
     folder = claim_path.parent.resolve()
     if ref.is_absolute() or not (folder / ref).resolve().is_relative_to(folder):
         raise VerifierError(f"{claim_path}: {key}: {ref} must be a path relative to the claim's folder and inside it")
+
+
+# --- facts of a loaded claim every consumer shares (the audit, plans, prescoring, marks) --------------
+
+def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
+    """The claim as the findings and the bundle carry it: a local model named by its folder or
+    file name, never by where it lies on the auditor's disk (evidence paths are relative already)."""
+    data = claim.model_dump(mode="json")
+    for role in ("target", "reference"):
+        spec = data["model"].get(role)
+        if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
+            data["model"][role] = Path(spec).name
+    # A policy may live anywhere (shared by many claims): named, and digested elsewhere. (Corpus
+    # evidence is inside the claim folder, or an API URL without credentials or query.)
+    if "/" in data["policy"]:
+        data["policy"] = Path(data["policy"]).name
+    return data
+
+
+def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> str:
+    """The SPEC of the claim's target or reference; a relative path is relative to the claim."""
+    spec = claim.model.target if role == "target" else claim.model.reference
+    if spec is None:
+        raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
+    local = base / spec
+    return str(local) if not kind_of(spec).remote and local.exists() else spec
+
+
+def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
+    """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
+    return ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens, max_chars=claim.model.max_chars,
+                          stride=claim.model.stride)
+
+
+def input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
+    entries = []
+    for role, ref in claim.evidence.documents().items():
+        path = base / ref.path
+        entries.append({"role": role, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "where": ref.where, "offset": ref.offset, "limit": ref.limit})
+    if claim.evidence.marks is not None:
+        for role in ("registration", "siblings"):
+            path = base / getattr(claim.evidence.marks, role)
+            entries.append({"role": f"marks {role}", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                            "where": {}, "offset": 0, "limit": None})
+    return entries

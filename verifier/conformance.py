@@ -24,7 +24,17 @@ from verifier.claims import ClaimKind, Evidence
 from verifier.errors import VerifierError
 from verifier.plugins import Registry
 from verifier.routes.base import ROUTES, Route, RouteParams
-from verifier.signals import LOWER, MEMBER_PREFIX, NONMEMBER_PREFIX, REFERENCE, REGISTRY, TOKEN_FREQUENCIES, ScoredDocument, Signal, computable
+from verifier.signals import (
+    LOWER,
+    MEMBER_PREFIX,
+    NONMEMBER_PREFIX,
+    REFERENCE,
+    REGISTRY,
+    TOKEN_FREQUENCIES,
+    ScoredDocument,
+    Signal,
+    computable,
+)
 from verifier.signals.base import QueryingSignal
 from verifier.targets import CAPABILITIES, KINDS, TargetKind, kind_of
 from verifier.targets.token_scores import TokenScores

@@ -22,7 +22,6 @@ computed before the audit ran and possibly before the plan.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,29 +30,22 @@ from verifier import __version__
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json
 from verifier.trust.envelopes import (
-    key_id,
-    load_public_key,
     public_pem,
-    read_envelope,
-    read_statement,
     sign_envelope,
     statement,
-    verify_envelope,
 )
+from verifier.trust.plans import CLOCK, PLAN_PREDICATE, Plan, plan_record
 
 if TYPE_CHECKING:  # the audit's side of a plan needs the ML stack; reading one (verify) does not
     from verifier.claims import ClaimManifest
     from verifier.policy.schema import Policy
 
-PLAN_PREDICATE = "https://github.com/verifier/verifier/plan/v1"
-MAX_PLAN_BYTES = 1 << 20
-CLOCK = "the planner's system clock (no trusted timestamp)"
 
 
 def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """What a plan commits to: subject name -> SHA-256 (the claim, the policy, each set's
     documents, every other input file), and per set its file name and document count."""
-    from verifier.audit import claim_model_spec, input_digests, public_claim
+    from verifier.claims import claim_model_spec, input_digests, public_claim
     from verifier.data import load_documents
     from verifier.targets import kind_of
     from verifier.targets.cache import text_digest
@@ -115,54 +107,6 @@ def make_plan(claim_path: str | Path, key: Any, effect: float | None = None) -> 
     return canonical_json(envelope), predicate
 
 
-@dataclass(frozen=True)
-class Plan:
-    subjects: dict[str, str]
-    predicate: dict[str, Any]
-    signer: str  # SHA-256 fingerprint of the key it is signed with
-    sha256: str  # of the plan file
-    raw: bytes
-    signature: bytes = b""  # the raw signature that verified: what a timestamp of the plan must date
-    tokens: tuple[tuple[str, bytes], ...] = ()  # (file name, DER) of its timestamps: plan.timestamp-<n>.tsr
-
-
-def read_plan(path: Path) -> Plan:
-    """The plan at ``path``, its signature checked under the key it names; else one line naming the file."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_PLAN_BYTES + 1)
-    except OSError as exc:
-        raise VerifierError(f"--plan {path}: cannot read it ({exc.strerror})") from None
-    from verifier.trust.timestamps import read_tokens_beside
-
-    plan = parse_plan(raw, f"--plan {path.name}")
-    tokens = tuple((f"plan.{name.rsplit('.', 2)[-2]}.tsr", data) for name, data in read_tokens_beside(path))
-    return replace(plan, tokens=tokens)
-
-
-def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = ()) -> Plan:
-    """A plan's bytes, its signature checked under the key it names (``where`` names it in errors)."""
-    if len(raw) > MAX_PLAN_BYTES:
-        raise VerifierError(f"{where}: larger than a plan can be")
-    try:
-        envelope = read_envelope(raw)
-        claimed = read_statement(envelope.body())
-        pem = claimed.predicate["public_key"].encode()
-    except (ValueError, KeyError, AttributeError, TypeError):
-        raise VerifierError(f"{where}: not a signed plan (make one with 'verifier plan CLAIM')") from None
-    if claimed.predicateType != PLAN_PREDICATE:
-        raise VerifierError(f"{where}: not a plan (its statement is a {claimed.predicateType[:80]!r})")
-    public = load_public_key(pem, f"{where}: public_key")
-    body, signature = verify_envelope(envelope, public, where)
-    verified = read_statement(body)  # what the signature covers
-    try:
-        subjects = verified.subjects()
-    except ValueError as exc:
-        raise VerifierError(f"{where}: {exc}") from None
-    return Plan(subjects, verified.predicate, key_id(public_pem(public)), hashlib.sha256(raw).hexdigest(), raw,
-                signature, tokens)
-
-
 def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
     """The findings' pre-registration record, if the audit is the plan's; else one line naming
     the first thing that differs."""
@@ -183,33 +127,3 @@ def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, whe
     return plan_record(plan, where, pinned)
 
 
-def plan_record(plan: Plan, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
-    """What the findings say of the plan: its digest and signer, and its time - by the planner's clock,
-    whatever the plan calls its clock (it is the planner's word) - and design. With timestamps of the
-    plan, each must date its signature; the earliest a ``pinned`` TSA certificate vouches for puts
-    the plan's time on that authority's clock (``timestamped``)."""
-    from verifier.trust.timestamps import check_token
-
-    created = plan.predicate.get("created")
-    try:
-        datetime.fromisoformat(created)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise VerifierError(f"{where}: its creation time is not a date and time") from None
-    design = plan.predicate.get("design")
-    if not isinstance(design, dict):
-        raise VerifierError(f"{where}: its design is not a record")
-    record = {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": created, "clock": CLOCK, "design": design}
-    stamps = [(name, check_token(data, plan.signature, pinned or [], name)) for name, data in plan.tokens]
-    if stamps:
-        record["timestamps"] = [{"token": name, "time": t.time.isoformat(), "tsa": t.tsa} for name, t in stamps]
-    trusted = sorted((t for _, t in stamps if t.pinned), key=lambda t: t.time)
-    if trusted:
-        record |= {"clock": tsa_clock(trusted[0].tsa), "timestamped": trusted[0].time.isoformat()}
-    return record
-
-
-def tsa_clock(tsa: str) -> str:
-    return f"the clock of the time-stamping authority {tsa} (a timestamp token the auditor pins)"
-
-
-NOT_REGISTERED = {"registered": False}

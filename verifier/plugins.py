@@ -61,10 +61,11 @@ class Plugin:
 
 
 def part_modules(package: str) -> list[str]:
-    """The modules of ``package`` that are parts: every one but ``base`` (subpackages are data or families)."""
+    """The modules of ``package`` that are parts: every one but ``base`` and private helpers shared by
+    parts (a leading underscore); subpackages are data or families."""
     found = importlib.import_module(package)
     return sorted(info.name for info in pkgutil.iter_modules(found.__path__, f"{package}.")
-                  if not info.ispkg and info.name.rsplit(".", 1)[1] != CONTRACT_MODULE)
+                  if not info.ispkg and (short := info.name.rsplit(".", 1)[1]) != CONTRACT_MODULE and not short.startswith("_"))
 
 
 def subpackages(package: str) -> list[str]:

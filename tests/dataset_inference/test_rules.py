@@ -14,7 +14,13 @@ from conftest import ROOT, read_jsonl
 from verifier.baselines.exchangeability import check_exchangeable, column_aucs, margin_for
 from verifier.baselines.surface import SURFACE_FEATURES, surface_features
 from verifier.dataset_inference.hygiene import find_overlap
-from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestParams, residualise_on_text, run_set_membership
+from verifier.dataset_inference.rules import (
+    DocumentSet,
+    SetStatus,
+    SetTestParams,
+    residualise_on_text,
+    run_set_membership,
+)
 
 SIGNALS = ["loss", "zlib", "min_k", "min_k_pp"]  # registered signal names (the policy validator checks them)
 FAST = SetTestParams(n_permutations=199, shift_permutations=199)

@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verifier.identifiers.formats import HEX_LOWER, KNOWN_CONSTANTS, _self_predictable, find_identifiers, fresh_draws, random_looking
+from verifier.identifiers.formats import (
+    HEX_LOWER,
+    KNOWN_CONSTANTS,
+    _self_predictable,
+    find_identifiers,
+    fresh_draws,
+    random_looking,
+)
 
 
 def test_identifiers_are_found_once_and_known_constants_set_aside():

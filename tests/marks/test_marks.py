@@ -12,14 +12,15 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from scipy import stats
 
-from verifier.boundary.resources import resource
+from verifier.boundary.resources import resource, word_list
 from verifier.errors import VerifierError
-from verifier.marks.evaluate import Trial, context_before, run_rank_tests
-from verifier.marks.generators import MarkSpec, draw_distinct, word_list
+from verifier.marks.evaluate import context_before
+from verifier.marks.generators import MarkSpec, draw_distinct
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.marks.registration import commitment, predates_training, read_registration, read_secrets
-from verifier.marks.rephrase import OfflineRephraser
 from verifier.stats.rank import combine, marks_needed, paired_tests, rank_p_value, smallest_p
+from verifier.stats.rank_trials import Trial, run_rank_tests
+from verifier.targets.rephrase import OfflineRephraser
 from verifier.trust.envelopes import public_pem, sign_envelope
 
 CARRIERS = resource("examples", "data", "arxiv-carriers", "abstracts.jsonl")
@@ -262,8 +263,8 @@ def test_commitments_hide_the_text():
 
 
 def test_a_model_rephraser_samples_distinct_rephrasings_and_names_its_weights(tiny_model_dir):
-    from verifier.marks.rephrase import ModelRephraser, make_rephraser
     from verifier.targets.model_source import resolve_model
+    from verifier.targets.rephrase import ModelRephraser, make_rephraser
 
     rephraser = ModelRephraser(str(tiny_model_dir), max_new_tokens=12)
     text = carriers(1)[0][1]
@@ -326,7 +327,7 @@ def test_siblings_made_or_chosen_by_hand_are_refused_even_when_consistently_sign
 def test_the_rephrasers_watermark_biases_a_keyed_share_of_the_vocabulary():
     import torch
 
-    from verifier.marks.rephrase import green_list_bias
+    from verifier.targets.rephrase import green_list_bias
 
     ids = torch.tensor([[5, 7], [5, 9]])
     biased = green_list_bias(key=1, gamma=0.25, delta=2.0)(ids, torch.zeros(2, 1000))
@@ -339,7 +340,7 @@ def test_the_rephrasers_watermark_biases_a_keyed_share_of_the_vocabulary():
 
 def test_model_rephrasings_regenerate_only_with_the_registered_model(tiny_model_dir, tiny_reference_dir, tmp_path):
     from verifier.marks.make import regenerate
-    from verifier.marks.rephrase import ModelRephraser
+    from verifier.targets.rephrase import ModelRephraser
 
     key = Ed25519PrivateKey.generate()
     (tmp_path / "trust").mkdir()

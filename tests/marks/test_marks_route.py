@@ -24,9 +24,9 @@ from verifier.boundary.resources import resource
 from verifier.cli import app
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
-from verifier.marks.rephrase import OfflineRephraser
 from verifier.targets import ScoreCache
 from verifier.targets.model_source import resolve_model
+from verifier.targets.rephrase import OfflineRephraser
 from verifier.trust.envelopes import public_pem
 from verifier.trust.timestamps import stamp_envelope
 

@@ -10,8 +10,8 @@ from reference_scoring import float64_model
 from verifier.data import Documents
 from verifier.errors import VerifierError
 from verifier.scoring.table import score_documents
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
-from verifier.targets.kinds.causal_lm import BATCH_TOLERANCE
+from verifier.targets import ScoreCache, ScoringOptions
+from verifier.targets.kinds.causal_lm import BATCH_TOLERANCE, CausalLMTarget
 
 TOL = 1e-4
 WINDOW, STRIDE = 48, 16

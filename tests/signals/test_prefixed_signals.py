@@ -20,7 +20,8 @@ from verifier.scoring.table import draw_prefix_documents, score_documents
 from verifier.signals import MEMBER_PREFIX, NONMEMBER_PREFIX, Auxiliary, computable, make_signals
 from verifier.signals.frequencies import FrequencyTable, build_table, read_table, table_for
 from verifier.signals.gray_box.pac import swapped_copies
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions
+from verifier.targets import ScoreCache, ScoringOptions
+from verifier.targets.kinds.causal_lm import CausalLMTarget
 
 TOL = 1e-5
 MAX_TOKENS = 48

@@ -17,7 +17,13 @@ from verifier.errors import VerifierError
 from verifier.scoring.table import FAILURE_PREFIX, score_documents
 from verifier.signals import REGISTRY, make_signals
 from verifier.signals.base import ScoredDocument
-from verifier.signals.traces.anchors import next_token_entropy, recall_set, select, synthetic_candidates, template_candidates
+from verifier.signals.traces.anchors import (
+    next_token_entropy,
+    recall_set,
+    select,
+    synthetic_candidates,
+    template_candidates,
+)
 from verifier.signals.traces.base import TraceSignal, TracesUnusable
 from verifier.signals.traces.blackspectrum import BlackSpectrum, denoised
 from verifier.targets import ScoreCache, load_target

@@ -514,7 +514,7 @@ def test_hostile_bodies_get_json_errors_and_no_tracebacks(served, capfd):
 # -- bundles and the auditor's own files -----------------------------------------------------
 
 def test_world_readable_signing_key_is_refused(tmp_path):
-    from verifier.trust import generate_key, load_private_key
+    from verifier.trust.keys import generate_key, load_private_key
 
     path = tmp_path / "signing.key"
     generate_key(path)
@@ -546,7 +546,7 @@ def test_policy_errors_name_no_absolute_path(tmp_path, monkeypatch):
 
 
 def test_a_model_folder_without_tokenizer_files_is_blamed_on_the_model(tiny_model_dir, tmp_path):
-    from verifier.targets import CausalLMTarget
+    from verifier.targets.kinds.causal_lm import CausalLMTarget
 
     folder = tmp_path / "model"
     folder.mkdir()

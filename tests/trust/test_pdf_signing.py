@@ -181,7 +181,8 @@ def test_a_signer_cannot_bundle_another_audits_signed_report(signed, stamping, t
 
     import yaml
 
-    from verifier.trust.envelopes import load_private_key, sign_envelope
+    from verifier.trust.envelopes import sign_envelope
+    from verifier.trust.keys import load_private_key
 
     other_claim = tmp_path / "claim.yaml"
     data = yaml.safe_load(stamping["claim"].read_text())

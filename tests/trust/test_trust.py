@@ -22,9 +22,11 @@ from verifier.audit import run_audit
 from verifier.cli import app
 from verifier.errors import VerifierError
 from verifier.report import render_html
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions, resolve_model
+from verifier.targets import ScoreCache, ScoringOptions, resolve_model
+from verifier.targets.kinds.causal_lm import CausalLMTarget
 from verifier.trust import write_bundle
-from verifier.trust.envelopes import generate_key, key_id, load_private_key, public_pem, sign_envelope
+from verifier.trust.envelopes import key_id, public_pem, sign_envelope
+from verifier.trust.keys import generate_key, load_private_key
 
 runner = CliRunner()
 

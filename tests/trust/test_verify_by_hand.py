@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from verifier.cli import app
 from verifier.trust.certificates import document_paths
-from verifier.trust.envelopes import generate_key, load_private_key, sign_envelope
+from verifier.trust.envelopes import sign_envelope
+from verifier.trust.keys import generate_key, load_private_key
 
 runner = CliRunner()
 PAGE = ROOT / "docs" / "verify-by-hand.md"

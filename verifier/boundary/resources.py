@@ -6,6 +6,8 @@ editable checkout) finds them; nothing is located relative to the source tree.
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -36,3 +38,17 @@ def resolve_claim_path(spec: str | Path) -> Path:
     if name not in examples():
         raise VerifierError(f"{text}: no such bundled example; bundled: {', '.join(EXAMPLE_PREFIX + n for n in examples())}")
     return resource("examples", f"{name}.yaml")
+
+
+@cache
+def word_list() -> tuple[str, ...]:
+    """The bundled list of 2,048 lower-case words (frequent words of the bundled WikiMIA texts)."""
+    words = tuple(resource("marks", "words.txt").read_text(encoding="utf-8").split())
+    if len(words) != 2048 or len(set(words)) != 2048:
+        raise RuntimeError("verifier/marks/words.txt must hold 2,048 distinct words")
+    return words
+
+
+def word_list_sha256() -> str:
+    """SHA-256 of the word list (a marks registration names the list its marks were drawn from)."""
+    return hashlib.sha256("\n".join(word_list()).encode()).hexdigest()

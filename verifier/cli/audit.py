@@ -74,8 +74,8 @@ def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, c
            tsa: Optional[list[str]], pdf_signing: object) -> None:
     from collections import Counter
 
-    from verifier.audit import default_key_path, signing_key
     from verifier.batch import run_batch
+    from verifier.trust.keys import default_key_path, signing_key
 
     key, created = signing_key(sign_key) if sign else (None, None)
     document, issued = pdf_signing.signer(sign_key or default_key_path(), key) if key is not None else (None, None)  # type: ignore[attr-defined]

@@ -69,7 +69,7 @@ def make(
     say(out, f"keep private: {paths['private/siblings.json']} (the siblings: needed to test, never to be published)")
 
 
-def _print_rank_test(finding, what: str) -> None:  # noqa: ANN001 - a marks.evaluate.MarksFinding
+def _print_rank_test(finding, what: str) -> None:  # noqa: ANN001 - a marks.evaluate.RankFinding
     table = Table("kind", "marks", "combined p", "share at level", "mean standardised score", title="Rank test by kind")
     for row in finding.by_kind:
         table.add_row(row["kind"], str(row["marks"]), f"{row['combined_p']:.3g}", f"{row['share_at_level']:.2f}", f"{row['mean_standardised']:.2f}")
@@ -103,8 +103,9 @@ def test(
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
 
-    from verifier.marks.rank_tests import RankTestParams
-    from verifier.marks.run import TargetScorer, test_registered
+    from verifier.marks.run import test_registered
+    from verifier.routes._rank_tests import RankTestParams
+    from verifier.scoring.table import TargetScorer
     from verifier.targets import ScoringOptions
 
     checked(RankTestParams, alpha=alpha, combine=combine, level=level, context_words=context_words)  # the marks route's own bounds
@@ -132,8 +133,9 @@ def identifiers(
     cache_dir: CacheDir = None,
 ) -> None:
     """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their formats."""
-    from verifier.marks.run import TargetScorer, test_identifiers
+    from verifier.identifiers.run import test_identifiers
     from verifier.routes.identifiers import IdentifierParams
+    from verifier.scoring.table import TargetScorer
     from verifier.targets import ScoringOptions
 
     checked(IdentifierParams, alpha=alpha, combine=combine, level=level, context_words=context_words, samples=samples,

@@ -28,9 +28,9 @@ def plan(
     """Commit to the claim, its policy, the digests of every document set, the seed and the design's
     power, in a signed plan, before any document is scored; 'verifier audit CLAIM --plan PLAN' then
     refuses anything that differs from it."""
-    from verifier.audit import signing_key
     from verifier.batch import is_batch
     from verifier.plan import make_plan
+    from verifier.trust.keys import signing_key
 
     if is_batch(claim):
         raise VerifierError(f"{claim}: a batch manifest; a plan covers one claim (plan each claim of the batch)")

@@ -22,9 +22,8 @@ def generate(
     name: Annotated[Optional[str], typer.Option(help="The certificate's common name (who signs the reports).")] = None,
 ) -> None:
     """Create an Ed25519 signing key pair, and a self-signed certificate for signing report PDFs."""
-    from verifier.audit import default_key_path
-    from verifier.trust import generate_key, load_private_key
     from verifier.trust.certificates import issue_self_signed
+    from verifier.trust.keys import default_key_path, generate_key, load_private_key
 
     path = out_path or default_key_path()
     public = generate_key(path, force=force)
@@ -41,7 +40,7 @@ def trust(
     trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
 ) -> None:
     """Pin a signer's public key: 'verify' then accepts bundles it signed without --key."""
-    from verifier.trust.envelopes import trust_key
+    from verifier.trust.keys import trust_key
 
     path, fingerprint = trust_key(public_key, trust_dir)
     say(err, f"pinned {fingerprint} as {path}")

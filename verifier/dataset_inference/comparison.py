@@ -17,21 +17,14 @@ from sklearn.metrics import roc_curve
 
 from verifier.baselines.exchangeability import ExchangeabilityCheck
 from verifier.baselines.latest_year import latest_year_baseline
-from verifier.routes.base import Cell, Figure, Section, Table
+from verifier.findings import Cell, Figure, Section, Table
 from verifier.stats import evaluate_scores
+from verifier.stats.formats import num, pval
 from verifier.stats.metrics import fill_failed
 
 ROC_POINTS = 101
 HISTOGRAM_BINS = 20
 BLIND_CLASSIFIER = "blind_classifier"
-
-
-def num(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def pval(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
 
 
 def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:

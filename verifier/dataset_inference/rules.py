@@ -53,7 +53,14 @@ from verifier.baselines.exchangeability import (
 )
 from verifier.baselines.surface import surface_features
 from verifier.claims import Role
-from verifier.dataset_inference.fraction import FDR_METHOD, FractionTrained, conformal_p_values, fold_scores, fraction_trained, identified
+from verifier.dataset_inference.fraction import (
+    FDR_METHOD,
+    FractionTrained,
+    conformal_p_values,
+    fold_scores,
+    fraction_trained,
+    identified,
+)
 from verifier.dataset_inference.hygiene import DEFAULT_THRESHOLD, Overlap, find_duplicates, find_overlap
 from verifier.dataset_inference.statistic import MIN_SET_SIZE, DatasetInferenceResult, dataset_inference
 from verifier.stats.metrics import fill_failed

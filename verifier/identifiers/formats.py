@@ -41,7 +41,8 @@ from functools import cache
 
 import numpy as np
 
-from verifier.marks.generators import word_list
+from verifier.boundary.resources import word_list
+from verifier.stats.rank_trials import words_before
 
 ALNUM = string.ascii_letters + string.digits
 LOWER_ALNUM = string.ascii_lowercase + string.digits
@@ -184,13 +185,6 @@ class Found:
     identifier: str
     document: int
     context: str
-
-
-def words_before(text: str, at: int, words: int) -> str:
-    """The last ``words`` words before position ``at`` (none for 0), ending with the space that preceded ``at`` if any."""
-    before = text[:at]
-    kept = before.split()[-words:] if words > 0 else []
-    return " ".join(kept) + (" " if kept and before[-1:].isspace() else "")
 
 
 def _bare(text: str) -> str:

@@ -14,15 +14,13 @@ Formats:
 
 from __future__ import annotations
 
-import hashlib
 import string
-from functools import cache
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from verifier.boundary.resources import resource
+from verifier.boundary.resources import word_list
 
 Kind = Literal["canary", "trap", "rephrasing"]
 CanaryFormat = Literal["words", "hex", "base32", "sentence"]
@@ -48,19 +46,6 @@ PLACES = ("Aldermoor", "Brackenford", "Calderwick", "Dunmarrow", "Elmstead", "Fa
           "Ivybridge Vale", "Juniper Hollow", "Kestrel Point", "Larkspur", "Mossley Fen", "Northcombe", "Oakhurst",
           "Pellinor", "Quarry End", "Ravensworth", "Saltmarsh", "Thornbury Down", "Upwater", "Valewood", "Wexcombe",
           "Yarrowby", "Ashgrove", "Bellhaven", "Coldharbour", "Drymoor", "Eastwold", "Fallowmere", "Greystone", "Hollins")
-
-
-@cache
-def word_list() -> tuple[str, ...]:
-    """The bundled list of 2,048 lower-case words (frequent words of the bundled WikiMIA texts)."""
-    words = tuple(resource("marks", "words.txt").read_text(encoding="utf-8").split())
-    if len(words) != 2048 or len(set(words)) != 2048:
-        raise RuntimeError("verifier/marks/words.txt must hold 2,048 distinct words")
-    return words
-
-
-def word_list_sha256() -> str:
-    return hashlib.sha256("\n".join(word_list()).encode()).hexdigest()
 
 
 class MarkSpec(BaseModel):

@@ -24,8 +24,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import __version__
 from verifier.boundary.atomic import atomic_output
+from verifier.boundary.resources import word_list_sha256
 from verifier.errors import VerifierError
-from verifier.marks.generators import MarkSpec, draw_distinct, word_list_sha256
+from verifier.marks.generators import MarkSpec, draw_distinct
 from verifier.marks.registration import (
     PREDICATE_TYPE,
     REGISTRATION_FORMAT,
@@ -34,8 +35,8 @@ from verifier.marks.registration import (
     Secrets,
     commitment,
 )
-from verifier.marks.rephrase import Rephraser, rephraser_from_identity
 from verifier.targets.cache import text_digest
+from verifier.targets.rephrase import Rephraser, rephraser_from_identity
 from verifier.trust.envelopes import public_pem, sign_envelope, statement
 from verifier.trust.timestamps import names_beside, stamp_envelope, tokens_beside
 

@@ -26,14 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError, first_validation_error
 from verifier.marks.generators import CanaryFormat, Kind
-from verifier.trust.envelopes import (
-    PAYLOAD_TYPE,
-    Envelope,
-    load_public_key,
-    pinned_public_keys,
-    read_statement,
-    verify_envelope,
-)
+from verifier.trust.envelopes import PAYLOAD_TYPE, Envelope, load_public_key, read_statement, verify_envelope
+from verifier.trust.keys import pinned_public_keys
 from verifier.trust.timestamps import Timestamp
 
 PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"

@@ -1,24 +1,20 @@
-"""Library calls behind ``verifier marks make / test / identifiers`` (the CLI only parses and prints)."""
+"""Library calls behind ``verifier marks make`` and ``verifier marks test`` (the CLI only parses and prints)."""
 
 from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
 
-import numpy as np
-
-from verifier.audit import signing_key
-from verifier.data import Documents, load_documents, load_identified
+from verifier.data import load_documents, load_identified
 from verifier.errors import VerifierError
 from verifier.marks.checks import checked_registration
-from verifier.marks.evaluate import MarksFinding, identifier_trials, registered_trials, run_rank_tests
+from verifier.marks.evaluate import NULL, registered_trials
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import make_marks, write_marks
-from verifier.marks.rephrase import make_rephraser
-from verifier.routes.identifiers import NULL as IDENTIFIERS_NULL
-from verifier.routes.marks import NULL as MARKS_NULL
-from verifier.scoring.table import Progress, score_documents
-from verifier.targets import ScoreCache, ScoringOptions, load_target
+from verifier.scoring.table import TargetScorer
+from verifier.stats.rank_trials import RankFinding, run_rank_tests
+from verifier.targets.rephrase import make_rephraser
+from verifier.trust.keys import signing_key
 
 
 def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path | None, name: str, text_field: str = "text",
@@ -39,35 +35,13 @@ def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path
     return write_marks(marked, out, key, force=force, tsa=tsa, access=access), created
 
 
-class TargetScorer:
-    """Scores texts with a model through the forward-pass cache (a ``marks.evaluate.Scorer``)."""
-
-    def __init__(self, model: str, options: ScoringOptions, cache_dir: Path | None, progress: Progress | None) -> None:
-        self.target = load_target(model, options)
-        self.cache = ScoreCache(cache_dir)
-        self.progress = progress
-
-    def __call__(self, role: str, texts: list[str], signal: str) -> np.ndarray:
-        return score_documents(Documents(texts, None, role), self.target, signal_names=[signal], cache=self.cache,
-                               progress=self.progress).signal(signal)
-
-
 def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, published: Path, released: date | None,
                     cutoff: int | None, alpha: float, combine: str, level: float, context_words: int, seed: int,
-                    trust_dir: Path | None = None, text_field: str = "text", rephraser: str | None = None) -> MarksFinding:
+                    trust_dir: Path | None = None, text_field: str = "text", rephraser: str | None = None) -> RankFinding:
     """The marks route's test outside an audit (same checks, same statistics)."""
     reg, secrets = checked_registration(registration, siblings, released, cutoff, lambda: scorer.target.identity.digests.get("weights"),
                                         rephraser_model=rephraser, trust_dir=trust_dir)
     trials, excluded = registered_trials(reg, secrets, load_documents(published, text_field=text_field).texts, context_words)
     if not trials:
         raise VerifierError(f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})")
-    return run_rank_tests(trials, scorer, MARKS_NULL, combine, alpha, level, 0.8, seed, excluded)  # type: ignore[arg-type]
-
-
-def test_identifiers(scorer: TargetScorer, documents: Path, samples: int, alpha: float, combine: str, level: float,
-                     context_words: int, max_identifiers: int, seed: int, text_field: str = "text") -> MarksFinding:
-    """The identifiers route's test outside an audit."""
-    trials, _ = identifier_trials(load_documents(documents, text_field=text_field).texts, samples, context_words, max_identifiers)
-    if not trials:
-        raise VerifierError(f"{documents.name}: holds no random-looking identifiers to test")
-    return run_rank_tests(trials, scorer, IDENTIFIERS_NULL, combine, alpha, level, 0.8, seed)  # type: ignore[arg-type]
+    return run_rank_tests(trials, scorer, NULL, combine, alpha, level, 0.8, seed, excluded)  # type: ignore[arg-type]

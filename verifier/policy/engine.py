@@ -17,17 +17,20 @@ verdict about evidence that was never examined.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
 from verifier.claims import ClaimManifest
 from verifier.errors import VerifierError, redact_paths
+from verifier.findings import RouteOutcome
 from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
-from verifier.routes import RouteContext, RouteOutcome
-from verifier.routes.base import offered_capabilities
+from verifier.scoring.capabilities import offered_capabilities
 from verifier.signals import computable
 from verifier.targets import kind_of_target
 from verifier.verdicts import Verdict, cap_verdict
+
+if TYPE_CHECKING:  # the session holds scored tables (pandas); the engine only passes it to the routes
+    from verifier.scoring.session import RouteContext
 
 
 class AuditIncomplete(VerifierError):

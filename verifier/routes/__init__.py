@@ -7,7 +7,9 @@ evidence is given, and nothing pretends to run them.
 
 from dataclasses import dataclass
 
-from verifier.routes.base import ROUTES, Route, RouteContext, RouteOutcome, RouteParams
+from verifier.findings import RouteOutcome
+from verifier.routes.base import ROUTES, Route, RouteParams
+from verifier.scoring.session import RouteContext
 from verifier.verdicts import Verdict
 
 

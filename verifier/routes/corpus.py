@@ -52,7 +52,9 @@ from verifier.corpus.composition import composition
 from verifier.corpus.normalise import NORMALISATION
 from verifier.dataset_inference.power import wilson
 from verifier.errors import VerifierError
-from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, RouteParams, Spans, Table, register
+from verifier.findings import Notes, RouteOutcome, Spans, Table
+from verifier.routes.base import Route, RouteParams, register
+from verifier.scoring.session import RouteContext
 from verifier.verdicts import Verdict
 
 DOCUMENT_KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})

@@ -24,10 +24,10 @@ from pydantic import Field
 
 from verifier.claims import ClaimKind, DocumentRef, Role
 from verifier.data import normalised_value
-from verifier.dataset_inference.comparison import best_signal, compare_sets, num, pval, shift_rows
+from verifier.dataset_inference.comparison import best_signal, compare_sets, shift_rows
 from verifier.dataset_inference.fraction import FDR_METHOD
-from verifier.dataset_inference.planning import power_curve, size_needed
 from verifier.dataset_inference.hygiene import find_overlap
+from verifier.dataset_inference.planning import power_curve, size_needed
 from verifier.dataset_inference.prefix_relation import prefix_relation
 from verifier.dataset_inference.rules import (
     DocumentSet,
@@ -38,22 +38,12 @@ from verifier.dataset_inference.rules import (
     documents_seed,
     run_set_membership,
 )
-from verifier.routes.base import (
-    Cell,
-    Figure,
-    Notes,
-    Route,
-    RouteContext,
-    RouteOutcome,
-    Section,
-    SignalChoice,
-    Table,
-    TooFewScored,
-    register,
-    same_for,
-)
+from verifier.findings import Cell, Figure, Notes, RouteOutcome, Section, Table
+from verifier.routes.base import Route, SignalChoice, register, same_for
+from verifier.scoring.session import RouteContext, TooFewScored
 from verifier.signals import NONMEMBER_PREFIX, TOKEN_FREQUENCIES, Auxiliary, make_signal
 from verifier.signals.frequencies import table_for
+from verifier.stats.formats import num, pval
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [

@@ -20,7 +20,9 @@ from verifier.baselines.exchangeability import DEFAULT_ALPHA, DEFAULT_PERMUTATIO
 from verifier.claims import Role
 from verifier.dataset_inference.comparison import best_signal, compare_sets, shift_rows
 from verifier.dataset_inference.rules import dates_reason
-from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, SignalChoice, Table, register, same_for
+from verifier.findings import RouteOutcome, Table
+from verifier.routes.base import ALL_KINDS, Route, SignalChoice, register, same_for
+from verifier.scoring.session import RouteContext
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [

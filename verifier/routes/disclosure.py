@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from verifier.routes.base import ALL_KINDS, Route, RouteContext, RouteOutcome, RouteParams, register, same_for
+from verifier.findings import RouteOutcome
+from verifier.routes.base import ALL_KINDS, Route, RouteParams, register, same_for
+from verifier.scoring.session import RouteContext
 from verifier.verdicts import Verdict
 
 

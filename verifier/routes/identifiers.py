@@ -17,11 +17,13 @@ from datetime import date
 from pydantic import Field
 
 from verifier.claims import Role
-from verifier.marks.evaluate import identifier_trials, run_rank_tests
-from verifier.marks.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
-from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
+from verifier.findings import Notes, RouteOutcome, Table
+from verifier.identifiers.trials import NULL, identifier_trials
+from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
+from verifier.routes.base import Route, register
+from verifier.scoring.session import RouteContext
+from verifier.stats.rank_trials import run_rank_tests
 
-NULL = "the model was not trained on text containing these identifiers (each is exchangeable with fresh draws of its format)"
 LIMITATIONS = [
     "The test is about the identifiers, not the documents: an identifier also published elsewhere (a popular commit hash, "
     "a shared link) tests every page that quotes it.",

@@ -17,10 +17,13 @@ from pydantic import Field, StrictBool
 
 from verifier.claims import Role
 from verifier.errors import VerifierError
+from verifier.findings import Notes, RouteOutcome, Table
 from verifier.marks.checks import checked_registration
-from verifier.marks.evaluate import registered_trials, run_rank_tests
-from verifier.marks.rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
-from verifier.routes.base import Notes, Route, RouteContext, RouteOutcome, Table, register
+from verifier.marks.evaluate import NULL, registered_trials
+from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
+from verifier.routes.base import Route, register
+from verifier.scoring.session import RouteContext
+from verifier.stats.rank_trials import run_rank_tests
 from verifier.trust.private_files import readable_by_others
 
 # Said, not refused: a sibling seen by whoever trains the model can only hide a mark (trained on
@@ -33,7 +36,6 @@ REGISTRANT_DATE = ("The registration's date is its signer's statement: it shows 
                    "registrant; the policy's require_timestamp demands one).")
 TIMESTAMPED = ("The registration's date is {tsa}: it shows the marks existed by then as far as that authority's clock and key are "
                "trusted, whatever the registrant wrote.")
-NULL = "the model was not trained on the published marks (each is exchangeable with its unpublished siblings)"
 LIMITATIONS = [
     "A significant result shows the model was trained on the published marks, hence on text that carried them; which copy "
     "(the rights holder's publication or a re-post) the test cannot say.",

@@ -43,8 +43,9 @@ from verifier.errors import VerifierError
 from verifier.scoring.table import FAILURE_PREFIX, METADATA_KEY, SIGNAL_PREFIX, score_documents
 from verifier.signals import REFERENCE, make_signals
 from verifier.signals.base import QueryingSignal
-from verifier.targets import CausalLMTarget, ScoreCache, ScoringOptions, kind_of, load_target
+from verifier.targets import ScoreCache, ScoringOptions, kind_of, load_target
 from verifier.targets.cache import cache_secret, default_cache_dir, default_secret_path, text_digest
+from verifier.targets.kinds.causal_lm import CausalLMTarget
 from verifier.targets.model_source import resolve_model
 from verifier.trust.tags import tag
 
@@ -312,8 +313,7 @@ def prescore_claim(claim_path: str | Path, cache_dir: Path | None, ray_options: 
 
     import torch
 
-    from verifier.audit import claim_model_spec, claim_scoring_options
-    from verifier.claims import load_claim
+    from verifier.claims import claim_model_spec, claim_scoring_options, load_claim
 
     claim, base = load_claim(claim_path)
     spec = claim_model_spec(claim, base)

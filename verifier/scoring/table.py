@@ -24,9 +24,25 @@ from verifier.boundary.peers import PeerAccess
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.signals import LOWER, REFERENCE, ScoredDocument, SignalTools, compute_signals, make_signals
-from verifier.signals.base import MEMBER_PREFIX, NONMEMBER_PREFIX, TOKEN_FREQUENCIES, Auxiliary, QueryingSignal, Signal, View
+from verifier.signals.base import (
+    MEMBER_PREFIX,
+    NONMEMBER_PREFIX,
+    TOKEN_FREQUENCIES,
+    Auxiliary,
+    QueryingSignal,
+    Signal,
+    View,
+)
 from verifier.signals.frequencies import table_for
-from verifier.targets import ApiOptions, OpenAICompatibleTarget, ScoreCache, ScoringOptions, Target, kind_of, load_target
+from verifier.targets import (
+    ApiOptions,
+    OpenAICompatibleTarget,
+    ScoreCache,
+    ScoringOptions,
+    Target,
+    kind_of,
+    load_target,
+)
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.cache import text_digest
 from verifier.targets.queries import Answer, Query
@@ -285,3 +301,16 @@ def draw_prefix_documents(docs: Documents, needs: frozenset[str], count: int, se
     keep = [i for i in range(len(docs)) if i not in used]
     rest = Documents([docs.texts[i] for i in keep], docs.labels[keep], docs.source)
     return rest, [docs.texts[i] for i in drawn.get(0, [])], [docs.texts[i] for i in drawn.get(1, [])]
+
+
+class TargetScorer:
+    """Scores texts with a model through the forward-pass cache (a ``marks.evaluate.Scorer``)."""
+
+    def __init__(self, model: str, options: ScoringOptions, cache_dir: Path | None, progress: Progress | None) -> None:
+        self.target = load_target(model, options)
+        self.cache = ScoreCache(cache_dir)
+        self.progress = progress
+
+    def __call__(self, role: str, texts: list[str], signal: str) -> np.ndarray:
+        return score_documents(Documents(texts, None, role), self.target, signal_names=[signal], cache=self.cache,
+                               progress=self.progress).signal(signal)

@@ -47,8 +47,20 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from verifier.errors import VerifierError
-from verifier.signals.base import (LOWER, MEMBER_PREFIX, NONMEMBER_PREFIX, REFERENCE, REGISTRY, TOKEN_FREQUENCIES, Auxiliary,
-                                   Evaluation, ScoredDocument, Signal, View, register)
+from verifier.signals.base import (
+    LOWER,
+    MEMBER_PREFIX,
+    NONMEMBER_PREFIX,
+    REFERENCE,
+    REGISTRY,
+    TOKEN_FREQUENCIES,
+    Auxiliary,
+    Evaluation,
+    ScoredDocument,
+    Signal,
+    View,
+    register,
+)
 from verifier.signals.tools import SignalTools
 from verifier.targets.base import PROMPT_LOGPROBS
 

@@ -8,6 +8,6 @@
 """
 
 from verifier.trust.bundle import verify_bundle, write_bundle
-from verifier.trust.envelopes import generate_key, load_private_key
+from verifier.trust.keys import generate_key, load_private_key
 
 __all__ = ["generate_key", "load_private_key", "verify_bundle", "write_bundle"]

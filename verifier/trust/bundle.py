@@ -45,13 +45,13 @@ from verifier.trust.envelopes import (
     read_statement,
     sign_envelope,
     statement,
-    trusted_keys,
     verify_envelope,
 )
+from verifier.trust.keys import trusted_keys
 from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token
 
 if TYPE_CHECKING:
-    from verifier.audit import AuditResult
+    from verifier.findings import AuditResult
 
 ENVELOPE = "envelope.dsse.json"
 PUBLIC_KEY = "public_key.pem"
@@ -240,7 +240,7 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str
     """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
     the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
     findings that do not name it."""
-    from verifier.plan import CLOCK, parse_plan, plan_record, tsa_clock
+    from verifier.trust.plans import CLOCK, parse_plan, plan_record, tsa_clock
 
     record = findings.get("preregistration")
     registered = isinstance(record, dict) and record.get("registered") is True

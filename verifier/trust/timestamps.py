@@ -205,7 +205,7 @@ def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what
     """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust
     store's ``tsa/*.pem``. Each must be a CA's (or self-signed): a TSA's own certificate issued by
     a CA anchors no chain, so pinning it would vouch for nothing."""
-    from verifier.trust.envelopes import default_trust_dir
+    from verifier.trust.keys import default_trust_dir
 
     store = (trust_dir or default_trust_dir()) / "tsa"
     files = [(Path(p), what) for p in paths] + [(p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])]
@@ -262,7 +262,7 @@ def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Pa
     """Copy a TSA's CA certificate (PEM) into the trust store's ``tsa/`` folder: (where, its subject)."""
     from cryptography.hazmat.primitives import serialization
 
-    from verifier.trust.envelopes import default_trust_dir
+    from verifier.trust.keys import default_trust_dir
 
     certificate = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")[0]
     pem = certificate.public_bytes(serialization.Encoding.PEM)

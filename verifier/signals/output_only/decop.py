@@ -4,7 +4,7 @@ and three paraphrases of it; a model that has read the passage picks the verbati
 than chance (1/4).
 
 Procedure: the three paraphrases come from the offline synonym rephraser
-(``verifier.marks.rephrase``), seeded from the passage's SHA-256, so the same passage always gives
+(``verifier.targets.rephrase``), seeded from the passage's SHA-256, so the same passage always gives
 the same options. The question is asked once per option order - all 24 permutations (``orders =
 "all"``, the paper's debiasing against a model's preferred letter) or the 4 rotations
 (``"cyclic"``, a cheaper variant in which the verbatim passage still takes every position once) -
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from verifier.marks.rephrase import make_rephraser
 from verifier.signals.base import QuerySignal, register
 from verifier.targets.queries import CHAT, Answer, Query
+from verifier.targets.rephrase import make_rephraser
 
 LETTERS = "ABCD"
 ANSWER_TOKENS = 8  # a letter, perhaps with "Answer:" or brackets around it

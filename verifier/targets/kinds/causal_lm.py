@@ -28,21 +28,30 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, wraps
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import numpy as np
-import torch
 
 from verifier.errors import VerifierError, redact_paths
-from verifier.targets.base import GENERATE, PROMPT_LOGPROBS, TOKENIZER_PROBE, VOCAB_STATS, TargetIdentity, tokenizer_fingerprint
+from verifier.targets.base import (
+    GENERATE,
+    PROMPT_LOGPROBS,
+    TOKENIZER_PROBE,
+    VOCAB_STATS,
+    TargetIdentity,
+    tokenizer_fingerprint,
+)
 from verifier.targets.cache import ScoreCache, cache_key
 from verifier.targets.model_source import ModelSource, resolve_model
+from verifier.targets.options import ScoringOptions
 from verifier.targets.registry import register
 from verifier.targets.token_scores import TokenScores
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+if TYPE_CHECKING:  # torch is imported when a model is loaded, so that kind_of(spec) and claims never import it
+    import torch
+
 # What batch invariance promises on every CPU this project supports: a document's per-token
 # numbers (fp32) agree within this absolute tolerance whatever documents share its passes. Bit
 # equality across batch compositions holds where the kernels compute a row the same way at any
@@ -57,46 +66,8 @@ CPU_CHUNK_BYTES = 16 << 20
 GPU_CHUNK_BYTES = 1 << 30
 # Documents are padded to a multiple of this many tokens: their width depends on their own length only.
 WIDTH_STEP = 32
-# Tokens per forward pass by device when not given: measured best on the 2-core CPU (see
-# benchmarks/score_throughput.py) and on an H200-class GPU (128 rows of 256 tokens).
-DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 32768}
 # Documents tokenized in one batched call; the next wave is tokenized while the model runs this one.
 WAVE = 4096
-
-
-@dataclass(frozen=True)
-class ScoringOptions:
-    """How documents are cut and how the model runs. Everything here that changes the numbers
-    (``dtype``, ``max_tokens``, ``max_chars``, ``stride``, the batch shape) is part of the cache key."""
-
-    device: str = "cpu"
-    dtype: Literal["fp32", "bf16"] = "fp32"
-    batch_tokens: int | None = None  # tokens per forward pass (rows x width); None: by device
-    max_tokens: int = 256
-    max_chars: int = 2500
-    stride: int | None = None  # None: cut at max_tokens; else windows of max_tokens advancing by stride
-    threads: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise VerifierError(f"dtype {self.dtype!r}: use one of {sorted(DTYPES)}")
-        if self.max_tokens < 2 or self.max_chars < 1:
-            raise VerifierError("max tokens must be >= 2 and max chars >= 1")
-        if self.batch_tokens is not None and self.batch_tokens < 1:
-            raise VerifierError(f"batch tokens {self.batch_tokens}: must be >= 1")
-        if self.threads is not None and self.threads < 1:
-            raise VerifierError(f"threads {self.threads}: must be >= 1 (leave it out for torch's default)")
-        if self.stride is not None and not 1 <= self.stride < self.max_tokens:
-            raise VerifierError(f"stride {self.stride}: must be between 1 and max tokens - 1 ({self.max_tokens - 1}), so every "
-                                "window after the first has context from the one before")
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise VerifierError(f"device {self.device!r}: no CUDA device is available")
-        if not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise VerifierError(f"device {self.device!r}: use cpu or cuda (cuda:N)")
-
-    @property
-    def tokens_per_pass(self) -> int:
-        return self.batch_tokens or DEFAULT_BATCH_TOKENS["cuda" if self.device.startswith("cuda") else "cpu"]
 
 
 @dataclass(frozen=True)
@@ -140,12 +111,32 @@ class _Stitching:
     windows: int = 1
 
 
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16"}  # ScoringOptions.dtype -> the torch dtype's name
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def inference_mode(method: Callable[P, R]) -> Callable[P, R]:
+    """``torch.inference_mode()`` around ``method``, with torch imported when it is first called."""
+
+    @wraps(method)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        import torch
+
+        with torch.inference_mode():
+            return method(*args, **kwargs)
+
+    return run
+
+
 @contextlib.contextmanager
 def torch_threads(count: int | None) -> Iterator[None]:
     """Run with ``count`` torch threads and restore the caller's setting after (it is process-wide)."""
     if not count:
         yield
         return
+    import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
@@ -179,11 +170,13 @@ class CausalLMTarget:
                 "loaded": False}
 
     def __init__(self, spec: str, options: ScoringOptions | None = None) -> None:
+        import torch
+
         self.options = options or ScoringOptions()
         self.source: ModelSource = resolve_model(spec)
         with torch_threads(self.options.threads):
             self.model, self.tokenizer = _load(self.source)
-        self.model.to(device=self.options.device, dtype=DTYPES[self.options.dtype]).eval()
+        self.model.to(device=self.options.device, dtype=getattr(torch, TORCH_DTYPES[self.options.dtype])).eval()
         # A model cannot score past its context window (e.g. a testbed trained on 128 tokens).
         limit = getattr(self.model.config, "max_position_embeddings", None)
         self.position_limit: int | None = limit
@@ -199,7 +192,7 @@ class CausalLMTarget:
         self.row_chunk = max(8, _chunk_bytes(self.options.device) // (4 * head.out_features))
         self.head_from_hidden = self._head_matches_logits()
 
-    @torch.inference_mode()
+    @inference_mode
     def _head_matches_logits(self) -> bool:
         """Whether logits = output layer(last hidden state), as for GPT-2 and Llama.
 
@@ -207,6 +200,8 @@ class CausalLMTarget:
         [batch, length, vocabulary] logits never exist. Models that transform their logits further
         (soft-capping, scaling) fail this check and take the plain path.
         """
+        import torch
+
         ids = torch.tensor([[0, 1, 2, 3]], device=self.options.device) % self.model.config.vocab_size
         plain = self.model(input_ids=ids).logits
         via_head = self.model.get_output_embeddings()(self.model.base_model(input_ids=ids).last_hidden_state)
@@ -237,6 +232,8 @@ class CausalLMTarget:
     @property
     def fingerprint(self) -> dict[str, object]:
         """Everything the cached arrays depend on besides the text."""
+        import torch
+
         return {
             "model": self.model_digest,
             "tokenizer": self.tokenizer_digest,
@@ -430,10 +427,12 @@ class CausalLMTarget:
                                                 sigma=part[:, 2], top1=part[:, 3], char_start=enc.char_start, char_end=enc.char_end)
         return finished
 
-    @torch.inference_mode()
+    @inference_mode
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 64) -> list[str]:
         """Greedy continuations, one prompt at a time (no padding, so each is what the model gives
         that prompt alone; greedy, so the same model and prompt give the same text)."""
+        import torch
+
         outputs = []
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with torch_threads(self.options.threads):
@@ -454,7 +453,7 @@ class CausalLMTarget:
         """Rows of every pass at ``width``: the token budget filled, a function of the width only."""
         return max(1, self.options.tokens_per_pass // width)
 
-    @torch.inference_mode()
+    @inference_mode
     def _launch(self, batch: Sequence[Window], width: int) -> _Pending:
         """Queue one forward pass of shape [rows_at(width), width] and its reduction on the device.
 
@@ -465,6 +464,8 @@ class CausalLMTarget:
         a row differently at another position of its input, which moves the last bits on some CPUs
         (tested to the tolerance, with padded and full-width passes); on a GPU, run the same test.
         """
+        import torch
+
         device, rows = self.options.device, self.rows_at(width)
         cuda = device.startswith("cuda")
         ids = torch.zeros((rows, width), dtype=torch.long, pin_memory=cuda)
@@ -533,6 +534,8 @@ def _position_stats(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     not change a variance; s is centred near the mass of p, so the difference loses no precision).
     Seven passes over the chunk instead of the fourteen a log-softmax-first formulation takes.
     """
+    import torch
+
     logits = logits.float()
     top = logits.max(-1).values
     shifted = logits - top[:, None]
@@ -547,6 +550,7 @@ def _position_stats(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 
 
 def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

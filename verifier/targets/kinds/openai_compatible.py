@@ -50,7 +50,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from verifier.boundary.peers import ItemFailed, PeerAccess
 from verifier.errors import VerifierError
 from verifier.targets.api_client import ApiClient
-from verifier.targets.base import ANSWERS, PROMPT_LOGPROBS, TOKENIZER_PROBE, TOP_K_LOGPROBS, TargetIdentity, tokenizer_fingerprint
+from verifier.targets.base import (
+    ANSWERS,
+    PROMPT_LOGPROBS,
+    TOKENIZER_PROBE,
+    TOP_K_LOGPROBS,
+    TargetIdentity,
+    tokenizer_fingerprint,
+)
 from verifier.targets.cache import ScoreCache
 from verifier.targets.queries import CHAT, Answer, Query, failure_of
 from verifier.targets.registry import register

@@ -100,7 +100,7 @@ def main() -> None:
     """Rebuild ``anchors/synthetic.jsonl``: template candidates and their entropy under SmolLM2."""
     from pathlib import Path
 
-    from verifier.targets import CausalLMTarget
+    from verifier.targets.kinds.causal_lm import CausalLMTarget
 
     lm = CausalLMTarget("smollm2-135m")
     texts = template_candidates()

@@ -1,4 +1,5 @@
-"""Rephrasers for STAMP-style marks: several rephrasings of a text, one published, the rest private.
+"""Rephrasers: several rephrasings of a text, for STAMP-style marks (one published, the rest
+private) and for DE-COP's paraphrase options (``signals/output_only/decop``).
 
 Every rephrasing is an independent draw of the same randomised rephraser, so the one published
 (chosen at random) is exchangeable with the private ones under H0. Two rephrasers:
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
+from verifier.errors import VerifierError
+from verifier.targets import ScoringOptions, load_target
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "about": ("around", "roughly"), "achieve": ("attain", "reach"), "additional": ("further", "extra"),
@@ -144,8 +148,6 @@ class ModelRephraser:
     TEMPERATURE, TOP_P = 0.7, 0.95
 
     def __init__(self, spec: str, max_new_tokens: int = 256, gamma: float = 0.5, delta: float = 2.0) -> None:
-        from verifier.targets import ScoringOptions, load_target
-
         self.target = load_target(spec, ScoringOptions(max_tokens=1024))
         self.max_new_tokens, self.gamma, self.delta = max_new_tokens, gamma, delta
         self.identity = {"rephraser": "model", **self.target.identity.as_finding(), "max_new_tokens": max_new_tokens,
@@ -182,8 +184,6 @@ def rephraser_from_identity(identity: dict[str, object] | None, model: str | Non
     """The rephraser a registration names, to regenerate its rephrasings (an error if it cannot be
     had here); ``model`` loads a rephrasing model from elsewhere than the registered name (its
     weights must still be the registered ones)."""
-    from verifier.errors import VerifierError
-
     if not isinstance(identity, dict):
         raise VerifierError("the registration names no rephraser, so its rephrasings cannot be regenerated")
     if identity == OfflineRephraser.identity:

@@ -14,9 +14,11 @@ import numpy as np
 from pydantic import Field
 
 from verifier.claims import ClaimKind
-from verifier.dataset_inference.comparison import num, pval
-from verifier.marks.evaluate import STATISTIC, MarksFinding
-from verifier.routes.base import Cell, Notes, RouteContext, RouteParams, Section, Table, same_for
+from verifier.findings import Cell, Notes, Section, Table
+from verifier.routes.base import RouteParams, same_for
+from verifier.scoring.session import RouteContext
+from verifier.stats.formats import num, pval
+from verifier.stats.rank_trials import STATISTIC, RankFinding
 from verifier.trust.tags import tag
 from verifier.verdicts import Verdict
 
@@ -64,7 +66,7 @@ def scorer(ctx: RouteContext, secret_key: str | None = None):  # noqa: ANN201 - 
 WORDS = {"marks": ("published marks", "siblings", "siblings"), "identifiers": ("real identifiers", "fresh draws of their formats", "fresh draws")}
 
 
-def describe(finding: MarksFinding, what: str) -> str:
+def describe(finding: RankFinding, what: str) -> str:
     """The one-sentence summary of a finished rank test (``what``: "marks" or "identifiers")."""
     tested, null, _ = WORDS[what]
     if finding.status == "design_too_small":
@@ -78,7 +80,7 @@ def describe(finding: MarksFinding, what: str) -> str:
             + ("" if finding.status == "significant" else f"; {needed}"))
 
 
-def sections(finding: MarksFinding, what: str) -> list[Section]:
+def sections(finding: RankFinding, what: str) -> list[Section]:
     """Report sections of a rank test: the test, per kind, per mark, the STAMP-style paired tests, exclusions."""
     statistics = sorted({STATISTIC[r.kind] for r in finding.results}) or ["log_likelihood"]
     rows: list[list[Cell]] = [
