@@ -31,8 +31,8 @@ from soundness import testbed_pools
 from verifier.dataset_inference.power import wilson
 from verifier.dataset_inference.rules import SetTestParams
 from verifier.dataset_inference.statistic import trial_p_values
-from verifier.stats.multiple import adjusted_p_values
 from verifier.targets import ScoreCache
+from verifier.trust.error_control import adjusted_p_values
 from verifier.validation import record
 
 CLAIMS = 20

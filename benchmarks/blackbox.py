@@ -31,16 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
-from verifier.baselines import bag_of_words_scores
+from verifier.baselines.bag_of_words import bag_of_words_scores
 from verifier.boundary.resources import resource
 from verifier.data import Documents
 from verifier.dataset_inference.statistic import trial_p_values
 from verifier.scoring.table import score_documents
-from verifier.stats import evaluate_scores
-from verifier.stats.metrics import fill_failed
+from verifier.stats.metrics import evaluate_scores, fill_failed
 from verifier.targets import ApiOptions, ScoreCache, load_target
 from verifier.targets.serving import model_folder, start_server
-from verifier.testbed import PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
 
 DEFAULT_RUNS = ["prefix_lcs_word,prefix_lcs_token,name_cloze,familiarity:400", "samia,cdd:20", "decop:24"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from verifier.baselines.exchangeability import check_exchangeable
 from verifier.dataset_inference.power import wilson
 from verifier.routes.date_shift import DateShiftParams
-from verifier.testbed import NEW, OLD, bundled_pool
+from verifier.testbed.pool import NEW, OLD, bundled_pool
 from verifier.validation import record
 
 SIZES = (50, 100, 200)

@@ -35,7 +35,7 @@ from verifier.marks import identifiers
 from verifier.scoring.table import TargetScorer
 from verifier.stats.rank_trials import run_rank_tests
 from verifier.targets import ScoringOptions
-from verifier.testbed import PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
 
 PER_AUDIT, SAMPLES, ALPHA, LEVEL = 5, 19, 0.05, 0.05
 NULL = "H0: the model was not trained on text containing these identifiers"

@@ -38,7 +38,7 @@ from verifier.marks.run import test_registered
 from verifier.scoring.table import TargetScorer
 from verifier.targets import ScoringOptions
 from verifier.targets.rephrase import OfflineRephraser
-from verifier.testbed import PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
 from verifier.trust.envelopes import public_pem
 
 COUNTS = [1, 4, 16, 64]

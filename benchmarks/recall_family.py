@@ -35,10 +35,11 @@ from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestPara
 from verifier.scoring.table import score_documents
 from verifier.signals import Auxiliary
 from verifier.signals.frequencies import BUNDLED, build_table
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 from verifier.targets import ScoreCache, ScoringOptions
 from verifier.targets.kinds.causal_lm import CausalLMTarget
-from verifier.testbed import OLD, PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
+from verifier.testbed.pool import OLD
 
 GRAY = ["loss", "zlib", "min_k", "min_k_pp", "gap_k"]
 NEW = ["recall", "con_recall", "dc_pdd", "pac"]

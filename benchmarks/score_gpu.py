@@ -33,7 +33,7 @@ import torch
 
 from verifier.data import load_documents
 from verifier.signals import ScoredDocument, compute_signals, make_signals
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 from verifier.targets import ScoringOptions
 from verifier.targets.kinds.causal_lm import CausalLMTarget
 from verifier.targets.model_source import resolve_model

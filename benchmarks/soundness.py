@@ -47,10 +47,11 @@ from verifier.dataset_inference.power import draw, wilson
 from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.dataset_inference.statistic import trial_p_values
 from verifier.scoring.table import score_documents
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 from verifier.targets import ScoreCache, ScoringOptions
 from verifier.targets.kinds.causal_lm import CausalLMTarget
-from verifier.testbed import NEW, OLD, PRESETS, TestbedConfig, books_pool, build_testbed
+from verifier.testbed.build import PRESETS, TestbedConfig, build_testbed
+from verifier.testbed.pool import NEW, OLD, books_pool
 from verifier.validation import record
 
 ROOT = Path(__file__).resolve().parent.parent

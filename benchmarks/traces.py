@@ -34,7 +34,7 @@ from blackbox import attack_rows, power_table, print_rows  # noqa: I001 - run as
 from verifier.boundary.resources import resource
 from verifier.targets import ApiOptions, ScoreCache
 from verifier.targets.serving import model_folder, start_server
-from verifier.testbed import PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
 
 TRACE_SIGNALS = ["blackspectrum", "thinking_tokens", "trace_compression", "trace_consistency_char", "trace_consistency_token",
                  "trace_judge"]

@@ -85,7 +85,7 @@ def smollm2():
 @pytest.fixture(scope="session")
 def small_testbed(tmp_path_factory: pytest.TempPathFactory):
     """The 'small' ground-truth testbed (about 30 s to train), built once per session."""
-    from verifier.testbed import PRESETS, build_testbed
+    from verifier.testbed.build import PRESETS, build_testbed
 
     return build_testbed(PRESETS["small"], out=tmp_path_factory.mktemp("testbed") / "small")
 
@@ -130,6 +130,6 @@ def smollm2_logprob_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def finetuned_testbed(tmp_path_factory: pytest.TempPathFactory):
     """SmolLM2-135M-Instruct fine-tuned one epoch on a seeded half of 64 post-2023 texts (about 45 s)."""
-    from verifier.testbed import PRESETS, build_testbed
+    from verifier.testbed.build import PRESETS, build_testbed
 
     return build_testbed(PRESETS["finetune-small"], out=tmp_path_factory.mktemp("testbed") / "finetune-small")

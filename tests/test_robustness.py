@@ -18,7 +18,7 @@ from verifier.errors import VerifierError
 from verifier.signals.gray_box.gap_k import GapK
 from verifier.signals.gray_box.min_k import MinK
 from verifier.signals.gray_box.min_k_plus_plus import MinKPlusPlus
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 from verifier.trust.keys import generate_key
 
 runner = CliRunner()
@@ -83,7 +83,8 @@ def test_keys_generate_never_overwrites_either_key_without_force(tmp_path):
 
 
 def test_testbed_build_into_a_folder_of_another_testbed_is_one_clear_error(tmp_path, monkeypatch):
-    from verifier.testbed import PRESETS, build
+    from verifier.testbed import build
+    from verifier.testbed.build import PRESETS
     from verifier.testbed.pool import bundled_pool
 
     monkeypatch.setattr(build, "_build", lambda *a, **k: pytest.fail("trained instead of refusing"))

@@ -15,10 +15,11 @@ from verifier.data import load_documents
 from verifier.dataset_inference.rules import DocumentSet, SetStatus, SetTestParams, run_set_membership
 from verifier.errors import VerifierError
 from verifier.scoring.table import score_documents
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 from verifier.targets import ScoreCache, ScoringOptions
 from verifier.targets.kinds.causal_lm import CausalLMTarget
-from verifier.testbed import NEW, OLD, PRESETS, build_testbed
+from verifier.testbed.build import PRESETS, build_testbed
+from verifier.testbed.pool import NEW, OLD
 
 runner = CliRunner()
 

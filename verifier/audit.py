@@ -40,13 +40,19 @@ from verifier.plan import check_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
 from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
+from verifier.report import render_html, render_pdf
+from verifier.scoring.ray import prescore_claim
 from verifier.scoring.session import RouteContext
 from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, Target, kind_of, kind_of_target, load_target
+from verifier.trust import write_bundle
+from verifier.trust.certificates import PdfSigning
 from verifier.trust.digests import findings_digest
+from verifier.trust.envelopes import key_id, public_pem
 from verifier.trust.keys import default_key_path, signing_key
+from verifier.trust.pdf_signing import sign_pdf
 from verifier.trust.plans import NOT_REGISTERED, read_plan
-from verifier.trust.timestamps import load_tsa_certificates
+from verifier.trust.timestamps import check_tsa, load_tsa_certificates
 from verifier.validation import for_audit
 
 if TYPE_CHECKING:
@@ -205,20 +211,12 @@ def audit_to_bundle(
     A signed bundle's report.pdf is signed first (PAdES; B-T with the first TSA) by the
     certificate ``pdf_signing`` chooses, by default the signing key's own self-signed one.
     """
-    from verifier.report import render_html, render_pdf
-    from verifier.trust import write_bundle
-    from verifier.trust.certificates import PdfSigning
-    from verifier.trust.envelopes import key_id, public_pem
-    from verifier.trust.pdf_signing import sign_pdf
-    from verifier.trust.timestamps import check_tsa
 
     check_tsa(tsa, sign, access)
     key, created = signing_key(sign_key) if sign else (None, None)
     document, issued = (pdf_signing or PdfSigning()).signer(sign_key or default_key_path(), key) if key is not None else (None, None)
-    from verifier.scoring.ray import prescore_claim  # imports the audit's helpers
 
     if plan is not None and key is not None:
-        from verifier.trust.plans import read_plan
 
         if (planner := read_plan(Path(plan)).signer) != key_id(public_pem(key.public_key())):
             raise VerifierError(f"--plan {Path(plan).name}: signed by key {planner[:16]}, not by the key that signs this audit; "

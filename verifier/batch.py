@@ -7,7 +7,7 @@ is audited as on its own (except that a permutation test runs enough relabelling
 to reach alpha / claims, the strictest level the adjustment applies), its result kept in a part file under the output folder as soon as it is
 done (authenticated under the cache secret: a part edited on disk is refused and the claim audited
 again), so an interrupted batch resumes where it stopped. Then the p-values of the claims decided
-by a statistical test are adjusted together (``stats.multiple``: Holm by default, for the
+by a statistical test are adjusted together (``trust.error_control``: Holm by default, for the
 family-wise error; ``bh`` for the false discovery rate), a claim whose adjusted p-value no longer
 reaches its route's level loses its SUPPORTED or CONTRADICTED to INCONCLUSIVE (an adjustment only
 ever weakens), every claim gets its bundle with the batch's record in its findings, and the batch
@@ -34,12 +34,29 @@ import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
 from verifier import __version__
-from verifier.claims import Strict, load_claim
+from verifier.audit import run_audit
+from verifier.boundary.atomic import atomic_output
+from verifier.boundary.peers import read_json
+from verifier.boundary.resources import resolve_claim_path
+from verifier.boundary.safe_yaml import load_yaml_file
+from verifier.claims import Strict, claim_model_spec, input_digests, load_claim
 from verifier.errors import VerifierError, first_validation_error
+from verifier.findings import AuditResult
+from verifier.policy import load_policy, resolve_policy_path
+from verifier.policy.engine import check_against_claim
+from verifier.report import render_html, render_pdf
+from verifier.routes import ROUTES
 from verifier.scoring.table import Progress
+from verifier.targets import ScoreCache, kind_of
+from verifier.trust import write_bundle
 from verifier.trust.bundle import BATCH_INDEX as INDEX
-from verifier.trust.bundle import BATCH_PREDICATE, decided_test
-from verifier.trust.digests import canonical_json
+from verifier.trust.bundle import BATCH_PREDICATE, ENVELOPE, decided_test, sha256
+from verifier.trust.digests import canonical_json, findings_digest
+from verifier.trust.envelopes import key_id, public_pem, sign_envelope, statement
+from verifier.trust.error_control import CONTROLS, adjusted_p_values
+from verifier.trust.pdf_signing import sign_pdf
+from verifier.trust.tags import holds, tag
+from verifier.trust.timestamps import check_tsa
 from verifier.verdicts import Verdict
 
 PARTS = ".parts"  # finished claims' results, until the batch's bundles are written
@@ -72,8 +89,6 @@ class BatchManifest(Strict):
 
 def is_batch(path: str | Path) -> bool:
     """Whether ``path`` is a batch manifest (a YAML mapping with a ``batch`` key) rather than a claim."""
-    from verifier.boundary.resources import resolve_claim_path
-    from verifier.boundary.safe_yaml import load_yaml_file
 
     resolved = resolve_claim_path(path)
     data = load_yaml_file(resolved, "claim")
@@ -91,9 +106,6 @@ class Batch:
 
 def load_batch(path: str | Path) -> Batch:
     """The validated manifest; every claim is loaded and checked, and all must share one policy."""
-    from verifier.boundary.safe_yaml import load_yaml_file
-    from verifier.policy import load_policy, resolve_policy_path
-    from verifier.policy.engine import check_against_claim
 
     path = Path(path)
     try:
@@ -129,8 +141,6 @@ def _part_key(claim_path: Path, policy_sha256: str, family_size: int) -> dict[st
     """What a part must have been computed from: the claim file, every input it reads, the policy,
     the batch's size (it sets how fine the tests' p-values are), the model (by the identity an
     audit records without loading it: for a local model, its weights' digest), and this verifier."""
-    from verifier.claims import claim_model_spec, input_digests
-    from verifier.targets import kind_of
 
     claim, base = load_claim(claim_path)
     spec = claim_model_spec(claim, base)
@@ -139,8 +149,6 @@ def _part_key(claim_path: Path, policy_sha256: str, family_size: int) -> dict[st
 
 
 def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
-    from verifier.boundary.atomic import atomic_output
-    from verifier.trust.tags import tag
 
     scores = io.BytesIO()
     result.scores.to_parquet(scores, index=False)
@@ -154,9 +162,6 @@ def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], resu
 
 def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:  # noqa: ANN401
     """The part's result, if it is ours (its tag holds) and was computed from these inputs; else None."""
-    from verifier.boundary.peers import read_json
-    from verifier.findings import AuditResult
-    from verifier.trust.tags import holds
 
     try:
         data = read_json(path.read_bytes())
@@ -190,8 +195,6 @@ def _batch_of(folder: Path) -> str | None:
 def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: str) -> list[dict[str, Any]]:
     """Each claim's findings with the batch's record, verdicts weakened where the adjusted p-value
     no longer reaches the level (new dicts; the inputs are not changed)."""
-    from verifier.routes import ROUTES
-    from verifier.stats.multiple import CONTROLS, adjusted_p_values
 
     tests = [decided_test(f) for f in findings_list]
     family = [i for i, t in enumerate(tests) if t is not None]
@@ -246,14 +249,6 @@ def run_batch(
 ) -> BatchResult:
     """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module
     docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
-    from verifier.audit import run_audit
-    from verifier.report import render_html, render_pdf
-    from verifier.targets import ScoreCache
-    from verifier.trust import write_bundle
-    from verifier.trust.digests import findings_digest
-    from verifier.trust.envelopes import key_id, public_pem
-    from verifier.trust.pdf_signing import sign_pdf
-    from verifier.trust.timestamps import check_tsa
 
     check_tsa(tsa, key is not None, access)
     batch = load_batch(path)
@@ -306,9 +301,6 @@ def run_batch(
 
 def write_index(folder: Path, bundles: list[Path], findings: list[dict[str, Any]], batch: Batch, key: Any) -> None:  # noqa: ANN401
     """The batch index: every bundle by its envelope's digest, with its claim, verdicts and p-values, signed."""
-    from verifier.boundary.atomic import atomic_output
-    from verifier.trust.bundle import ENVELOPE, sha256
-    from verifier.trust.envelopes import sign_envelope, statement
 
     entries = [{"claim_id": f["claim"]["claim"]["id"], "bundle": b.name, "verdict": f["verdict"],
                 "unadjusted_verdict": f["batch"]["unadjusted_verdict"], "in_family": f["batch"]["in_family"],

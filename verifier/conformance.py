@@ -20,9 +20,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from verifier import plugins
 from verifier.claims import ClaimKind, Evidence
 from verifier.errors import VerifierError
 from verifier.plugins import Registry
+from verifier.report import render_html
 from verifier.routes.base import ROUTES, Route, RouteParams
 from verifier.signals import (
     LOWER,
@@ -216,7 +218,6 @@ def check_loaded_target(target: object, texts: list[str]) -> None:
 def _renders(identity: dict) -> str | None:
     """Why the report template fails on findings holding ``identity`` as the audited target (None
     when it renders): every kind's identity reaches the report, whatever fields it has."""
-    from verifier.report import render_html
 
     findings = {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
                 "model": {"target": identity, "training_cutoff": None, "released": None},
@@ -235,7 +236,6 @@ def check_discovery() -> None:
     """Every module the registries discover registered at least one part, every plugin added one,
     and nothing in a part folder escapes discovery: a subpackage no part imports, or a folder of
     Python files without ``__init__.py`` (which discovery cannot see)."""
-    from verifier import plugins
 
     problems = []
     plugins.discover()

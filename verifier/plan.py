@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
+from verifier.claims import claim_model_spec, input_digests, load_claim, public_claim
+from verifier.data import load_documents
+from verifier.dataset_inference.planning import set_test_power
 from verifier.errors import VerifierError
+from verifier.policy import load_policy, resolve_policy_path
+from verifier.policy.engine import check_against_claim, missing_evidence
+from verifier.targets import kind_of
+from verifier.targets.cache import text_digest
 from verifier.trust.digests import canonical_json
 from verifier.trust.envelopes import (
     public_pem,
@@ -35,6 +42,7 @@ from verifier.trust.envelopes import (
     statement,
 )
 from verifier.trust.plans import CLOCK, PLAN_PREDICATE, Plan, plan_record
+from verifier.validation import for_audit
 
 if TYPE_CHECKING:  # the audit's side of a plan needs the ML stack; reading one (verify) does not
     from verifier.claims import ClaimManifest
@@ -45,10 +53,6 @@ if TYPE_CHECKING:  # the audit's side of a plan needs the ML stack; reading one 
 def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """What a plan commits to: subject name -> SHA-256 (the claim, the policy, each set's
     documents, every other input file), and per set its file name and document count."""
-    from verifier.claims import claim_model_spec, input_digests, public_claim
-    from verifier.data import load_documents
-    from verifier.targets import kind_of
-    from verifier.targets.cache import text_digest
 
     subjects = {"claim": hashlib.sha256(canonical_json(public_claim(claim, base))).hexdigest(), "policy": policy.sha256}
     sets: dict[str, dict[str, Any]] = {}
@@ -70,8 +74,6 @@ def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[
 def design(claim: ClaimManifest, policy: Policy, sets: dict[str, dict[str, Any]], effect: float | None) -> dict[str, Any]:
     """The route the claim's evidence reaches first, its validation rows at the suspect set's size,
     and (for the set-level test, given an effect size) its power."""
-    from verifier.policy.engine import missing_evidence
-    from verifier.validation import for_audit
 
     route = next((step for step in policy.routes if step.route is not None and not missing_evidence(step, claim)
                   and claim.claim.kind in step.route.claim_kinds), None)
@@ -81,7 +83,6 @@ def design(claim: ClaimManifest, policy: Policy, sets: dict[str, dict[str, Any]]
     if effect is not None:
         if route is None or route.name != "dataset_inference" or n is None:
             raise VerifierError("--effect: a stated effect size plans the set-level test, which this claim's evidence does not reach first")
-        from verifier.dataset_inference.planning import set_test_power
 
         alpha, method = route.params.alpha, route.params.method
         planned |= {"stated_effect": effect, "alpha": alpha,
@@ -91,9 +92,6 @@ def design(claim: ClaimManifest, policy: Policy, sets: dict[str, dict[str, Any]]
 
 def make_plan(claim_path: str | Path, key: Any, effect: float | None = None) -> tuple[bytes, dict[str, Any]]:  # noqa: ANN401 - an Ed25519PrivateKey
     """The signed plan (a DSSE envelope) for ``claim_path``, and its predicate."""
-    from verifier.claims import load_claim
-    from verifier.policy import load_policy, resolve_policy_path
-    from verifier.policy.engine import check_against_claim
 
     claim, base = load_claim(claim_path)
     policy = load_policy(resolve_policy_path(claim.policy, base))

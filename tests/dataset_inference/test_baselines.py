@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from conftest import WIKIMIA
 
-from verifier.baselines import bag_of_words_scores, latest_year, latest_year_scores
+from verifier.baselines.bag_of_words import bag_of_words_scores
+from verifier.baselines.latest_year import latest_year, latest_year_scores
 from verifier.data import load_documents
-from verifier.stats import evaluate_scores
+from verifier.stats.metrics import evaluate_scores
 
 
 @pytest.mark.parametrize(("split", "floor"), [("length64", 0.96), ("length128", 0.90)])

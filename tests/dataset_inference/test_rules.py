@@ -89,8 +89,8 @@ def test_surface_form_shift_never_reaches_a_verdict(periods, name):
 
 def test_lowercasing_is_invisible_to_the_old_bag_of_words_but_not_to_the_check(periods):
     # The case that gave CONTRADICTED at p = 4e-10: a lowercasing TF-IDF is at chance here.
-    from verifier.baselines import bag_of_words_scores
-    from verifier.stats import evaluate_scores
+    from verifier.baselines.bag_of_words import bag_of_words_scores
+    from verifier.stats.metrics import evaluate_scores
 
     suspect, heldout, _ = sets(periods, 100, seed=2, transform=str.lower)
     texts, labels = list(suspect.texts) + list(heldout.texts), np.r_[np.ones(100), np.zeros(100)]

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from verifier.errors import VerifierError
-from verifier.stats import bootstrap_auc_ci, evaluate_scores
+from verifier.stats.metrics import bootstrap_auc_ci, evaluate_scores
 
 
 def test_perfect_and_reversed_separation():

@@ -23,7 +23,7 @@ def build(
                                                  "'example' (the bundled one, the default) or 'none'.")] = None,
 ) -> None:
     """Train a testbed model on a seeded member half of the bundled text pool (cached by config)."""
-    from verifier.testbed import build_testbed, preset_config
+    from verifier.testbed.build import build_testbed, preset_config
 
     config = preset_config(preset, seed=seed, epochs=epochs)
     if marks is not None:

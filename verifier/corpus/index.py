@@ -37,6 +37,7 @@ from verifier.corpus.build import (
     MINHASH_SEED,
     MINHASH_SHINGLE,
     SEPARATOR,
+    build_index,
     corpus_digest,
     minhash_signature,
 )
@@ -280,7 +281,6 @@ class CorpusIndex:
         declares. Raises ``VerifierError`` naming the first difference."""
         import tempfile
 
-        from verifier.corpus.build import build_index
 
         shard_bytes = self.manifest.shard_bytes or DEFAULT_SHARD_BYTES
         with tempfile.TemporaryDirectory(prefix="verifier-check-") as tmp:

@@ -18,9 +18,8 @@ from sklearn.metrics import roc_curve
 from verifier.baselines.exchangeability import ExchangeabilityCheck
 from verifier.baselines.latest_year import latest_year_baseline
 from verifier.findings import Cell, Figure, Section, Table
-from verifier.stats import evaluate_scores
 from verifier.stats.formats import num, pval
-from verifier.stats.metrics import fill_failed
+from verifier.stats.metrics import evaluate_scores, fill_failed
 
 ROC_POINTS = 101
 HISTOGRAM_BINS = 20

@@ -20,6 +20,7 @@ from scipy.stats import binomtest
 
 from verifier.dataset_inference.statistic import DEFAULT_PERMUTATIONS, DEFAULT_SPLITS, METHODS, trial_p_values
 from verifier.errors import VerifierError
+from verifier.scoring.table import ScoreTable
 
 DEFAULT_SIZES = (25, 50, 100, 200, 500, 1000)
 
@@ -123,7 +124,6 @@ def power_from_table(
     seed: int = 0,
 ) -> tuple[PowerTable, list[str]]:
     """``simulate_power`` on a labelled score table (e.g. of a testbed); returns it with the features used."""
-    from verifier.scoring.table import ScoreTable
 
     if method not in METHODS:
         raise VerifierError(f"method {method!r}: use one of {', '.join(METHODS)}")

@@ -28,7 +28,7 @@ from verifier.errors import VerifierError, first_validation_error
 from verifier.marks.generators import CanaryFormat, Kind
 from verifier.trust.envelopes import PAYLOAD_TYPE, Envelope, load_public_key, read_statement, verify_envelope
 from verifier.trust.keys import pinned_public_keys
-from verifier.trust.timestamps import Timestamp
+from verifier.trust.timestamps import Timestamp, check_token, load_tsa_certificates, read_tokens_beside
 
 PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"
 REGISTRATION_FORMAT = "verifier-marks-registration/1"
@@ -136,7 +136,6 @@ def date_registration(registration: Registration, path: Path, trust_dir: Path | 
     (else it is refused, naming the token); the earliest token a pinned TSA vouches for sets the
     date, else the registrant's signed ``created`` does (and the report says it is the registrant's
     own word)."""
-    from verifier.trust.timestamps import check_token, load_tsa_certificates, read_tokens_beside
 
     pinned = load_tsa_certificates([], trust_dir)
     stamps = [check_token(data, registration.signature, pinned, name) for name, data in read_tokens_beside(path)]

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from verifier.findings import RouteOutcome
 from verifier.routes.base import ROUTES, Route, RouteParams
-from verifier.scoring.session import RouteContext
 from verifier.verdicts import Verdict
 
 
@@ -24,4 +23,4 @@ class Planned:
 
 PLANNED: dict[str, Planned] = {}
 
-__all__ = ["PLANNED", "ROUTES", "Route", "RouteContext", "RouteOutcome", "RouteParams"]
+__all__ = ["PLANNED", "ROUTES", "Route", "RouteOutcome", "RouteParams"]

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.claims import ClaimKind
 from verifier.findings import RouteOutcome
 from verifier.plugins import Registry, part_modules
-from verifier.scoring.session import RouteContext
 from verifier.signals import SignalNames, SignalParams, check_params_used
 from verifier.verdicts import Verdict
+
+if TYPE_CHECKING:  # the session holds scored tables (pandas); the contract only names its type
+    from verifier.scoring.session import RouteContext
 
 ALL_KINDS = frozenset(ClaimKind)
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verifier.baselines import bag_of_words_scores
+from verifier.baselines.bag_of_words import bag_of_words_scores
 from verifier.baselines.latest_year import latest_year_baseline
 from verifier.errors import VerifierError
 from verifier.scoring.table import FAILURE_PREFIX, ScoreTable
-from verifier.stats import MembershipMetrics, evaluate_scores
+from verifier.stats.metrics import MembershipMetrics, evaluate_scores
 
 BLIND_BASELINES = {
     "bag_of_words": lambda texts, labels, seed: bag_of_words_scores(texts, labels, seed=seed),

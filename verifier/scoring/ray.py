@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from verifier import __version__
 from verifier.boundary.atomic import atomic_output
+from verifier.claims import claim_model_spec, claim_scoring_options, load_claim
 from verifier.data import FORMATS, Documents, iter_documents, load_documents
 from verifier.errors import VerifierError
 from verifier.scoring.table import FAILURE_PREFIX, METADATA_KEY, SIGNAL_PREFIX, score_documents
@@ -313,7 +314,6 @@ def prescore_claim(claim_path: str | Path, cache_dir: Path | None, ray_options: 
 
     import torch
 
-    from verifier.claims import claim_model_spec, claim_scoring_options, load_claim
 
     claim, base = load_claim(claim_path)
     spec = claim_model_spec(claim, base)

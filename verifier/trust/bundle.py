@@ -47,8 +47,11 @@ from verifier.trust.envelopes import (
     statement,
     verify_envelope,
 )
+from verifier.trust.error_control import CONTROLS, adjusted_p_values
 from verifier.trust.keys import trusted_keys
-from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token
+from verifier.trust.pdf_signing import REASON_DIGEST, signed_reason
+from verifier.trust.plans import CLOCK, parse_plan, plan_record, tsa_clock
+from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token, stamp_envelope, token_names
 
 if TYPE_CHECKING:
     from verifier.findings import AuditResult
@@ -115,7 +118,6 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
         body = canonical_json(statement(subjects, predicate))
         files[ENVELOPE] = json.dumps(sign_envelope(body, private_key), indent=1).encode()
         if tsa:
-            from verifier.trust.timestamps import stamp_envelope, token_names
 
             files |= dict(zip(token_names(len(tsa)), stamp_envelope(files[ENVELOPE], tsa, access)))
     elif tsa:
@@ -226,7 +228,6 @@ def _check_report_names_findings(entries: dict[str, bytes], subjects: dict[str, 
     signer cannot bundle the signed report of another audit with these findings. A report without
     that signature (an unsigned audit's, or one of a bundle older than PDF signing), or one too
     large to parse here, is only hashed."""
-    from verifier.trust.pdf_signing import REASON_DIGEST, signed_reason
 
     if REPORT_PDF not in entries:
         return
@@ -240,7 +241,6 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str
     """A pre-registered audit carries the plan its findings name, and the plan's own signature holds:
     the report's "pre-registered" cannot be claimed without the plan, nor a plan slipped in beside
     findings that do not name it."""
-    from verifier.trust.plans import CLOCK, parse_plan, plan_record, tsa_clock
 
     record = findings.get("preregistration")
     registered = isinstance(record, dict) and record.get("registered") is True
@@ -415,7 +415,6 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
 
 def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any]], findings: dict[str, dict[str, Any]]) -> None:
     """Recompute the batch's adjustment from its bundles' findings; raise naming the first bundle that disagrees."""
-    from verifier.stats.multiple import CONTROLS, adjusted_p_values
 
     control = predicate.get("error_control")
     if control not in CONTROLS:

@@ -28,7 +28,9 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
 from verifier.errors import VerifierError
+from verifier.trust.envelopes import key_id, public_pem
 from verifier.trust.private_files import check_private
+from verifier.trust.timestamps import MAX_CERTIFICATE_FILE_BYTES, read_small_file
 
 VALID_DAYS = 825  # the longest validity browsers accept for a leaf; a report signer renews like one
 SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -57,7 +59,6 @@ def document_paths(signing_key: Path) -> tuple[Path, Path]:
 def issue_self_signed(signing_key_path: Path, signing_key: ed25519.Ed25519PrivateKey, name: str | None = None,
                       days: int = VALID_DAYS, force: bool = False) -> Path:
     """Create the P-256 key (0600) and a self-signed certificate naming the Ed25519 key; returns the certificate's path."""
-    from verifier.trust.envelopes import key_id, public_pem
 
     key_path, cert_path = document_paths(signing_key_path)
     if not force and (key_path.exists() or cert_path.exists()):
@@ -95,7 +96,6 @@ def check_validity(certificate: x509.Certificate, where: str, now: datetime.date
 
 
 def _read(path: Path, what: str) -> bytes:
-    from verifier.trust.timestamps import MAX_CERTIFICATE_FILE_BYTES, read_small_file
 
     return read_small_file(path, MAX_CERTIFICATE_FILE_BYTES, what)
 

@@ -20,6 +20,7 @@ import re
 
 from verifier.errors import VerifierError
 from verifier.trust.certificates import DocumentSigner
+from verifier.trust.timestamps import check_answer, post_query
 
 FIELD = "verifier"
 REASON = "verifier evidence report: claim {claim}, findings SHA-256 {digest}"
@@ -31,7 +32,6 @@ def _timestamper(url: str, access: object):  # noqa: ANN202
     from asn1crypto import tsp
     from pyhanko.sign.timestamps.api import TimeStamper
 
-    from verifier.trust.timestamps import check_answer, post_query
 
     class PeerTimeStamper(TimeStamper):
         async def async_request_tsa_response(self, req: tsp.TimeStampReq) -> tsp.TimeStampResp:

@@ -36,7 +36,9 @@ from pathlib import Path
 
 from cryptography import x509
 
+from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient, check_endpoint
 from verifier.errors import VerifierError
+from verifier.trust.keys import default_trust_dir
 
 TOKEN_SUFFIX = ".tsr"
 MAX_TOKEN_BYTES = 64 << 10  # a response is a few KB (one signature and its certificates)
@@ -69,7 +71,6 @@ def check_tsa(urls: list[str] | None, signed: bool = True, access: object = None
     """Refuse time-stamping authorities a command could not use, before anything runs: a URL that
     is not http(s), carries credentials or leaves the machine over plain http (the peer client's
     rules), or a TSA for an unsigned output, which has no signature to date."""
-    from verifier.boundary.peers import PeerAccess, check_endpoint
 
     if urls and not signed:
         raise VerifierError("--tsa: an unsigned bundle (--no-sign) has no signature to timestamp")
@@ -80,7 +81,6 @@ def check_tsa(urls: list[str] | None, signed: bool = True, access: object = None
 def post_query(query: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
     """The TSA's answer to a DER ``TimeStampReq``, through the peer client (bounded time and size,
     no redirects, http only to loopback unless allowed); one line on failure."""
-    from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient
 
     what = f"--tsa {url}"
     client = PeerClient(url, what=what, access=access or PeerAccess(), timeout_s=timeout_s, retries=1, max_body=MAX_TOKEN_BYTES,
@@ -205,7 +205,6 @@ def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what
     """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust
     store's ``tsa/*.pem``. Each must be a CA's (or self-signed): a TSA's own certificate issued by
     a CA anchors no chain, so pinning it would vouch for nothing."""
-    from verifier.trust.keys import default_trust_dir
 
     store = (trust_dir or default_trust_dir()) / "tsa"
     files = [(Path(p), what) for p in paths] + [(p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])]
@@ -262,7 +261,6 @@ def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Pa
     """Copy a TSA's CA certificate (PEM) into the trust store's ``tsa/`` folder: (where, its subject)."""
     from cryptography.hazmat.primitives import serialization
 
-    from verifier.trust.keys import default_trust_dir
 
     certificate = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")[0]
     pem = certificate.public_bytes(serialization.Encoding.PEM)
