@@ -101,7 +101,7 @@ def run_audit(
     summary = decided.outcome.summary if decided.outcome else decided.reason
     looser, other = departures_from_default(policy)
     findings = {
-        "format": "verifier-findings/6",
+        "format": "verifier-findings/7",
         "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,

@@ -83,7 +83,11 @@ def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
 
 def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
     """Run the tree; returns one record per route, in policy order."""
-    regulation = load_regulation_map()["routes"]
+    mapping = load_regulation_map()
+    # Each field carries its label, so the report renders what this audit mapped, whatever map a
+    # later version of verifier ships.
+    regulation = {route: [{"field": item["field"], "label": mapping["fields"][item["field"]], "why": item["why"]} for item in items]
+                  for route, items in mapping["routes"].items()}
     kind = ctx.claim.claim.kind
     records: list[RouteRecord] = []
     decided_by: str | None = None

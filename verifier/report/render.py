@@ -12,7 +12,6 @@ from markupsafe import Markup
 
 from verifier.boundary.display import visible
 from verifier.boundary.resources import resource
-from verifier.policy.schema import load_regulation_map
 from verifier.report.svg import FIGURES, tree_svg
 
 TEMPLATES = resource("templates")
@@ -35,10 +34,9 @@ def _environment() -> Environment:
 def render_html(findings: dict[str, Any], findings_sha256: str, signer: str | None = None, run: dict[str, Any] | None = None) -> str:
     """The report; ``signer`` is the signing key's fingerprint, ``run`` how this run got its numbers
     (both outside the findings, whose digest does not depend on them)."""
-    regulation = load_regulation_map()["fields"]
     # The stylesheet is ours (trusted) and inlined, so the report is one self-contained file.
     css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
-    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, fields=regulation, css=css,
+    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, css=css,
                                                                  signer=signer, run=run or {})
 
 
