@@ -42,11 +42,13 @@ def memorising_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, li
 
 def test_trace_attributes_memorised_outputs_to_their_documents(memorising_model, demo_index: CorpusIndex) -> None:
     from verifier.targets import load_target
+    from verifier.targets.base import generating
 
     folder, docs = memorising_model
     target = load_target(str(folder))
     prompts = [" ".join(d["text"].split()[:8]) for d in docs[:4]] + ["The weather in the mountains was"]
-    found = attribute_outputs(LocalBackend(demo_index), target, prompts, max_new_tokens=60, min_span_words=8)
+    outputs = generating(target).generate(prompts, 60)
+    found = attribute_outputs(LocalBackend(demo_index), prompts, outputs, min_span_words=8)
     for item, doc in zip(found[:4], docs[:4]):
         assert item.lookup.longest_words >= 12, item.output
         top = max(item.lookup.spans, key=lambda s: s.words)
@@ -57,3 +59,17 @@ def test_trace_attributes_memorised_outputs_to_their_documents(memorising_model,
         for span in item.lookup.spans:
             piece = item.lookup.text[span.start:span.end]
             assert all(piece in normalise(by_id[h.meta["id"]]) for h in span.documents)
+
+
+def test_a_target_that_cannot_generate_is_one_line(demo_index: CorpusIndex) -> None:
+    from verifier.errors import VerifierError
+    from verifier.targets.base import TargetIdentity, generating
+
+    class Scorer:  # offers prompt log-probs only
+        capabilities = frozenset({"prompt_logprobs"})
+        identity = TargetIdentity("stand-in", "scorer-only")
+
+    with pytest.raises(VerifierError, match="model scorer-only: cannot generate text"):
+        generating(Scorer())  # type: ignore[arg-type]
+    with pytest.raises(VerifierError, match="2 prompts but 1 outputs"):
+        attribute_outputs(LocalBackend(demo_index), ["a", "b"], ["x"])

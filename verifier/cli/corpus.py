@@ -132,9 +132,14 @@ def attribution(
     from verifier.corpus.backends import open_backend
     from verifier.data import load_documents
     from verifier.targets import load_target
+    from verifier.targets.base import generating
 
+    if not 1 <= max_new_tokens <= 4096:
+        raise VerifierError(f"--max-new-tokens {max_new_tokens}: from 1 to 4096")
     texts = load_documents(prompts, text_field=text_field).texts
-    found = attribute_outputs(open_backend(index, access=PeerAccess(allow_http=allow_http)), load_target(model), texts, max_new_tokens=max_new_tokens, min_span_words=min_span_words)
+    backend = open_backend(index, access=PeerAccess(allow_http=allow_http))
+    outputs = generating(load_target(model)).generate(texts, max_new_tokens)
+    found = attribute_outputs(backend, texts, outputs, min_span_words=min_span_words)
     if as_json:
         json.dump([asdict(t) for t in found], sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from verifier.errors import VerifierError
 from verifier.targets.cache import ScoreCache
 from verifier.targets.token_scores import TokenScores
 
@@ -87,3 +88,18 @@ class Target(Protocol):
         """Per text, its token scores; with ``context``, the text's own tokens scored after the
         context (at the positions the unconditioned scores have: every token after the first)."""
         ...
+
+
+@runtime_checkable
+class Generates(Protocol):
+    """A target offering ``generate``: greedy continuations, one per prompt."""
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 64) -> list[str]: ...
+
+
+def generating(target: Target) -> Generates:
+    """``target`` as a generator, or one line saying it cannot generate (a capability is probed or
+    declared, so the check reads it before the method)."""
+    if GENERATE not in target.capabilities or not isinstance(target, Generates):
+        raise VerifierError(f"model {target.identity.spec}: cannot generate text")
+    return target
