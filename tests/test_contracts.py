@@ -161,7 +161,8 @@ def route_context(tmp_path_factory, tiny_model_dir):
                           "marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}}}
     claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
-    manifest, base = load_claim(folder / "claim.yaml")
+    loaded = load_claim(folder / "claim.yaml")
+    manifest, base = loaded.manifest, loaded.base
     target = load_target(str(tiny_model_dir))
     return RouteContext(manifest, base, ScoreCache(folder / "cache"), target_factory=lambda role: target)
 

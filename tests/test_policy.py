@@ -4,6 +4,7 @@ route, failing routes recorded, model-free refusals that never load the model, c
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 from pathlib import Path
 
@@ -297,3 +298,37 @@ def test_old_names_are_read_for_a_release_and_never_both(tmp_path, claim_folder,
     evidence = {"suspect": SAME_PERIOD["suspect"], "reference": copy.deepcopy(SAME_PERIOD["heldout"]), "dated": copy.deepcopy(SAME_PERIOD["heldout"])}
     with pytest.raises(VerifierError, match="evidence.reference is the old name of evidence.dated: give one of them"):
         run_audit(write_claim(claim_folder, tiny_model_dir, evidence))
+
+
+def test_strict_is_the_default_with_two_parameters_tightened():
+    from verifier.policy.schema import resolve_policy_path
+
+    strict = load_policy(resolve_policy_path("strict", Path(".")))
+    default = load_policy(resolve_policy_path("default", Path(".")))
+    changed = {(a.name, key) for a, b in zip(strict.routes, default.routes, strict=True)
+               for key in type(a.params).model_fields if getattr(a.params, key) != getattr(b.params, key)}
+    assert changed == {("marks", "require_timestamp"), ("dataset_inference", "require_control")}
+    assert [r.grants for r in strict.routes] == [r.grants for r in default.routes]
+    # The bytes the bundle carries are the resolved policy, naming both files by digest.
+    assert strict.raw.startswith(b'# "strict.yaml" resolved: "default.yaml" as resolved (SHA-256 ') and b"extends" not in strict.raw
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("name: x\nversion: 1\nextends: default\nroutes:\n  nope:\n    params: {a: 1}\n", "routes.nope: default has no route 'nope'"),
+    ("name: x\nversion: 1\nextends: loop.yaml\n", "extends: more than 4 policies in one chain"),
+    ("name: x\nversion: 1\nextends: default\nroutes:\n  marks:\n    params: {alpha: 0.9}\n", "routes.marks.params.alpha"),
+    ("name: x\nversion: 1\nextends: default\ncolour: red\n", "colour"),
+])
+def test_a_policy_that_extends_another_is_checked_in_one_line(tmp_path, body, message):
+    (tmp_path / "loop.yaml").write_text(body)
+    with pytest.raises(VerifierError, match=re.escape(message)):
+        load_policy(tmp_path / "loop.yaml")
+
+
+def test_the_resolved_policy_reads_back_as_the_policy_that_decides(tmp_path):
+    """A file name holding a line break cannot add a key to the resolved policy the bundle carries."""
+    name = 'x\nerror_control: bh\nzz: "\n#.yaml'
+    (tmp_path / name).write_text("name: x\nversion: 1\nextends: default\n")
+    policy = load_policy(tmp_path / name)
+    assert policy.error_control == "holm" and yaml.safe_load(policy.raw)["error_control"] == "holm"
+    assert load_policy(write_policy(tmp_path, yaml.safe_load(policy.raw))).routes == policy.routes

@@ -28,18 +28,18 @@ from verifier.boundary.peers import PeerAccess
 from verifier.boundary.resources import resource
 from verifier.claims import (
     ClaimManifest,
+    LoadedClaim,
     claim_model_spec,
     claim_scoring_options,
-    input_digests,
     load_claim,
     public_claim,
 )
 from verifier.errors import VerifierError
-from verifier.findings import AuditResult
+from verifier.findings import FINDINGS_FORMAT, AuditResult
 from verifier.plan import check_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim, decision, record_to_dict, walk
+from verifier.policy.engine import check_against_claim, decision, input_digests, record_to_dict, walk
 from verifier.report import render_html, render_pdf
 from verifier.scoring.ray import prescore_claim
 from verifier.scoring.session import RouteContext
@@ -51,7 +51,7 @@ from verifier.trust.digests import findings_digest
 from verifier.trust.envelopes import key_id, public_pem
 from verifier.trust.keys import default_key_path, signing_key
 from verifier.trust.pdf_signing import sign_pdf
-from verifier.trust.plans import NOT_REGISTERED, read_plan
+from verifier.trust.plans import NOT_REGISTERED, Plan, read_plan
 from verifier.trust.timestamps import check_tsa, load_tsa_certificates
 from verifier.validation import for_audit
 
@@ -63,12 +63,12 @@ PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas",
 
 
 def run_audit(
-    claim_path: str | Path,
+    claim_path: str | Path | LoadedClaim,
     cache: ScoreCache | None = None,
     progress: Progress | None = None,
     target_factory: Callable[[str], Target] | None = None,
     access: PeerAccess | None = None,
-    plan: Path | None = None,
+    plan: Path | Plan | None = None,
     family_size: int = 1,
 ) -> AuditResult:
     """Validate the claim and its policy (against each other), walk the tree, and return the
@@ -77,31 +77,34 @@ def run_audit(
     ``family_size``: how many claims are tested together (a batch), so that a route's test can
     give p-values small enough to survive the batch's adjustment.
 
-    ``plan``: a signed plan (``verifier plan``) the claim, policy and document sets must match;
-    checked before anything is scored.
+    ``claim_path``: a claim file, ``example:NAME``, or a claim already loaded (``load_claim``: its
+    files are then read once for the whole job). ``plan``: a signed plan (``verifier plan``; a file,
+    or one already read) the claim, policy and document sets must match; checked before anything is
+    scored.
 
     ``target_factory(role)`` supplies the model for "target" or "reference" (e.g. one already
     loaded); by default the claim's specs are loaded on first use, so routes that need no model
     never load one. ``access`` is the auditor's: which key goes to the claim's endpoint, and
     whether plain http may leave this machine (never the claim's to choose).
     """
-    claim, base = load_claim(claim_path)
+    loaded = claim_path if isinstance(claim_path, LoadedClaim) else load_claim(claim_path)
+    claim, base = loaded.manifest, loaded.base
     policy = load_policy(resolve_policy_path(claim.policy, base))
     check_against_claim(policy, claim)
-    planned = read_plan(Path(plan)) if plan is not None else None
+    planned = read_plan(Path(plan)) if isinstance(plan, Path | str) else plan
     pinned_tsa = load_tsa_certificates([]) if planned and planned.tokens else []
-    preregistration = check_plan(planned, claim, base, policy, f"--plan {Path(plan).name}", pinned_tsa) if planned else NOT_REGISTERED
-    inputs = input_digests(claim, base)  # before anything runs: the digests of what the routes then read
+    preregistration = check_plan(planned, loaded, policy, f"--plan {planned.name}", pinned_tsa) if planned else NOT_REGISTERED
+    inputs = input_digests(loaded)  # before anything runs: the digests of the very bytes the routes then read
     access = access or PeerAccess()
     ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
                        target_factory=target_factory or _claim_targets(claim, base, access), access=access,
-                       family_size=family_size)
+                       family_size=family_size, files=loaded.files)
     records = walk(policy, ctx)
     decided = decision(records)
     summary = decided.outcome.summary if decided.outcome else decided.reason
     looser, other = departures_from_default(policy)
     findings = {
-        "format": "verifier-findings/7",
+        "format": FINDINGS_FORMAT,
         "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
         "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
@@ -216,14 +219,14 @@ def audit_to_bundle(
     key, created = signing_key(sign_key) if sign else (None, None)
     document, issued = (pdf_signing or PdfSigning()).signer(sign_key or default_key_path(), key) if key is not None else (None, None)
 
-    if plan is not None and key is not None:
-
-        if (planner := read_plan(Path(plan)).signer) != key_id(public_pem(key.public_key())):
-            raise VerifierError(f"--plan {Path(plan).name}: signed by key {planner[:16]}, not by the key that signs this audit; "
-                                "a plan counts only as the auditor's own commitment")
-    prescored = prescore_claim(claim, cache_dir, ray) if ray is not None else None
+    planned = read_plan(Path(plan)) if plan is not None else None
+    if planned is not None and key is not None and planned.signer != key_id(public_pem(key.public_key())):
+        raise VerifierError(f"--plan {planned.name}: signed by key {planned.signer[:16]}, not by the key that signs this audit; "
+                            "a plan counts only as the auditor's own commitment")
+    loaded = load_claim(claim)
+    prescored = prescore_claim(loaded, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
-    result = run_audit(claim, cache=cache, progress=progress, access=access, plan=plan)
+    result = run_audit(loaded, cache=cache, progress=progress, access=access, plan=planned)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
     run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,

@@ -39,11 +39,11 @@ from verifier.boundary.atomic import atomic_output
 from verifier.boundary.peers import read_json
 from verifier.boundary.resources import resolve_claim_path
 from verifier.boundary.safe_yaml import load_yaml_file
-from verifier.claims import Strict, claim_model_spec, input_digests, load_claim
+from verifier.claims import LoadedClaim, Strict, claim_model_spec, load_claim
 from verifier.errors import VerifierError, first_validation_error
-from verifier.findings import AuditResult
+from verifier.findings import FINDINGS_FORMAT, AuditResult
 from verifier.policy import load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim
+from verifier.policy.engine import check_against_claim, input_digests
 from verifier.report import render_html, render_pdf
 from verifier.routes import ROUTES
 from verifier.scoring.table import Progress
@@ -99,7 +99,7 @@ def is_batch(path: str | Path) -> bool:
 class Batch:
     manifest: BatchManifest
     path: Path
-    claims: list[Path]  # resolved claim files, in manifest order
+    claims: list[LoadedClaim]  # loaded and validated once, in manifest order (the audits read them as loaded)
     error_control: str
     policy_sha256: str
 
@@ -119,14 +119,15 @@ def load_batch(path: str | Path) -> Batch:
             raise VerifierError(f"{path}: claims.{i}: file {rel} not found (paths are relative to the batch's folder)")
         if not claim_path.resolve().is_relative_to(path.parent.resolve()):
             raise VerifierError(f"{path}: claims.{i}: {rel} leads outside the batch's folder (a link?)")
-        claim, base = load_claim(claim_path)
+        loaded = load_claim(claim_path)
+        claim, base = loaded.manifest, loaded.base
         if claim.claim.id in ids:
             raise VerifierError(f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}")
         ids[claim.claim.id] = i
         policy = load_policy(resolve_policy_path(claim.policy, base))
         check_against_claim(policy, claim)
         policies.setdefault(policy.sha256, (i, policy))
-        claims.append(claim_path)
+        claims.append(loaded)
     if len(policies) > 1:
         (_, (i, first)), (_, (j, other)) = list(policies.items())[:2]
         raise VerifierError(f"{path}: claims.{j}: its policy ({other.file}) is not the policy of claims.{i} ({first.file}); "
@@ -137,15 +138,14 @@ def load_batch(path: str | Path) -> Batch:
 
 # -- parts: one finished claim, kept until the batch is written -----------------------------------
 
-def _part_key(claim_path: Path, policy_sha256: str, family_size: int) -> dict[str, Any]:
+def _part_key(loaded: LoadedClaim, policy_sha256: str, family_size: int) -> dict[str, Any]:
     """What a part must have been computed from: the claim file, every input it reads, the policy,
     the batch's size (it sets how fine the tests' p-values are), the model (by the identity an
     audit records without loading it: for a local model, its weights' digest), and this verifier."""
 
-    claim, base = load_claim(claim_path)
-    spec = claim_model_spec(claim, base)
-    return {"claim_sha256": hashlib.sha256(claim_path.read_bytes()).hexdigest(), "inputs": input_digests(claim, base),
-            "policy_sha256": policy_sha256, "family_size": family_size, "model": kind_of(spec).cls.unloaded_identity(spec, base), "verifier": __version__}
+    spec = claim_model_spec(loaded.manifest, loaded.base)
+    return {"claim_sha256": loaded.sha256, "inputs": input_digests(loaded),
+            "policy_sha256": policy_sha256, "family_size": family_size, "findings_format": FINDINGS_FORMAT, "model": kind_of(spec).cls.unloaded_identity(spec, loaded.base), "verifier": __version__}
 
 
 def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
@@ -261,20 +261,21 @@ def run_batch(
     results: list[tuple[Any, dict[str, Any]]] = []
     resumed = 0
     advance = progress(f"batch {batch.manifest.batch.id}: claims", len(batch.claims)) if progress else None
-    for i, claim_path in enumerate(batch.claims):
+    for i, loaded in enumerate(batch.claims):
         name = f"{i:05d}"
-        part_key = _part_key(claim_path, batch.policy_sha256, len(batch.claims))
+        part_key = _part_key(loaded, batch.policy_sha256, len(batch.claims))
         kept = None if force else _load_part(parts / f"{name}.json", secret, part_key)
         if kept is not None:
             results.append(kept)
             resumed += 1
         else:
             before = (asdict(cache.counts), asdict(cache.responses))
-            result = (audit or run_audit)(claim_path, cache=cache, progress=progress, access=access, family_size=len(batch.claims))
+            result = (audit or run_audit)(loaded, cache=cache, progress=progress, access=access, family_size=len(batch.claims))
             run = {"cache": _since(before[0], asdict(cache.counts)), "api_cache": _since(before[1], asdict(cache.responses)),
                    "api": result.usage}
             _save_part(parts, name, secret, part_key, result, run)
             results.append((result, run))
+        loaded.files.release()  # its digests stay (the part key holds them); its bytes and rows go
         if advance:
             advance(1)
     adjusted = adjust([r.findings for r, _ in results], batch.error_control, batch.manifest.batch.id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from dataclasses import dataclass, field
 from datetime import date
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from verifier.boundary.resources import resolve_claim_path
-from verifier.boundary.safe_yaml import load_yaml_file
+from verifier.boundary.safe_yaml import load_yaml_bytes, read_bounded
+from verifier.data import Documents, Rows, rows_of, select_documents
 from verifier.errors import VerifierError, first_validation_error
 from verifier.targets import ApiOptions, ScoringOptions, kind_of
 from verifier.targets.base import PROMPT_LOGPROBS
@@ -211,11 +213,70 @@ class ClaimManifest(Strict):
     seed: int = Field(0, ge=0, lt=2**32, description="seed of the bootstrap, the blind classifier's folds and relabellings")
 
 
-def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
-    """Parse and validate a claim (a file, or ``example:NAME``); returns it with the folder its
-    relative paths start from."""
+class ClaimFiles:
+    """A claim's input files, each read once per audit: the SHA-256 that findings and plans name
+    and the rows the routes score come from the same bytes, so a file changed while an audit runs
+    cannot be digested as one content and scored as another."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self._digests: dict[Path, str] = {}
+        self._raw: dict[Path, bytes] = {}  # read, not yet parsed
+        self._rows: dict[Path, Rows] = {}
+
+    def _read(self, ref: Path) -> Path:
+        path = self.base / ref
+        if path not in self._digests:
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise VerifierError(f"{ref}: cannot read it ({exc.strerror})") from None
+            self._digests[path], self._raw[path] = hashlib.sha256(raw).hexdigest(), raw
+        return path
+
+    def sha256(self, ref: Path) -> str:
+        """SHA-256 of the file at ``ref`` (relative to the claim)."""
+        return self._digests[self._read(ref)]
+
+    def read(self, ref: Path) -> bytes:
+        """The bytes ``sha256`` digested, for a route that parses a file itself (a token frequency table)."""
+        path = self._read(ref)
+        if path not in self._raw:
+            raise VerifierError(f"{ref}: read as a document set already; not a file a route parses itself")
+        return self._raw[path]
+
+    def release(self) -> None:
+        """Drop the bytes and rows held (their digests stay): a batch holds many claims, one audited at a time."""
+        self._raw.clear()
+        self._rows.clear()
+
+    def documents(self, ref: DocumentRef) -> Documents:
+        """The document set ``ref`` selects, parsed from the bytes ``sha256`` digested."""
+        path = self._read(ref.path)
+        if path not in self._rows:
+            self._rows[path] = rows_of(path, self._raw[path])  # a file that does not parse fails the same way each time
+            del self._raw[path]
+        return select_documents(path, self._rows[path], ref.text_field, None, ref.where, ref.offset, ref.limit)
+
+
+@dataclass(frozen=True)
+class LoadedClaim:
+    """A validated claim, loaded once and passed down: its manifest, the folder its relative paths
+    start from, the SHA-256 of the claim file as read, and its input files (read once)."""
+
+    manifest: ClaimManifest
+    base: Path
+    path: Path
+    sha256: str
+    files: ClaimFiles = field(compare=False)
+
+
+def load_claim(path: str | Path) -> LoadedClaim:
+    """Parse and validate a claim (a file, or ``example:NAME``), its evidence files checked to exist
+    inside its folder."""
     path = resolve_claim_path(path)
-    raw = load_yaml_file(path, "claim")
+    data = read_bounded(path, "claim")
+    raw = load_yaml_bytes(data, path)
     try:
         claim = ClaimManifest.model_validate(raw)
     except ValidationError as exc:
@@ -244,7 +305,7 @@ def load_claim(path: str | Path) -> tuple[ClaimManifest, Path]:
             _inside(path, "evidence.marks.rephraser", Path(claim.evidence.marks.rephraser))
         elif claim.evidence.marks.rephraser and Path(claim.evidence.marks.rephraser).is_absolute():
             raise VerifierError(f"{path}: evidence.marks.rephraser: a model folder must be a path relative to the claim's folder and inside it")
-    return claim, path.parent
+    return LoadedClaim(claim, path.parent, path, hashlib.sha256(data).hexdigest(), ClaimFiles(path.parent))
 
 
 def _inside(claim_path: Path, key: str, ref: Path) -> None:
@@ -285,17 +346,3 @@ def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
     """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
     return ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens, max_chars=claim.model.max_chars,
                           stride=claim.model.stride)
-
-
-def input_digests(claim: ClaimManifest, base: Path) -> list[dict[str, Any]]:
-    entries = []
-    for role, ref in claim.evidence.documents().items():
-        path = base / ref.path
-        entries.append({"role": role, "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                        "where": ref.where, "offset": ref.offset, "limit": ref.limit})
-    if claim.evidence.marks is not None:
-        for role in ("registration", "siblings"):
-            path = base / getattr(claim.evidence.marks, role)
-            entries.append({"role": f"marks {role}", "file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                            "where": {}, "offset": 0, "limit": None})
-    return entries

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +53,16 @@ def load_documents(
     ``offset`` and ``limit`` take a slice of those, so a claim can point into one shared file.
     """
     path = Path(path)
-    rows = _rows(path)
+    return select_documents(path, _rows(path), text_field, label_field, where, offset, limit)
+
+
+Rows = list[tuple[str, dict[str, Any]]]  # (where in the file, e.g. "line 3", the row)
+
+
+def select_documents(path: Path, rows: Rows, text_field: str = "text", label_field: str | None = None,
+                     where: dict[str, Any] | None = None, offset: int = 0, limit: int | None = None) -> Documents:
+    """The documents of ``rows`` (read from ``path``, which errors name) that ``where``, ``offset``
+    and ``limit`` select, validated row by row (see ``load_documents``)."""
     if where and rows:
         rows = _filter(path, rows, where)
     rows = rows[offset : offset + limit if limit is not None else None]
@@ -61,10 +70,10 @@ def load_documents(
         raise VerifierError(f"{path}: no rows" + (f" where {where}" if where else ""))
     texts: list[str] = []
     labels: list[int] = []
-    for where, row in rows:
-        texts.append(_text(path, where, row, text_field))
+    for at, row in rows:
+        texts.append(_text(path, at, row, text_field))
         if label_field is not None:
-            labels.append(_label(path, where, row, label_field))
+            labels.append(_label(path, at, row, label_field))
     return Documents(
         texts=texts,
         labels=np.asarray(labels, dtype=np.int8) if label_field is not None else None,
@@ -72,13 +81,29 @@ def load_documents(
     )
 
 
-def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def _rows(path: Path) -> Rows:
     if not path.is_file():
         raise VerifierError(f"{path}: file not found")
+    _format(path)
+    return rows_of(path, path.read_bytes())
+
+
+def _format(path: Path) -> str:
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
-    return {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}[fmt](path)
+    return fmt
+
+
+def rows_of(path: Path, raw: bytes) -> Rows:
+    """The rows of a document file's bytes ``raw`` (its format from ``path``'s suffix): a caller that
+    digests the file parses the very bytes it digested."""
+    fmt = _format(path)
+    if fmt == "jsonl":
+        return list(_iter_jsonl(path, io.BytesIO(raw)))
+    if fmt == "csv":
+        return _read_csv(path, raw)
+    return list(_iter_parquet(path, source=io.BytesIO(raw)))
 
 
 def load_identified(path: str | Path, text_field: str = "text", id_field: str = "id") -> list[tuple[str, str]]:
@@ -136,8 +161,7 @@ def normalised_value(value: Any) -> Any:
     return value
 
 
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
+def _decode(path: Path, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -145,14 +169,10 @@ def _decode(path: Path) -> str:
         raise VerifierError(f"{path} line {line}: bytes that are not UTF-8 (at byte {exc.start})") from None
 
 
-def _read_jsonl(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    return list(_iter_jsonl(path))
-
-
-def _iter_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Rows one line at a time, so a file of millions of documents streams."""
+def _iter_jsonl(path: Path, source: BinaryIO | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows one line at a time (of ``source``, else of the file), so a file of millions of documents streams."""
     offset = 0
-    with path.open("rb") as handle:
+    with source or path.open("rb") as handle:
         # Lines end at "\n" only: U+2028 and U+0085 may stand unescaped inside a JSON string.
         for number, raw in enumerate(handle, start=1):
             try:
@@ -177,12 +197,13 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"line {number}", row
 
 
-def _read_csv(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    reader = csv.DictReader(io.StringIO(_decode(path), newline=""))
+def _read_csv(path: Path, raw: bytes | None = None) -> Rows:
+    raw = path.read_bytes() if raw is None else raw
+    reader = csv.DictReader(io.StringIO(_decode(path, raw), newline=""))
     # Data row N is reported as "row N"; the header is row 0. Fields may be as long as a document
     # is (csv's own limit, 128 KiB, is below some), up to the file's size.
     limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, path.stat().st_size + 1))
+    csv.field_size_limit(max(limit, len(raw) + 1))
     try:
         return [(f"row {number}", row) for number, row in enumerate(reader, start=1)]
     except csv.Error as exc:
@@ -191,14 +212,10 @@ def _read_csv(path: Path) -> list[tuple[str, dict[str, Any]]]:
         csv.field_size_limit(limit)
 
 
-def _read_parquet(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    return list(_iter_parquet(path))
-
-
-def _iter_parquet(path: Path, columns: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Rows a record batch at a time (``columns``: only those, where the file has them)."""
+def _iter_parquet(path: Path, columns: list[str] | None = None, source: BinaryIO | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows a record batch at a time (of ``source``, else of the file; ``columns``: only those, where the file has them)."""
     try:
-        handle = pq.ParquetFile(path)
+        handle = pq.ParquetFile(source or path)
         wanted = [c for c in columns if c in handle.schema_arrow.names] if columns is not None else None
         number = 0
         for batch in handle.iter_batches(batch_size=4096, columns=wanted):
@@ -216,9 +233,7 @@ def iter_documents(path: str | Path, text_field: str = "text", label_field: str 
     path = Path(path)
     if not path.is_file():
         raise VerifierError(f"{path}: file not found")
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise VerifierError(f"{path}: unknown format {path.suffix!r}; use .jsonl, .csv or .parquet")
+    fmt = _format(path)
     fields = [text_field] + ([label_field] if label_field is not None else [])
     stream = {"jsonl": _iter_jsonl, "csv": _read_csv, "parquet": lambda p: _iter_parquet(p, fields)}[fmt](path)
     texts: list[str] = []

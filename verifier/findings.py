@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # the scores table is a DataFrame; naming its type imports no pandas
     import pandas as pd
 
+# The findings' format, named in every findings document: a key renamed, added or moved makes a new one.
+FINDINGS_FORMAT = "verifier-findings/7"
+
 Cell = str | int | float | None
 
 

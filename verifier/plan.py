@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
-from verifier.claims import claim_model_spec, input_digests, load_claim, public_claim
-from verifier.data import load_documents
+from verifier.claims import ClaimManifest, LoadedClaim, claim_model_spec, load_claim, public_claim
 from verifier.dataset_inference.planning import set_test_power
 from verifier.errors import VerifierError
 from verifier.policy import load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim, missing_evidence
+from verifier.policy.engine import check_against_claim, input_digests, missing_evidence
 from verifier.targets import kind_of
 from verifier.targets.cache import text_digest
 from verifier.trust.digests import canonical_json
@@ -44,25 +43,23 @@ from verifier.trust.envelopes import (
 from verifier.trust.plans import CLOCK, PLAN_PREDICATE, Plan, plan_record
 from verifier.validation import for_audit
 
-if TYPE_CHECKING:  # the audit's side of a plan needs the ML stack; reading one (verify) does not
-    from verifier.claims import ClaimManifest
+if TYPE_CHECKING:
     from verifier.policy.schema import Policy
 
-
-
-def commitments(claim: ClaimManifest, base: Path, policy: Policy) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+def commitments(loaded: LoadedClaim, policy: Policy) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """What a plan commits to: subject name -> SHA-256 (the claim, the policy, each set's
-    documents, every other input file), and per set its file name and document count."""
-
+    documents, every other input file a route declares), and per set its file name and document count."""
+    claim, base = loaded.manifest, loaded.base
     subjects = {"claim": hashlib.sha256(canonical_json(public_claim(claim, base))).hexdigest(), "policy": policy.sha256}
     sets: dict[str, dict[str, Any]] = {}
-    for role, ref in claim.evidence.documents().items():
-        texts = load_documents(base / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit).texts
+    documents = claim.evidence.documents()
+    for role, ref in documents.items():
+        texts = loaded.files.documents(ref).texts
         digest = hashlib.sha256("\n".join(sorted(text_digest(t) for t in texts)).encode()).hexdigest()
         subjects[f"documents:{role}"] = digest
         sets[str(role)] = {"file": ref.path.name, "documents": len(texts), "sha256": digest}
-    for entry in input_digests(claim, base):
-        if entry["role"].startswith("marks "):
+    for entry in input_digests(loaded):
+        if entry["role"] not in documents:  # a file a route reads besides the sets (a marks registration, a frequency table)
             subjects[f"file:{entry['role']}"] = entry["sha256"]
     for role in ("target", "reference"):  # the model as an audit names it unloaded: for local weights, their digest
         if getattr(claim.model, role):
@@ -93,10 +90,11 @@ def design(claim: ClaimManifest, policy: Policy, sets: dict[str, dict[str, Any]]
 def make_plan(claim_path: str | Path, key: Any, effect: float | None = None) -> tuple[bytes, dict[str, Any]]:  # noqa: ANN401 - an Ed25519PrivateKey
     """The signed plan (a DSSE envelope) for ``claim_path``, and its predicate."""
 
-    claim, base = load_claim(claim_path)
-    policy = load_policy(resolve_policy_path(claim.policy, base))
+    loaded = load_claim(claim_path)
+    claim = loaded.manifest
+    policy = load_policy(resolve_policy_path(claim.policy, loaded.base))
     check_against_claim(policy, claim)
-    subjects, sets = commitments(claim, base, policy)
+    subjects, sets = commitments(loaded, policy)
     pem = public_pem(key.public_key())
     predicate = {"format": "verifier-plan/1", "claim_id": claim.claim.id, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "clock": CLOCK, "seed": claim.seed, "sets": sets, "design": design(claim, policy, sets, effect), "verifier": __version__,
@@ -105,10 +103,10 @@ def make_plan(claim_path: str | Path, key: Any, effect: float | None = None) -> 
     return canonical_json(envelope), predicate
 
 
-def check_plan(plan: Plan, claim: ClaimManifest, base: Path, policy: Policy, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
+def check_plan(plan: Plan, loaded: LoadedClaim, policy: Policy, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
     """The findings' pre-registration record, if the audit is the plan's; else one line naming
     the first thing that differs."""
-    subjects, _ = commitments(claim, base, policy)
+    subjects, _ = commitments(loaded, policy)
     names = {"claim": "the claim", "policy": "the policy"}
     for name in sorted(set(plan.subjects) | set(subjects), key=lambda k: (k not in names, k)):
         planned, now = plan.subjects.get(name), subjects.get(name)

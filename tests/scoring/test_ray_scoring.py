@@ -146,6 +146,7 @@ def test_an_audit_reads_the_arrays_a_ray_run_scored(local_ray, small_testbed, tm
     """`audit --engine ray` scores the claim's sets on Ray into the cache under the audit's own keys:
     the audit then computes no forward pass of its own for them, and its findings are the same."""
     from verifier.audit import run_audit
+    from verifier.claims import load_claim
     from verifier.scoring.ray import RayOptions, prescore_claim
     from verifier.targets import ScoreCache
     from verifier.trust.digests import findings_digest
@@ -154,7 +155,7 @@ def test_an_audit_reads_the_arrays_a_ray_run_scored(local_ray, small_testbed, tm
     (folder / "testbed").mkdir(parents=True)
     shutil.copy(Path(__file__).resolve().parents[2] / "verifier" / "examples" / "testbed.yaml", folder / "claim.yaml")
     shutil.copytree(small_testbed.folder, folder / "testbed" / "build")
-    prescored = prescore_claim(folder / "claim.yaml", tmp_path / "ray-cache", RayOptions())
+    prescored = prescore_claim(load_claim(folder / "claim.yaml"), tmp_path / "ray-cache", RayOptions())
     cache = ScoreCache(tmp_path / "ray-cache")
     on_ray = run_audit(folder / "claim.yaml", cache=cache)
     assert prescored["documents"] > 20 and cache.counts.served > 20 and cache.counts.stored == 0  # not one forward pass in the audit

@@ -41,7 +41,7 @@ def test_a_claim_is_read_and_its_target_kind_known_without_torch(tmp_path):
     every part (scikit-learn and pandas come with some signals and routes), but no model code."""
     claim = write_refused_claim(tmp_path, "light")
     code = ("from verifier.claims import load_claim\nfrom verifier.targets import kind_of\n"
-            f"claim, base = load_claim({str(claim)!r})\nassert kind_of(claim.model.target).name == 'causal_lm'\n"
+            f"claim = load_claim({str(claim)!r}).manifest\nassert kind_of(claim.model.target).name == 'causal_lm'\n"
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
     heavy_after(code)
 

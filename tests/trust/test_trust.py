@@ -335,7 +335,7 @@ def test_redaction_replaces_whole_folders_only(tmp_path, monkeypatch):
 
 
 def test_a_policy_outside_the_claim_folder_is_named_not_located(refused_claim, tmp_path):
-    shutil.copy(ROOT / "verifier" / "policies" / "strict.yaml", tmp_path / "shared-policy.yaml")
+    shutil.copy(ROOT / "verifier" / "policies" / "default.yaml", tmp_path / "shared-policy.yaml")
     claim = yaml.safe_load(refused_claim.read_text())
     claim["policy"] = str(tmp_path / "shared-policy.yaml")
     path = refused_claim.parent / "shared.yaml"

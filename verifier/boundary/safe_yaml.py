@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from verifier.boundary.files import read_plain
 from verifier.errors import VerifierError
 
 MAX_BYTES = 1 << 20
@@ -48,16 +49,9 @@ def load_yaml_file(path: Path, what: str) -> Any:
 
 
 def read_bounded(path: Path, what: str, label: Path | None = None) -> bytes:
-    """The file's bytes, read once (what is parsed is what is digested), at most ``MAX_BYTES``;
-    errors name it as ``label`` (default: the path)."""
-    label = label or path
-    if not path.is_file():
-        raise VerifierError(f"{label}: {what} file not found")
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise VerifierError(f"{label}: {what} file larger than {MAX_BYTES // 1024} KiB")
-    return data
+    """The YAML file's bytes, read once (what is parsed is what is digested), at most ``MAX_BYTES``;
+    errors name it as ``label`` (default: the path). The auditor names it, so a link is followed."""
+    return read_plain(path, MAX_BYTES, what, label, follow_links=True)
 
 
 def load_yaml_bytes(raw: bytes, path: Path) -> Any:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from verifier.boundary.files import read_plain
 from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError, first_validation_error
 from verifier.marks.generators import CanaryFormat, Kind
@@ -149,12 +150,12 @@ def date_registration(registration: Registration, path: Path, trust_dir: Path | 
 
 
 def _read(path: Path, what: str) -> bytes:
-    if not path.is_file():
-        raise VerifierError(f"{path.name}: {what} not found")
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
+    return read_plain(path, MAX_FILE_BYTES, what, path.name, follow_links=True)
+
+
+def _bounded(data: bytes, path: Path, what: str) -> bytes:
     if len(data) > MAX_FILE_BYTES:
-        raise VerifierError(f"{path.name}: {what} larger than {MAX_FILE_BYTES >> 20} MiB")
+        raise VerifierError(f"{what} {path.name}: larger than {MAX_FILE_BYTES >> 20} MiB")
     return data
 
 
@@ -166,11 +167,13 @@ def _json(data: bytes, where: str) -> Any:
         raise VerifierError(f"{where}: not JSON ({str(exc).splitlines()[0][:120]})") from None
 
 
-def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: Path | None = None) -> Registration:
-    """The registration at ``path``, if its signature verifies under a key pinned in the trust
-    store (``verifier keys trust``); every other case is one line saying why it is refused."""
+def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: Path | None = None,
+                      data: bytes | None = None) -> Registration:
+    """The registration at ``path`` (``data``: its bytes as the caller read and digested them), if
+    its signature verifies under a key pinned in the trust store (``verifier keys trust``); every
+    other case is one line saying why it is refused."""
     name = path.name
-    data = _read(path, "registration")
+    data = _read(path, "registration") if data is None else _bounded(data, path, "registration")
     digest = hashlib.sha256(data).hexdigest()
     if pinned_sha256 is not None and digest != pinned_sha256:
         raise VerifierError(f"{name}: is not the registration the claim pins (SHA-256 {digest[:16]}..., the claim names {pinned_sha256[:16]}...)")
@@ -219,12 +222,12 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     return Registration(predicate, subjects, signer, digest, signature)
 
 
-def read_secrets(path: Path, registration: Registration) -> Secrets:
+def read_secrets(path: Path, registration: Registration, data: bytes | None = None) -> Secrets:
     """The private siblings file, checked against the registration: its digest, and every mark's
     published text and siblings against their commitments (none missing, none added).
     (``make.regenerate`` then checks they are what the generator draws from the seed.)"""
     name = path.name
-    data = _read(path, "private siblings file")
+    data = _read(path, "private siblings file") if data is None else _bounded(data, path, "private siblings file")
     if hashlib.sha256(data).hexdigest() != registration.predicate.secrets_sha256:
         raise VerifierError(f"{name}: is not the siblings file this registration commits to (its SHA-256 differs)")
     try:

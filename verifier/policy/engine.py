@@ -17,13 +17,15 @@ verdict about evidence that was never examined.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
-from verifier.claims import ClaimManifest
+from verifier.claims import ClaimManifest, LoadedClaim
 from verifier.errors import VerifierError, redact_paths
 from verifier.findings import RouteOutcome
 from verifier.policy.schema import Policy, PolicyRoute, load_regulation_map
+from verifier.routes.base import ROUTES
 from verifier.scoring.capabilities import offered_capabilities
 from verifier.signals import computable
 from verifier.targets import kind_of_target
@@ -146,3 +148,16 @@ def decision(records: list[RouteRecord]) -> RouteRecord:
 
 def record_to_dict(record: RouteRecord) -> dict[str, Any]:
     return asdict(record)
+
+
+def input_digests(claim: LoadedClaim) -> list[dict[str, Any]]:
+    """Every input file of the claim with its SHA-256, as the findings name them: the document sets,
+    then each file a route declares it reads (``Route.input_files``), all read once (``ClaimFiles``)."""
+    entries = [{"role": role, "file": ref.path.name, "sha256": claim.files.sha256(ref.path), "where": ref.where, "offset": ref.offset,
+                "limit": ref.limit} for role, ref in claim.manifest.evidence.documents().items()]
+    declared: dict[str, Path] = {}
+    for route in ROUTES.values():
+        declared |= route.input_files(claim.manifest)
+    entries += [{"role": role, "file": ref.name, "sha256": claim.files.sha256(ref), "where": {}, "offset": 0, "limit": None}
+                for role, ref in declared.items()]
+    return entries

@@ -10,10 +10,12 @@ route needs is declared by the route itself, so no policy key can silently skip 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.boundary.resources import resource
@@ -47,6 +49,29 @@ class PolicyFile(BaseModel):
                                                  "(family-wise error rate) or bh (false discovery rate)")
 
 
+class RouteOverride(BaseModel):
+    """What a policy that extends another changes in one of its routes."""
+
+    model_config = ConfigDict(extra="forbid")
+    grants: list[Verdict] | None = Field(None, description="replaces the route's grants")
+    params: dict[str, Any] = Field(default_factory=dict, description="merged into the route's params, key by key")
+
+
+class PolicyExtension(BaseModel):
+    """A policy stated as another (``extends``: a bundled name, or a path relative to this file)
+    with a few keys overridden; its routes, their order and every other parameter are the base's."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: int
+    extends: str
+    error_control: Literal["holm", "bh"] | None = None
+    routes: dict[str, RouteOverride] = Field(default_factory=dict)
+
+
+MAX_EXTENDS = 4  # policies in one chain of extends
+
+
 @dataclass(frozen=True)
 class PolicyRoute:
     """One validated step of the tree: the route class (None for a planned route), its params, its grants."""
@@ -65,7 +90,7 @@ class Policy:
     routes: list[PolicyRoute]
     file: str
     sha256: str
-    raw: bytes  # the file as read and validated: what the bundle copies
+    raw: bytes  # the policy as read and validated (a policy that extends another: resolved, both files named): what the bundle copies
     error_control: str = "holm"
 
 
@@ -93,13 +118,14 @@ def shown(path: Path) -> Path:
 
 
 def load_policy(path: Path) -> Policy:
-    """The validated policy, with the SHA-256 of its file (recorded in the findings)."""
+    """The validated policy, with the SHA-256 of the bytes it was read from (recorded in the
+    findings): its file, or for a policy that extends another, the resolved policy the bundle carries."""
     from verifier.routes import PLANNED, ROUTES
 
     label = shown(path)
-    data = read_bounded(path, "policy", label)
+    document, data = _resolved(path, label, 0)
     try:
-        raw = PolicyFile.model_validate(load_yaml_bytes(data, label))
+        raw = PolicyFile.model_validate(document)
     except ValidationError as exc:
         raise VerifierError(f"{label}: {first_validation_error(exc)}") from None
     steps, seen = [], set()
@@ -123,6 +149,61 @@ def load_policy(path: Path) -> Policy:
                                 f"it can reach {', '.join(sorted(v.value for v in reachable))}")
         steps.append(PolicyRoute(spec.route, route, params, grants, declared.requires))
     return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(data).hexdigest(), data, raw.error_control)
+
+
+def _resolved(path: Path, label: Path, depth: int) -> tuple[Any, bytes]:
+    """The policy document at ``path`` and the bytes it stands for: the file itself, or, for a
+    policy that extends another, the base's document with the overrides applied, written out as
+    YAML under a header naming both files by SHA-256 (so the digest covers every byte that decides)."""
+    data = read_bounded(path, "policy", label)
+    document = load_yaml_bytes(data, label)
+    if not isinstance(document, dict) or "extends" not in document:
+        return document, data
+    try:
+        extension = PolicyExtension.model_validate(document)
+    except ValidationError as exc:
+        raise VerifierError(f"{label}: {first_validation_error(exc)}") from None
+    if depth + 1 >= MAX_EXTENDS:
+        raise VerifierError(f"{label}: extends: more than {MAX_EXTENDS} policies in one chain (does it extend itself?)")
+    base_path = resolve_policy_path(extension.extends, path.parent)
+    base_label = shown(base_path)
+    base, base_bytes = _resolved(base_path, base_label, depth + 1)
+    try:  # the base as a policy in its own right: a route it could not load itself is not extended either
+        base_file = PolicyFile.model_validate(base)
+    except ValidationError as exc:
+        raise VerifierError(f"{base_label}: {first_validation_error(exc)} (the policy {label} extends)") from None
+    steps: dict[str, dict[str, Any]] = {}
+    for i, step in enumerate(base_file.routes):
+        if step.route in steps:
+            raise VerifierError(f"{base_label}: routes.{i}.route: {step.route!r} appears twice (the policy {label} extends)")
+        steps[step.route] = step.model_dump(mode="json", exclude_none=True)
+    for name, override in extension.routes.items():
+        step = steps.get(OLD_ROUTE_NAMES.get(name, name))
+        if step is None:
+            raise VerifierError(f"{label}: routes.{name}: {extension.extends} has no route {name!r} (routes: {', '.join(steps)})")
+        step["params"] = {**step.get("params", {}), **override.params}
+        if override.grants is not None:
+            step["grants"] = [v.value for v in override.grants]
+        _check_params(step["route"], step["params"], f"{label}: routes.{name}.params")
+    merged = {"name": extension.name, "version": extension.version,
+              "error_control": extension.error_control or base_file.error_control, "routes": list(steps.values())}
+    # File names are quoted (JSON), so a name holding a line break cannot add keys to the YAML below.
+    header = (f"# {json.dumps(path.name)} resolved: {json.dumps(base_path.name)} as resolved (SHA-256 "
+              f"{hashlib.sha256(base_bytes).hexdigest()}) with the overrides of {json.dumps(path.name)} (SHA-256 "
+              f"{hashlib.sha256(data).hexdigest()})\n")
+    return merged, (header + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode("utf-8")
+
+
+def _check_params(route: str, params: dict[str, Any], where: str) -> None:
+    """An override's params against its route's model, named by the route (not by its position in the base)."""
+    from verifier.routes import PLANNED, ROUTES
+
+    declared = ROUTES.get(route) or PLANNED.get(route)
+    if declared is not None:
+        try:
+            declared.Params.model_validate(params)
+        except ValidationError as exc:
+            raise VerifierError(f"{where}.{first_validation_error(exc, top='(params)')}") from None
 
 
 def load_regulation_map() -> dict[str, Any]:

@@ -6,6 +6,8 @@ A route is one module: a ``Route`` subclass that declares
 - ``claim_kinds``: the kinds of claim its finding bears on (others skip it);
 - ``verdicts``: the one table from each status it can end in to a verdict per claim kind
   (``None``: the route ran but decides nothing, and the walk goes on);
+- ``input_files``: the files besides the document sets it reads from a claim (a marks registration,
+  a token frequency table), which plans commit to and findings digest;
 - ``needs_target``: whether it queries the model; with the signals it computes (``signals_of``: by
   default the ``signals`` of its params), the engine checks before the walk that the claim's
   target can compute at least one of them.
@@ -22,11 +24,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from verifier.claims import ClaimKind
+from verifier.claims import ClaimKind, ClaimManifest
 from verifier.findings import RouteOutcome
 from verifier.plugins import Registry, part_modules
 from verifier.signals import SignalNames, SignalParams, check_params_used
@@ -84,6 +87,13 @@ class Route(ABC):
     def withdraw(cls, outcome: dict[str, Any]) -> None:
         """Withdraw, in a recorded outcome (the findings' plain data), what holds only beside the
         route's own verdict, once a batch's adjustment has weakened it. Nothing, by default."""
+
+    @classmethod
+    def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:
+        """The files besides the document sets that the route reads from ``claim``, by role
+        (relative to the claim): plans commit to them, and findings and bundles name their digests.
+        None, by default."""
+        return {}
 
     @classmethod
     def signals_of(cls, params: RouteParams) -> list[str]:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from verifier.claims import ClaimKind, DocumentRef, Role
+from verifier.claims import ClaimKind, ClaimManifest, DocumentRef, Role
 from verifier.data import normalised_value
 from verifier.dataset_inference.comparison import best_signal, compare_sets, shift_rows
 from verifier.dataset_inference.fraction import FDR_METHOD
@@ -123,7 +124,8 @@ def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str,
         named = ctx.claim.evidence.token_frequencies if params.claim_frequencies else None
         if ctx.claim.evidence.token_frequencies is not None and not params.claim_frequencies:
             finding["token_frequencies_ignored"] = "evidence.token_frequencies: not used (the policy's claim_frequencies is false)"
-        frequencies = table_for(ctx.model(), ctx.base_dir / named if named is not None else None)
+        # The table's bytes as the input digests read them: what the plan committed to is what is used.
+        frequencies = table_for(ctx.model(), ctx.base_dir / named, ctx.claim_files.read(named)) if named is not None else table_for(ctx.model())
     usable, _ = ctx.usable_signals(list(params.signals), Auxiliary(("possible",), (), frequencies))
     shots = max((getattr(s, "shots", 0) for s in wanted if NONMEMBER_PREFIX in s.needs and s.name in usable), default=0)
     nonmembers: tuple[str, ...] = ()
@@ -189,6 +191,11 @@ class DatasetInferenceRoute(Route):
         outcome["sections"] = [s for s in outcome.get("sections", []) if s.get("title") != DOCUMENTS_TITLE] + [asdict(Notes(
             DOCUMENTS_TITLE, ["Withdrawn: adjusted across the batch, the set test is no longer significant, so no fraction trained "
                               "on is stated and no document is identified."]))]
+
+    @classmethod
+    def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:
+        table = claim.evidence.token_frequencies
+        return {} if table is None else {"token frequencies": table}
 
     def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
         evidence = ctx.claim.evidence

@@ -13,9 +13,11 @@ otherwise INCONCLUSIVE with the number of marks that would be needed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, StrictBool
 
-from verifier.claims import Role
+from verifier.claims import ClaimManifest, Role
 from verifier.errors import VerifierError
 from verifier.findings import Notes, RouteOutcome, Table
 from verifier.marks.checks import checked_registration
@@ -70,6 +72,11 @@ class MarksRoute(Route):
     def signals_of(cls, params: MarksParams) -> list[str]:  # type: ignore[override]
         return ["log_likelihood", "loss"]
 
+    @classmethod
+    def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:
+        marks = claim.evidence.marks
+        return {} if marks is None else {"marks registration": marks.registration, "marks siblings": marks.siblings}
+
     def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:  # type: ignore[override]
         marks, model = ctx.claim.evidence.marks, ctx.claim.model
         try:
@@ -78,7 +85,8 @@ class MarksRoute(Route):
                 ctx.base_dir / marks.registration, ctx.base_dir / marks.siblings, model.released, model.training_cutoff,
                 lambda: ctx.model().identity.digests.get("weights"), marks.sha256,
                 str(ctx.base_dir / spec) if spec and (ctx.base_dir / spec).exists() else spec,
-                require_timestamp=params.require_timestamp)
+                require_timestamp=params.require_timestamp,
+                files=(ctx.claim_files.read(marks.registration), ctx.claim_files.read(marks.siblings)))  # the bytes the inputs digest
             try:
                 trials, excluded = registered_trials(registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words)
             except VerifierError as exc:

@@ -38,8 +38,8 @@ import pyarrow.parquet as pq
 
 from verifier import __version__
 from verifier.boundary.atomic import atomic_output
-from verifier.claims import claim_model_spec, claim_scoring_options, load_claim
-from verifier.data import FORMATS, Documents, iter_documents, load_documents
+from verifier.claims import LoadedClaim, claim_model_spec, claim_scoring_options
+from verifier.data import FORMATS, Documents, iter_documents
 from verifier.errors import VerifierError
 from verifier.scoring.table import FAILURE_PREFIX, METADATA_KEY, SIGNAL_PREFIX, score_documents
 from verifier.signals import REFERENCE, make_signals
@@ -302,7 +302,7 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
-def prescore_claim(claim_path: str | Path, cache_dir: Path | None, ray_options: RayOptions) -> dict[str, object]:
+def prescore_claim(loaded: LoadedClaim, cache_dir: Path | None, ray_options: RayOptions) -> dict[str, object]:
     """Score every document set of a claim with its target on Ray into the forward-pass cache, so the
     audit that follows reads the arrays from the cache instead of computing them in one process.
 
@@ -315,13 +315,13 @@ def prescore_claim(claim_path: str | Path, cache_dir: Path | None, ray_options: 
     import torch
 
 
-    claim, base = load_claim(claim_path)
+    claim, base = loaded.manifest, loaded.base
     spec = claim_model_spec(claim, base)
     if kind_of(spec).remote:
         return {"engine": "ray", "documents": 0, "note": "an API target is queried by the audit itself"}
     texts: dict[str, str] = {}
     for ref in claim.evidence.documents().values():
-        docs = load_documents(base / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
+        docs = loaded.files.documents(ref)
         texts.update((text_digest(t), t) for t in docs.texts)
     options = replace(claim_scoring_options(claim), threads=torch.get_num_threads())
     with tempfile.TemporaryDirectory() as work:

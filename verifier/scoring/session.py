@@ -9,7 +9,6 @@ document has no score, and answers which signals the claim's target can compute.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from verifier.boundary.peers import PeerAccess
-from verifier.claims import ClaimManifest, DocumentRef
-from verifier.data import Documents, load_documents
+from verifier.claims import ClaimFiles, ClaimManifest, DocumentRef
+from verifier.data import Documents
 from verifier.errors import VerifierError
 from verifier.scoring.capabilities import offered_capabilities
 from verifier.scoring.table import (
@@ -57,6 +56,10 @@ class RouteContext:
     signal_runs: dict[str, dict[str, object]] = field(default_factory=dict)  # what trace attacks read and ran, per "role signal" / model
     access: PeerAccess = field(default_factory=PeerAccess)  # the auditor's keys and http allowance for the claim's servers
     family_size: int = 1  # claims tested together (a batch): a test's p-value must be able to reach alpha / family_size
+    files: ClaimFiles | None = None  # the claim's input files, read once per audit (one is made from base_dir if none is given)
+
+    def __post_init__(self) -> None:
+        self.claim_files = self.files or ClaimFiles(self.base_dir)
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
@@ -65,10 +68,11 @@ class RouteContext:
 
     def file_sha256(self, ref: DocumentRef) -> str:
         """SHA-256 of the file a set is read from (what the findings' input digests name)."""
-        return hashlib.sha256((self.base_dir / ref.path).read_bytes()).hexdigest()
+        return self.claim_files.sha256(ref.path)
 
     def load(self, ref: DocumentRef) -> Documents:
-        return load_documents(self.base_dir / ref.path, text_field=ref.text_field, where=ref.where, offset=ref.offset, limit=ref.limit)
+        """The documents ``ref`` selects, parsed from the bytes the input digests name."""
+        return self.claim_files.documents(ref)
 
     def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest,
                  signal_params: dict[str, dict[str, Any]] | None = None, aux: Auxiliary | None = None) -> np.ndarray:

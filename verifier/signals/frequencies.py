@@ -71,14 +71,18 @@ def build_table(encode: Callable[[Sequence[str]], list[list[int]]], vocabulary: 
     return FrequencyTable(counts, tokenizer, source, len(texts), hashlib.sha256(counts.tobytes()).hexdigest())
 
 
-def read_table(path: Path) -> FrequencyTable:
-    """A table from its file; one line naming the file on anything wrong with it."""
+def read_table(path: Path, raw: bytes | None = None) -> FrequencyTable:
+    """A table from its file (or from ``raw``, the bytes read from it and digested by the caller);
+    one line naming the file on anything wrong with it."""
     try:
-        if not path.is_file():
-            raise VerifierError(f"{path.name}: token frequency table not found")
-        if path.stat().st_size > MAX_BYTES:
+        if raw is None:
+            if not path.is_file():
+                raise VerifierError(f"{path.name}: token frequency table not found")
+            if path.stat().st_size > MAX_BYTES:
+                raise VerifierError(f"{path.name}: larger than {MAX_BYTES >> 20} MiB, not a token frequency table")
+            raw = path.read_bytes()
+        if len(raw) > MAX_BYTES:
             raise VerifierError(f"{path.name}: larger than {MAX_BYTES >> 20} MiB, not a token frequency table")
-        raw = path.read_bytes()
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:  # expanded sizes first: a small file must not inflate to gigabytes
             if sum(member.file_size for member in archive.infolist()) > 4 * MAX_BYTES:
                 raise VerifierError(f"{path.name}: expands past {4 * MAX_BYTES >> 20} MiB, not a token frequency table")
@@ -111,13 +115,14 @@ def bundled_table(tokenizer: str | None) -> FrequencyTable | None:
     return None
 
 
-def table_for(target: object, path: Path | None = None) -> FrequencyTable | None:
-    """The table DC-PDD reads for ``target``: the one named (refused if counted with another
-    tokenizer), else the bundled one of its tokenizer, else None (DC-PDD is then not computable)."""
+def table_for(target: object, path: Path | None = None, raw: bytes | None = None) -> FrequencyTable | None:
+    """The table DC-PDD reads for ``target``: the one named (``raw``: its bytes, as the caller read
+    them; refused if counted with another tokenizer), else the bundled one of its tokenizer, else
+    None (DC-PDD is then not computable)."""
     fingerprint = getattr(target, "tokenizer_fingerprint", None)
     if path is None:
         return bundled_table(fingerprint)
-    table = read_table(path)
+    table = read_table(path, raw)
     if fingerprint is None:
         raise VerifierError(f"{path.name}: the target does not say which tokenizer it uses, so token counts cannot be matched to it")
     if table.tokenizer != fingerprint:

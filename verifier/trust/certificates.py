@@ -27,10 +27,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
+from verifier.boundary.files import read_plain
 from verifier.errors import VerifierError
 from verifier.trust.envelopes import key_id, public_pem
 from verifier.trust.private_files import check_private
-from verifier.trust.timestamps import MAX_CERTIFICATE_FILE_BYTES, read_small_file
+from verifier.trust.timestamps import MAX_CERTIFICATE_FILE_BYTES
 
 VALID_DAYS = 825  # the longest validity browsers accept for a leaf; a report signer renews like one
 SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -96,8 +97,7 @@ def check_validity(certificate: x509.Certificate, where: str, now: datetime.date
 
 
 def _read(path: Path, what: str) -> bytes:
-
-    return read_small_file(path, MAX_CERTIFICATE_FILE_BYTES, what)
+    return read_plain(path, MAX_CERTIFICATE_FILE_BYTES, what)
 
 
 def _usable(key: object, certificate: x509.Certificate, where: str) -> SigningKey:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from verifier.boundary.files import read_plain
 from verifier.errors import VerifierError
 from verifier.trust.envelopes import key_id, load_public_key, public_pem, read_envelope, read_statement, verify_envelope
 from verifier.trust.timestamps import check_token, read_tokens_beside
@@ -31,18 +32,15 @@ class Plan:
     raw: bytes
     signature: bytes = b""  # the raw signature that verified: what a timestamp of the plan must date
     tokens: tuple[tuple[str, bytes], ...] = ()  # (file name, DER) of its timestamps: plan.timestamp-<n>.tsr
+    name: str = "plan.dsse.json"  # the file it was read from, as errors name it
 
 
 def read_plan(path: Path) -> Plan:
     """The plan at ``path``, its signature checked under the key it names; else one line naming the file."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_PLAN_BYTES + 1)
-    except OSError as exc:
-        raise VerifierError(f"--plan {path}: cannot read it ({exc.strerror})") from None
+    raw = read_plain(path, MAX_PLAN_BYTES, "--plan", follow_links=True)
     plan = parse_plan(raw, f"--plan {path.name}")
     tokens = tuple((f"plan.{name.rsplit('.', 2)[-2]}.tsr", data) for name, data in read_tokens_beside(path))
-    return replace(plan, tokens=tokens)
+    return replace(plan, tokens=tokens, name=path.name)
 
 
 def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = ()) -> Plan:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cryptography import x509
 
+from verifier.boundary.files import read_plain
 from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient, check_endpoint
 from verifier.errors import VerifierError
 from verifier.trust.keys import default_trust_dir
@@ -169,28 +170,6 @@ def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: 
 MAX_CERTIFICATE_FILE_BYTES = 1 << 20
 
 
-def read_small_file(path: Path, limit: int, what: str) -> bytes:
-    """A plain file's bytes, at most ``limit``: a folder, link, FIFO or device (which could block or
-    never end) is one line naming ``what`` and the path, as is a file over the limit."""
-    import os
-    import stat
-
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise VerifierError(f"{what} {path}: not found") from None
-    except OSError as exc:
-        raise VerifierError(f"{what} {path}: cannot be read as a plain file ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise VerifierError(f"{what} {path}: not a plain file")
-    with os.fdopen(descriptor, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise VerifierError(f"{what} {path}: larger than such a file can be ({limit} bytes)")
-    return data
-
-
 def _is_anchor(certificate: x509.Certificate) -> bool:
     """A certificate that can anchor a chain: a CA, or self-signed."""
     try:
@@ -210,7 +189,7 @@ def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what
     files = [(Path(p), what) for p in paths] + [(p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])]
     certificates = []
     for path, label in files:
-        data = read_small_file(path, MAX_CERTIFICATE_FILE_BYTES, label)
+        data = read_plain(path, MAX_CERTIFICATE_FILE_BYTES, label)
         try:
             found = x509.load_pem_x509_certificates(data)
         except ValueError:
@@ -241,7 +220,7 @@ def names_beside(path: Path, count: int) -> list[str]:
 
 def read_tokens_beside(path: Path) -> list[tuple[str, bytes]]:
     """(name, bytes) of each token beside ``path``; one line for a token too large to be one."""
-    return [(token.name, read_small_file(token, MAX_TOKEN_BYTES, "timestamp token")) for token in tokens_beside(path)]
+    return [(token.name, read_plain(token, MAX_TOKEN_BYTES, "timestamp token")) for token in tokens_beside(path)]
 
 
 def token_names(count: int) -> list[str]:
