@@ -48,7 +48,7 @@ def kept(p: np.ndarray, control: str) -> np.ndarray:
     return np.stack([adjusted_p_values(batch, control) < ALPHA for batch in p])
 
 
-def batch_p_values(pool, shares: list[float], batches: int, permutations: int, rng: np.random.Generator) -> np.ndarray:  # noqa: ANN001
+def batch_p_values(pool, shares: list[float], batches: int, permutations: int, rng: np.random.Generator) -> np.ndarray:
     """[batches, claims] set-test p-values, claim j drawn with true member share ``shares[j]``."""
     columns = []
     for share in shares:
@@ -61,7 +61,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--batches", type=int, default=25, help="member-free batches per build")
-    parser.add_argument("--mixed-batches", type=int, default=10, help="batches of 10 true and 10 false claims per build")
+    parser.add_argument(
+        "--mixed-batches", type=int, default=10, help="batches of 10 true and 10 false claims per build"
+    )
     parser.add_argument("--preset", default="light", choices=["light", "books"])
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
@@ -73,8 +75,11 @@ def main() -> None:
     rows = []
 
     started = time.perf_counter()
-    print(f"\n== 1. {args.batches} member-free batches of {CLAIMS} claims per build, n = {N}, {permutations} relabellings a claim, "
-          f"alpha {ALPHA}: family-wise error")
+    print(
+        f"\n== 1. {args.batches} member-free batches of {CLAIMS} claims per build, n = {N}, {permutations} "
+        "relabellings a claim, "
+        f"alpha {ALPHA}: family-wise error"
+    )
     print("| error control | family-wise error [95% CI] | across builds |")
     print("|---|---|---|")
     errors: dict[str, list[int]] = {c: [] for c in CONTROLS}
@@ -85,24 +90,38 @@ def main() -> None:
     for control, hits in errors.items():
         total = wilson(sum(hits), args.batches * len(pools))
         per_build = [h / args.batches for h in hits]
-        print(f"| {control} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | {min(per_build):.3f}-{max(per_build):.3f} |",
-              flush=True)
-        rows.append(common | {"trials": args.batches * len(pools), "scenario": f"error control {control}{where}",
-                              "quantity": f"batch family-wise error ({CLAIMS} member-free claims, alpha {ALPHA})",
-                              "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
-                              "spread": (min(per_build), max(per_build))})
+        print(
+            f"| {control} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | "
+            f"{min(per_build):.3f}-{max(per_build):.3f} |",
+            flush=True,
+        )
+        rows.append(
+            common
+            | {
+                "trials": args.batches * len(pools),
+                "scenario": f"error control {control}{where}",
+                "quantity": f"batch family-wise error ({CLAIMS} member-free claims, alpha {ALPHA})",
+                "value": round(total.value, 4),
+                "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                "spread": (min(per_build), max(per_build)),
+            }
+        )
     print(f"   ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
     half = CLAIMS // 2
-    print(f"\n== 2. {args.mixed_batches} batches per build of {half} claims on members and {half} on non-members: "
-          "true claims kept (power) and false claims kept (family-wise error)")
+    print(
+        f"\n== 2. {args.mixed_batches} batches per build of {half} claims on members and {half} on non-members: "
+        "true claims kept (power) and false claims kept (family-wise error)"
+    )
     print("| error control | power [95% CI] | power across builds | family-wise error [95% CI] |")
     print("|---|---|---|---|")
     found: dict[str, list[int]] = {c: [] for c in CONTROLS}
     wrong: dict[str, list[int]] = {c: [] for c in CONTROLS}
     for b, pool in enumerate(pools):
-        p = batch_p_values(pool, [1.0] * half + [0.0] * half, args.mixed_batches, permutations, np.random.default_rng(88_000 + b))
+        p = batch_p_values(
+            pool, [1.0] * half + [0.0] * half, args.mixed_batches, permutations, np.random.default_rng(88_000 + b)
+        )
         for control in CONTROLS:
             granted = kept(p, control)
             found[control].append(int(granted[:, :half].sum()))
@@ -111,16 +130,31 @@ def main() -> None:
         power = wilson(sum(found[control]), args.mixed_batches * half * len(pools))
         fwer = wilson(sum(wrong[control]), args.mixed_batches * len(pools))
         per_build = [f / (args.mixed_batches * half) for f in found[control]]
-        print(f"| {control} | {power.value:.3f} [{power.ci_low:.3f}, {power.ci_high:.3f}] | {min(per_build):.3f}-{max(per_build):.3f} | "
-              f"{fwer.value:.3f} [{fwer.ci_low:.3f}, {fwer.ci_high:.3f}] |", flush=True)
-        rows.append(common | {"trials": args.mixed_batches * half * len(pools), "scenario": f"error control {control}{where}",
-                              "quantity": f"batch power ({half} true and {half} false claims, alpha {ALPHA})",
-                              "value": round(power.value, 4), "ci": (round(power.ci_low, 4), round(power.ci_high, 4)),
-                              "spread": (round(min(per_build), 4), round(max(per_build), 4))})
+        print(
+            f"| {control} | {power.value:.3f} [{power.ci_low:.3f}, {power.ci_high:.3f}] | "
+            f"{min(per_build):.3f}-{max(per_build):.3f} | "
+            f"{fwer.value:.3f} [{fwer.ci_low:.3f}, {fwer.ci_high:.3f}] |",
+            flush=True,
+        )
+        rows.append(
+            common
+            | {
+                "trials": args.mixed_batches * half * len(pools),
+                "scenario": f"error control {control}{where}",
+                "quantity": f"batch power ({half} true and {half} false claims, alpha {ALPHA})",
+                "value": round(power.value, 4),
+                "ci": (round(power.ci_low, 4), round(power.ci_high, 4)),
+                "spread": (round(min(per_build), 4), round(max(per_build), 4)),
+            }
+        )
     print(f"   ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     if args.record:
-        record("batch" if args.preset == "light" else f"batch-{args.preset}", rows, digests,
-               "python benchmarks/batch.py " + " ".join(sys.argv[1:]))
+        record(
+            "batch" if args.preset == "light" else f"batch-{args.preset}",
+            rows,
+            digests,
+            "python benchmarks/batch.py " + " ".join(sys.argv[1:]),
+        )
         print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
 
 

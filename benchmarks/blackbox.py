@@ -14,7 +14,8 @@ Prints, per attack:
 Both models are served by ``transformers serve`` on 127.0.0.1 (``verifier.targets.serving``), queried with
 the real client and its response cache: a second run pays nothing.
 
-    python benchmarks/blackbox.py       # the finetune preset: cheap attacks on 400 documents (200 on WikiMIA), sampled ones on 20, DE-COP on 24
+    python benchmarks/blackbox.py       # the finetune preset: cheap attacks on 400 documents (200 on WikiMIA), sampled
+    ones on 20, DE-COP on 24
     python benchmarks/blackbox.py --preset finetune-small --run prefix_lcs_word,name_cloze:64 --sizes 20 --draws 100
 
 Each ``--run SIGNALS:DOCS`` scores the first DOCS documents of each setup with those signals (the
@@ -44,26 +45,55 @@ from verifier.testbed.build import PRESETS, build_testbed
 DEFAULT_RUNS = ["prefix_lcs_word,prefix_lcs_token,name_cloze,familiarity:400", "samia,cdd:20", "decop:24"]
 
 
-def attack_rows(texts: list[str], labels: np.ndarray, spec: str, signals: list[str], cache: ScoreCache, seed: int,
-                signal_params: dict | None = None, api: ApiOptions | None = None) -> tuple[dict, dict]:
+def attack_rows(
+    texts: list[str],
+    labels: np.ndarray,
+    spec: str,
+    signals: list[str],
+    cache: ScoreCache,
+    seed: int,
+    signal_params: dict | None = None,
+    api: ApiOptions | None = None,
+) -> tuple[dict, dict]:
     """AUC rows per signal (failed items filled label-blind, counted) and the blind baseline; the target's usage."""
     target = load_target(spec, api=api)
     started = time.perf_counter()
-    table = score_documents(Documents(texts, labels.tolist(), "bench"), target, signal_names=signals, cache=cache,
-                            signal_params=signal_params)
+    table = score_documents(
+        Documents(texts, labels.tolist(), "bench"),
+        target,
+        signal_names=signals,
+        cache=cache,
+        signal_params=signal_params,
+    )
     usage = target.usage | {"wall_s_total": round(time.perf_counter() - started, 1)}
     raw = np.column_stack([table.signal(s) for s in signals])
     filled, failed = fill_failed(raw)
     rows = {}
     for i, name in enumerate(signals):
         m = evaluate_scores(name, filled[:, i], labels, seed=seed)
-        rows[name] = {"auc": m.auc, "ci": [m.auc_ci_low, m.auc_ci_high], "tpr5": m.tpr_at_5_fpr,
-                      "acc": m.best_balanced_accuracy, "failed": int(failed[i]), "unscored_all": bool(failed[i] == len(texts))}
+        rows[name] = {
+            "auc": m.auc,
+            "ci": [m.auc_ci_low, m.auc_ci_high],
+            "tpr5": m.tpr_at_5_fpr,
+            "acc": m.best_balanced_accuracy,
+            "failed": int(failed[i]),
+            "unscored_all": bool(failed[i] == len(texts)),
+        }
     blind = evaluate_scores("bag_of_words", bag_of_words_scores(texts, labels, seed=seed), labels, seed=seed)
-    rows["blind bag_of_words"] = {"auc": blind.auc, "ci": [blind.auc_ci_low, blind.auc_ci_high], "tpr5": blind.tpr_at_5_fpr,
-                                  "acc": blind.best_balanced_accuracy, "failed": 0, "unscored_all": False}
-    return rows, usage | {"features": filled.tolist(), "failure_reasons": {c: table.frame[c].value_counts().to_dict()
-                                                                           for c in table.frame.columns if c.startswith("failure.")}}
+    rows["blind bag_of_words"] = {
+        "auc": blind.auc,
+        "ci": [blind.auc_ci_low, blind.auc_ci_high],
+        "tpr5": blind.tpr_at_5_fpr,
+        "acc": blind.best_balanced_accuracy,
+        "failed": 0,
+        "unscored_all": False,
+    }
+    return rows, usage | {
+        "features": filled.tolist(),
+        "failure_reasons": {
+            c: table.frame[c].value_counts().to_dict() for c in table.frame.columns if c.startswith("failure.")
+        },
+    }
 
 
 def print_rows(title: str, rows: dict, usage: dict) -> None:
@@ -73,12 +103,19 @@ def print_rows(title: str, rows: dict, usage: dict) -> None:
         if r["unscored_all"]:
             print(f"{name:<22} {'no score for any document (reason below)':>36} {r['failed']:6d}")
             continue
-        print(f"{name:<22} {r['auc']:6.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] {r['tpr5']:7.3f} {r['acc']:6.3f} {r['failed']:6d}")
+        print(
+            f"{name:<22} {r['auc']:6.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] {r['tpr5']:7.3f} {r['acc']:6.3f} "
+            f"{r['failed']:6d}"
+        )
     if usage.get("failure_reasons"):
         print(f"unscored documents, by reason: {usage['failure_reasons']}")
-    print(f"requests sent {usage['requests_sent']}, answers from cache {usage['answers_from_cache']}, retries {usage['retries']}, "
-          f"failures {usage['failures']}, prompt/completion tokens {usage['prompt_tokens']}/{usage['completion_tokens']}, "
-          f"wall {usage['wall_s_total']} s")
+    print(
+        f"requests sent {usage['requests_sent']}, answers from cache {usage['answers_from_cache']}, retries "
+        f"{usage['retries']}, "
+        f"failures {usage['failures']}, prompt/completion tokens "
+        f"{usage['prompt_tokens']}/{usage['completion_tokens']}, "
+        f"wall {usage['wall_s_total']} s"
+    )
 
 
 def power_table(features: np.ndarray, labels: np.ndarray, sizes: list[int], draws: int, seed: int) -> None:
@@ -118,26 +155,46 @@ def main() -> None:
     cache = ScoreCache(args.cache_dir)
 
     started = time.perf_counter()
-    testbed = build_testbed(PRESETS[args.preset], on_epoch=lambda e, loss: print(f"fine-tune epoch {e}: mean loss {loss:.3f}"))
-    print(f"testbed {args.preset}: {testbed.folder.name}, built in {testbed.manifest['build_seconds']} s "
-          f"(this call {time.perf_counter() - started:.0f} s), train loss {testbed.manifest['train_loss_per_epoch']}")
+    testbed = build_testbed(
+        PRESETS[args.preset], on_epoch=lambda e, loss: print(f"fine-tune epoch {e}: mean loss {loss:.3f}")
+    )
+    print(
+        f"testbed {args.preset}: {testbed.folder.name}, built in {testbed.manifest['build_seconds']} s "
+        f"(this call {time.perf_counter() - started:.0f} s), train loss {testbed.manifest['train_loss_per_epoch']}"
+    )
     docs = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
     texts, labels = [d["text"] for d in docs], np.array([d["member"] for d in docs])
     setups = [("Fine-tuned testbed (members vs same-period non-members)", texts, labels, testbed.model_dir)]
     if not args.skip_wikimia:
-        wiki = [json.loads(line) for line in (resource("examples", "data", "wikimia") / "length64.jsonl").read_text().splitlines()]
+        wiki = [
+            json.loads(line)
+            for line in (resource("examples", "data", "wikimia") / "length64.jsonl").read_text().splitlines()
+        ]
         picked = [wiki[i] for i in np.random.default_rng(0).permutation(len(wiki))]
-        setups.append(("WikiMIA-64 against SmolLM2-135M-Instruct (date-shifted: pre-2017 vs post-2023)",
-                       [r["text"] for r in picked][: args.wikimia_max], np.array([r["label"] for r in picked])[: args.wikimia_max],
-                       model_folder("smollm2-135m")))
+        setups.append(
+            (
+                "WikiMIA-64 against SmolLM2-135M-Instruct (date-shifted: pre-2017 vs post-2023)",
+                [r["text"] for r in picked][: args.wikimia_max],
+                np.array([r["label"] for r in picked])[: args.wikimia_max],
+                model_folder("smollm2-135m"),
+            )
+        )
     for s_i, (title, s_texts, s_labels, folder) in enumerate(setups):
-        with start_server(folder, port=args.port + s_i) as server:  # fixed ports: the endpoint is part of every cache key
+        with start_server(
+            folder, port=args.port + s_i
+        ) as server:  # fixed ports: the endpoint is part of every cache key
             for r_i, (signals, count) in enumerate(runs):
                 count = min(count, len(s_texts))
                 rows, usage = attack_rows(s_texts[:count], s_labels[:count], server.spec, signals, cache, seed=0)
                 print_rows(f"{title}: {s_labels[:count].sum()} vs {count - s_labels[:count].sum()}", rows, usage)
                 if s_i == 0 and r_i == 0:
-                    power_table(np.array(usage["features"]), s_labels[:count], [int(n) for n in args.sizes.split(",")], args.draws, seed=0)
+                    power_table(
+                        np.array(usage["features"]),
+                        s_labels[:count],
+                        [int(n) for n in args.sizes.split(",")],
+                        args.draws,
+                        seed=0,
+                    )
 
 
 if __name__ == "__main__":

@@ -42,12 +42,17 @@ def main() -> None:
     pool = bundled_pool()
     old = [p.text for p in pool if p.period == OLD]
     new = [p.text for p in pool if p.period == NEW]
-    print(f"{len(old)} pre-2017 and {len(new)} post-2023 texts; blind check alpha {params.shift_alpha}, "
-          f"{params.shift_permutations} relabellings; {args.seeds} seeds x {args.draws} draws a cell")
+    print(
+        f"{len(old)} pre-2017 and {len(new)} post-2023 texts; blind check alpha {params.shift_alpha}, "
+        f"{params.shift_permutations} relabellings; {args.seeds} seeds x {args.draws} draws a cell"
+    )
     print("| n | scenario | refused [95% CI] | across seeds |\n|---|---|---|---|")
     rows = []
     for n in SIZES:
-        for scenario, dated_pool, same in (("post-2023 dated set", new, False), ("same-period (pre-2017) dated set", old, True)):
+        for scenario, dated_pool, same in (
+            ("post-2023 dated set", new, False),
+            ("same-period (pre-2017) dated set", old, True),
+        ):
             refused = []
             for seed in range(args.seeds):
                 rng = np.random.default_rng(100 * seed + n + same)
@@ -55,21 +60,48 @@ def main() -> None:
                 for draw in range(args.draws):
                     order = rng.permutation(len(old))
                     suspect = [old[i] for i in order[:n]]
-                    dated = [old[i] for i in order[n : 2 * n]] if same else [dated_pool[i] for i in rng.permutation(len(dated_pool))[:n]]
-                    shift = check_exchangeable(suspect, dated, alpha=params.shift_alpha, n_permutations=params.shift_permutations,
-                                               seed=draw)
+                    dated = (
+                        [old[i] for i in order[n : 2 * n]]
+                        if same
+                        else [dated_pool[i] for i in rng.permutation(len(dated_pool))[:n]]
+                    )
+                    shift = check_exchangeable(
+                        suspect, dated, alpha=params.shift_alpha, n_permutations=params.shift_permutations, seed=draw
+                    )
                     hits += shift.detected
                 refused.append(hits)
             total = wilson(sum(refused), args.seeds * args.draws)
             spread = (min(refused) / args.draws, max(refused) / args.draws)
-            print(f"| {n} | {scenario} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | {spread[0]:.3f}-{spread[1]:.3f} |",
-                  flush=True)
-            quantity = "false refusal rate (REJECTED-METHOD, years undeclared)" if same else "refusal rate (REJECTED-METHOD, years undeclared)"
-            rows.append({"route": "date_shift", "quantity": quantity, "scenario": f"pre-2017 suspect vs {scenario}", "n": n,
-                         "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)), "spread": spread,
-                         "trials": total.trials, "builds": args.seeds})
+            print(
+                f"| {n} | {scenario} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | "
+                f"{spread[0]:.3f}-{spread[1]:.3f} |",
+                flush=True,
+            )
+            quantity = (
+                "false refusal rate (REJECTED-METHOD, years undeclared)"
+                if same
+                else "refusal rate (REJECTED-METHOD, years undeclared)"
+            )
+            rows.append(
+                {
+                    "route": "date_shift",
+                    "quantity": quantity,
+                    "scenario": f"pre-2017 suspect vs {scenario}",
+                    "n": n,
+                    "value": round(total.value, 4),
+                    "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                    "spread": spread,
+                    "trials": total.trials,
+                    "builds": args.seeds,
+                }
+            )
     if args.record:
-        record("date_shift", rows, ["testbed pool (WikiMIA, WikiMIA-24)"], "python benchmarks/date_shift.py " + " ".join(sys.argv[1:]))
+        record(
+            "date_shift",
+            rows,
+            ["testbed pool (WikiMIA, WikiMIA-24)"],
+            "python benchmarks/date_shift.py " + " ".join(sys.argv[1:]),
+        )
         print("recorded in verifier/validation/table.json", file=sys.stderr)
 
 

@@ -51,17 +51,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--audits", type=int, default=200, help="audits per cell and build")
-    parser.add_argument("--preset", default="light", choices=["light", "books"], help="light testbeds, or the book-openings ones")
+    parser.add_argument(
+        "--preset", default="light", choices=["light", "books"], help="light testbeds, or the book-openings ones"
+    )
     parser.add_argument("--sizes", default="100,200", help="documents per set")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
-    where = "" if args.preset == "light" else f", {args.preset} testbeds"  # the light rows were the first recorded: their names stay
+    where = (
+        "" if args.preset == "light" else f", {args.preset} testbeds"
+    )  # the light rows were the first recorded: their names stay
     cache = ScoreCache()
     pools, digests = testbed_pools(args.preset, args.builds, cache)
     rows = []
-    print(f"\n== 1-2. fraction bound (95% confidence) and documents identified at q = {Q}; {args.builds} builds x {args.audits} audits a cell")
-    print("| n | true fraction | coverage [95% CI] | coverage across builds | mean bound | mean estimate | mean FDP [95% CI] | FDP across builds | mean identified |")
+    print(
+        f"\n== 1-2. fraction bound (95% confidence) and documents identified at q = {Q}; {args.builds} builds x "
+        f"{args.audits} audits a cell"
+    )
+    print(
+        "| n | true fraction | coverage [95% CI] | coverage across builds | mean bound | mean estimate | mean FDP "
+        "[95% CI] | FDP across builds | mean identified |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         for share in SHARES:
@@ -89,23 +99,53 @@ def main() -> None:
             all_fdp = np.concatenate(fdp)
             half = 1.96 * all_fdp.std(ddof=1) / np.sqrt(len(all_fdp))
             fdp_means = [f.mean() for f in fdp]
-            print(f"| {n} | {share} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | {min(per_build):.3f}-{max(per_build):.3f} | "
-                  f"{np.mean(bound):.3f} | {np.mean(estimate):.3f} | {all_fdp.mean():.3f} [{max(0, all_fdp.mean() - half):.3f}, "
-                  f"{all_fdp.mean() + half:.3f}] | {min(fdp_means):.3f}-{max(fdp_means):.3f} | {np.mean(found):.1f} |", flush=True)
+            print(
+                f"| {n} | {share} | {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}] | "
+                f"{min(per_build):.3f}-{max(per_build):.3f} | "
+                f"{np.mean(bound):.3f} | {np.mean(estimate):.3f} | {all_fdp.mean():.3f} "
+                f"[{max(0, all_fdp.mean() - half):.3f}, "
+                f"{all_fdp.mean() + half:.3f}] | {min(fdp_means):.3f}-{max(fdp_means):.3f} | {np.mean(found):.1f} |",
+                flush=True,
+            )
             common = {"route": "dataset_inference", "n": n, "trials": args.audits * len(pools), "builds": len(pools)}
-            rows.append(common | {"quantity": "fraction bound coverage (95% confidence)", "scenario": f"true fraction {share}{where}",
-                                  "value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
-                                  "spread": (min(per_build), max(per_build))})
-            rows.append(common | {"quantity": "mean fraction bound", "scenario": f"true fraction {share}{where}", "value": round(float(np.mean(bound)), 4),
-                                  "spread": (round(float(min(bound)), 4), round(float(max(bound)), 4))})
+            rows.append(
+                common
+                | {
+                    "quantity": "fraction bound coverage (95% confidence)",
+                    "scenario": f"true fraction {share}{where}",
+                    "value": round(total.value, 4),
+                    "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                    "spread": (min(per_build), max(per_build)),
+                }
+            )
+            rows.append(
+                common
+                | {
+                    "quantity": "mean fraction bound",
+                    "scenario": f"true fraction {share}{where}",
+                    "value": round(float(np.mean(bound)), 4),
+                    "spread": (round(float(min(bound)), 4), round(float(max(bound)), 4)),
+                }
+            )
             if share > 0:
-                rows.append(common | {"quantity": f"false discovery proportion of identified documents (q {Q})", "scenario": f"true fraction {share}{where}",
-                                      "value": round(float(all_fdp.mean()), 4),
-                                      "ci": (round(max(0.0, all_fdp.mean() - half), 4), round(all_fdp.mean() + half, 4)),
-                                      "spread": (round(min(fdp_means), 4), round(max(fdp_means), 4))})
+                rows.append(
+                    common
+                    | {
+                        "quantity": f"false discovery proportion of identified documents (q {Q})",
+                        "scenario": f"true fraction {share}{where}",
+                        "value": round(float(all_fdp.mean()), 4),
+                        "ci": (round(max(0.0, all_fdp.mean() - half), 4), round(all_fdp.mean() + half, 4)),
+                        "spread": (round(min(fdp_means), 4), round(max(fdp_means), 4)),
+                    }
+                )
             print(f"   ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     if args.record:
-        record("fraction" if args.preset == "light" else f"fraction-{args.preset}", rows, digests, "python benchmarks/fraction.py " + " ".join(sys.argv[1:]))
+        record(
+            "fraction" if args.preset == "light" else f"fraction-{args.preset}",
+            rows,
+            digests,
+            "python benchmarks/fraction.py " + " ".join(sys.argv[1:]),
+        )
         print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
 
 

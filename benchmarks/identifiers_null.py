@@ -74,14 +74,18 @@ def rate(label: str, outcomes: list[bool], batches: int = 5) -> str:
     r = wilson(sum(outcomes), len(outcomes))
     parts = np.array_split(np.array(outcomes, dtype=float), batches)
     spread = np.std([p.mean() for p in parts], ddof=1) if len(outcomes) >= batches else float("nan")
-    return (f"| {label} | {len(outcomes)} | {sum(outcomes)} | {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | "
-            f"{spread:.3f} |")
+    return (
+        f"| {label} | {len(outcomes)} | {sum(outcomes)} | {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] | "
+        f"{spread:.3f} |"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--audits", type=int, default=200)
-    parser.add_argument("--smollm2", type=int, default=0, help="audits of the structured attack on SmolLM2-135M (0: skip)")
+    parser.add_argument(
+        "--smollm2", type=int, default=0, help="audits of the structured attack on SmolLM2-135M (0: skip)"
+    )
     parser.add_argument("--testbed", type=Path, default=None, help="a built 'small' testbed folder to reuse")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="identifiers-null-"))
@@ -90,9 +94,14 @@ def main() -> None:
     rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
     outside = [r["text"] for r in rows if r["member"] == 0]
     members = [(r["text"], r["identifier"]) for r in rows if r["member"] == 1 and r["identifier"]]
-    scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=PRESETS["small"].seq_len), work / "cache", None)
-    print(f"testbed 'small' built in {time.perf_counter() - started:.0f} s; {len(outside)} non-member texts, "
-          f"{len(members)} member identifiers; {PER_AUDIT} identifiers an audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n")
+    scorer = TargetScorer(
+        str(testbed.model_dir), ScoringOptions(max_tokens=PRESETS["small"].seq_len), work / "cache", None
+    )
+    print(
+        f"testbed 'small' built in {time.perf_counter() - started:.0f} s; {len(outside)} non-member texts, "
+        f"{len(members)} member identifiers; {PER_AUDIT} identifiers an audit, {SAMPLES} fresh draws each, Fisher, "
+        f"alpha {ALPHA}\n"
+    )
     print("| audits | n | SUPPORTED | rate [Wilson 95%] | spread across 5 batches (sd) |\n|---|---|---|---|---|")
     rng = np.random.default_rng(2026)
     plans, refused, offered = [], 0, 0
@@ -101,21 +110,30 @@ def main() -> None:
         built = [structured(rng, i) for i in range(PER_AUDIT)]
         refused += sum(not identifiers.random_looking(x) for x in built)
         offered += len(built)
-        plans.append((placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]), placed(contexts, built)))
+        plans.append(
+            (placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]), placed(contexts, built))
+        )
     # Every text of every audit scored in one pass into the cache; the audits then read it.
-    every = [text for plan in plans for texts in plan for t in identifier_trials(texts, SAMPLES, 32, 100)[0]
-             for text in [t.published, *t.siblings]]
+    every = [
+        text
+        for plan in plans
+        for texts in plan
+        for t in identifier_trials(texts, SAMPLES, 32, 100)[0]
+        for text in [t.published, *t.siblings]
+    ]
     scorer("warm", list(dict.fromkeys(every)), "log_likelihood")
     null, structured_null = [], []
     for unstructured_texts, structured_texts in plans:
         p, _ = audit(scorer, unstructured_texts)
         null.append(p is not None and p <= ALPHA)
-        p, _ = audit(scorer, structured_texts)  # what is tested: the contexts' own natural identifiers, never trained on
+        p, _ = audit(
+            scorer, structured_texts
+        )  # what is tested: the contexts' own natural identifiers, never trained on
         structured_null.append(p is not None and p <= ALPHA)
     print(rate("null: fresh identifiers in texts the model never saw", null))
     print(rate("null: structured identifiers (repeated or mirrored blocks)", structured_null))
     positive = []
-    for a in range(max(20, args.audits // 10)):
+    for _ in range(max(20, args.audits // 10)):
         chosen = [members[int(i)] for i in rng.choice(len(members), min(PER_AUDIT, len(members)), replace=False)]
         p, _ = audit(scorer, [t for t, _ in chosen])  # the member texts as trained
         positive.append(p is not None and p <= ALPHA)
@@ -125,7 +143,7 @@ def main() -> None:
     print(f"structured identifiers refused as self-predictable: {refused} of {offered}")
     if args.smollm2:
         smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=128), work / "cache", None)
-        text = [r["text"] for r in rows][:args.smollm2]
+        text = [r["text"] for r in rows][: args.smollm2]
         for label, filtered in (("filter on", True), ("filter off", False)):
             original = identifiers._self_predictable
             if not filtered:
@@ -135,8 +153,11 @@ def main() -> None:
             finally:
                 identifiers._self_predictable = original  # type: ignore[assignment]
             scored = [p for p in ps if p is not None]
-            print(f"SmolLM2-135M, structured identifiers, {label}: {len(scored)} of {len(ps)} tested, "
-                  f"median p {np.median(scored) if scored else float('nan'):.3g}, p <= {ALPHA}: {sum(p <= ALPHA for p in scored)}")
+            print(
+                f"SmolLM2-135M, structured identifiers, {label}: {len(scored)} of {len(ps)} tested, "
+                f"median p {np.median(scored) if scored else float('nan'):.3g}, p <= {ALPHA}: "
+                f"{sum(p <= ALPHA for p in scored)}"
+            )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,17 @@ def write_jsonl(path: Path, texts: list[str]) -> None:
 
 def verdicts(index: CorpusIndex, suspects: list[str], params: CorpusLookupParams) -> dict[str, Counter]:
     """Per claim kind, the verdicts of single-document claims about each suspect."""
-    found = lookup(index, suspects, ngram=params.ngram, min_span_words=params.min_span_words, spans=5, span_documents=3,
-                   characters=params.fifty_char_rule, near_duplicates=params.near_overlap, shared_documents=params.shared_documents)
+    found = lookup(
+        index,
+        suspects,
+        ngram=params.ngram,
+        min_span_words=params.min_span_words,
+        spans=5,
+        span_documents=3,
+        characters=params.fifty_char_rule,
+        near_duplicates=params.near_overlap,
+        shared_documents=params.shared_documents,
+    )
     out = {kind.value: Counter() for kind in KINDS}
     hiding = bool(hidden_forms(LocalBackend(index)))
     for item in found:
@@ -79,19 +88,38 @@ def main() -> None:
     for seed in range(args.seeds):
         for name, truth, wrong, claims in run(seed, args.documents):
             results.setdefault((name, truth), []).append((wrong, claims))
-    print(f"\n{args.seeds} draws: wrong VERIFIED/CONTRADICTED per class, Wilson 95% CI over all claims, spread across draws")
+    print(
+        f"\n{args.seeds} draws: wrong VERIFIED/CONTRADICTED per class, Wilson 95% CI over all claims, spread across "
+        "draws"
+    )
     rows = []
     for (name, truth), per_seed in results.items():
         total = wilson(sum(w for w, _ in per_seed), sum(c for _, c in per_seed))
         spread = (min(w / c for w, c in per_seed), max(w / c for w, c in per_seed))
-        print(f"  {name:<70} {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  draws {spread[0]:.3f}-{spread[1]:.3f}")
-        rows.append({"route": "corpus", "quantity": "wrong VERIFIED or CONTRADICTED (single-document claims of both kinds)",
-                     "scenario": f"{name} ({truth})", "n": args.documents, "value": round(total.value, 4),
-                     "ci": (round(total.ci_low, 4), round(total.ci_high, 4)), "spread": spread, "trials": total.trials,
-                     "builds": args.seeds})
+        print(
+            f"  {name:<70} {total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  draws "
+            f"{spread[0]:.3f}-{spread[1]:.3f}"
+        )
+        rows.append(
+            {
+                "route": "corpus",
+                "quantity": "wrong VERIFIED or CONTRADICTED (single-document claims of both kinds)",
+                "scenario": f"{name} ({truth})",
+                "n": args.documents,
+                "value": round(total.value, 4),
+                "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                "spread": spread,
+                "trials": total.trials,
+                "builds": args.seeds,
+            }
+        )
     if args.record:
-        record("lookup_soundness", rows, [f"texts drawn with seeds 0-{args.seeds - 1}", "demo-v1 corpus"],
-               "python benchmarks/lookup_soundness.py " + " ".join(sys.argv[1:]))
+        record(
+            "lookup_soundness",
+            rows,
+            [f"texts drawn with seeds 0-{args.seeds - 1}", "demo-v1 corpus"],
+            "python benchmarks/lookup_soundness.py " + " ".join(sys.argv[1:]),
+        )
         print("recorded in verifier/validation/table.json", file=sys.stderr)
 
 
@@ -104,45 +132,121 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
     rng.shuffle(abstracts)
     later = [r["text"] for r in rows(DATA / "gutenberg-later" / "openings.jsonl")]
     rng.shuffle(later)
-    inserted = wiki[:n // 2] + abstracts[:n - n // 2]       # put into the corpus, in some form
-    absent = wiki[n:2 * n]                                  # never in the corpus
-    pieces_from = wiki[2 * n:2 * n + 6 * n]                 # corpus documents collages are cut from
+    inserted = wiki[: n // 2] + abstracts[: n - n // 2]  # put into the corpus, in some form
+    absent = wiki[n : 2 * n]  # never in the corpus
+    pieces_from = wiki[2 * n : 2 * n + 6 * n]  # corpus documents collages are cut from
     params = CorpusLookupParams()
     work = Path(tempfile.mkdtemp(prefix="lookup-soundness-"))
     background = DATA / "corpus" / "demo-v1"
     # (class, truth, corpus files added to the background, suspects)
     cases = [
         ("unchanged", "in corpus", {"docs.jsonl": inserted}, inserted),
-        ("short records (<= 42 characters, one JSONL record each)", "in corpus",
-         {"records.jsonl": [line for t in inserted for line in forms.as_records(t)]}, inserted),
-        ("suspects as CoNLL-2003 token lines", "in corpus", {"docs.jsonl": inserted}, [forms.as_conll(t) for t in inserted]),
+        (
+            "short records (<= 42 characters, one JSONL record each)",
+            "in corpus",
+            {"records.jsonl": [line for t in inserted for line in forms.as_records(t)]},
+            inserted,
+        ),
+        (
+            "suspects as CoNLL-2003 token lines",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [forms.as_conll(t) for t in inserted],
+        ),
         ("suspects as CoNLL-U rows", "in corpus", {"docs.jsonl": inserted}, [forms.as_conllu(t) for t in inserted]),
-        ("suspects as word-level markup (TEI <w>)", "in corpus", {"docs.jsonl": inserted}, [forms.as_markup(t) for t in inserted]),
+        (
+            "suspects as word-level markup (TEI <w>)",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [forms.as_markup(t) for t in inserted],
+        ),
         ("corpus as HTML pages", "in corpus", {"pages.jsonl": [forms.as_html(t) for t in inserted]}, inserted),
-        ("corpus in printed lines, words hyphenated at line ends", "in corpus",
-         {"book.jsonl": [forms.hyphenated_lines(t, 40) for t in inserted]}, inserted),
-        ("suspects percent-encoded / JSON-escaped / base64", "in corpus", {"docs.jsonl": inserted},
-         [(forms.percent_encoded, forms.escaped, forms.as_base64)[i % 3](t) for i, t in enumerate(inserted)]),
-        ("suspects gzip-compressed then base64 (cannot be read back)", "in corpus", {"docs.jsonl": inserted},
-         [forms.compressed(t) for t in inserted]),
-        ("suspects with look-alike letters", "in corpus", {"docs.jsonl": inserted}, [forms.with_lookalikes(t) for t in inserted]),
-        ("corpus in Unicode small capitals", "in corpus", {"docs.jsonl": [forms.small_capitals(t) for t in inserted]}, inserted),
-        ("corpus letter-spaced (PDF extraction)", "in corpus", {"pdf.jsonl": [forms.letter_spaced(t) for t in inserted]}, inserted),
-        ("corpus with its spaces lost (PDF extraction)", "in corpus", {"pdf.jsonl": [forms.run_together(t) for t in inserted]}, inserted),
+        (
+            "corpus in printed lines, words hyphenated at line ends",
+            "in corpus",
+            {"book.jsonl": [forms.hyphenated_lines(t, 40) for t in inserted]},
+            inserted,
+        ),
+        (
+            "suspects percent-encoded / JSON-escaped / base64",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [(forms.percent_encoded, forms.escaped, forms.as_base64)[i % 3](t) for i, t in enumerate(inserted)],
+        ),
+        (
+            "suspects gzip-compressed then base64 (cannot be read back)",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [forms.compressed(t) for t in inserted],
+        ),
+        (
+            "suspects with look-alike letters",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [forms.with_lookalikes(t) for t in inserted],
+        ),
+        (
+            "corpus in Unicode small capitals",
+            "in corpus",
+            {"docs.jsonl": [forms.small_capitals(t) for t in inserted]},
+            inserted,
+        ),
+        (
+            "corpus letter-spaced (PDF extraction)",
+            "in corpus",
+            {"pdf.jsonl": [forms.letter_spaced(t) for t in inserted]},
+            inserted,
+        ),
+        (
+            "corpus with its spaces lost (PDF extraction)",
+            "in corpus",
+            {"pdf.jsonl": [forms.run_together(t) for t in inserted]},
+            inserted,
+        ),
         ("corpus upside down", "in corpus", {"joke.jsonl": [forms.upside_down(t) for t in inserted]}, inserted),
-        ("short records stored in reverse order", "in corpus",
-         {"subs.jsonl": [r for t in inserted for r in reversed(forms.as_records(t, 36))]}, inserted),
-        ("6-word records interleaved with another text's", "in corpus",
-         {"subs.jsonl": [r for i, t in enumerate(inserted) for r in forms.interleaved_records(t, absent[-1 - i], 6)]}, inserted),
-        ("corpus holds the first 91% of each", "parts in corpus", {"docs.jsonl": [forms.prefix(t, 0.91) for t in inserted]}, inserted),
-        ("corpus holds the first 55% of each", "parts in corpus", {"docs.jsonl": [forms.prefix(t, 0.55) for t in inserted]}, inserted),
-        ("collages of 45-word pieces of 6 corpus documents", "parts in corpus", {"docs.jsonl": pieces_from},
-         [forms.collage(pieces_from[6 * i:6 * i + 6]) for i in range(n)]),
+        (
+            "short records stored in reverse order",
+            "in corpus",
+            {"subs.jsonl": [r for t in inserted for r in reversed(forms.as_records(t, 36))]},
+            inserted,
+        ),
+        (
+            "6-word records interleaved with another text's",
+            "in corpus",
+            {
+                "subs.jsonl": [
+                    r for i, t in enumerate(inserted) for r in forms.interleaved_records(t, absent[-1 - i], 6)
+                ]
+            },
+            inserted,
+        ),
+        (
+            "corpus holds the first 91% of each",
+            "parts in corpus",
+            {"docs.jsonl": [forms.prefix(t, 0.91) for t in inserted]},
+            inserted,
+        ),
+        (
+            "corpus holds the first 55% of each",
+            "parts in corpus",
+            {"docs.jsonl": [forms.prefix(t, 0.55) for t in inserted]},
+            inserted,
+        ),
+        (
+            "collages of 45-word pieces of 6 corpus documents",
+            "parts in corpus",
+            {"docs.jsonl": pieces_from},
+            [forms.collage(pieces_from[6 * i : 6 * i + 6]) for i in range(n)],
+        ),
         ("absent, unchanged", "absent", {}, absent),
         ("absent Gutenberg openings (PG boilerplate shared with the corpus)", "absent", {}, later[:n]),
     ]
-    print(f"{n} texts a class; background corpus demo-v1 ({sum(1 for f in background.glob('*.jsonl') for _ in f.open())} documents); "
-          f"route defaults ({params.ngram}-grams, present_share {params.present_share}, shared_documents {params.shared_documents})\n")
+    print(
+        f"{n} texts a class; background corpus demo-v1 "
+        f"({sum(1 for f in background.glob('*.jsonl') for _ in f.open())} documents); "
+        f"route defaults ({params.ngram}-grams, present_share {params.present_share}, shared_documents "
+        f"{params.shared_documents})\n"
+    )
     print("| class | truth | not_trained_on verdicts | trained_on verdicts | wrong | found | s |")
     print("|---|---|---|---|---|---|---|")
     wrong_total = 0
@@ -162,11 +266,20 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
         elif truth == "parts in corpus":
             wrong, found = denial["VERIFIED"] + training["VERIFIED"], f"{denial['CONTRADICTED']}/{len(suspects)}"
         else:
-            wrong, found = denial["CONTRADICTED"] + training["VERIFIED"], f"{denial['VERIFIED']}/{len(suspects)} verified absent"
+            wrong, found = (
+                denial["CONTRADICTED"] + training["VERIFIED"],
+                f"{denial['VERIFIED']}/{len(suspects)} verified absent",
+            )
         wrong_total += wrong
         out.append((name, truth, wrong, 2 * len(suspects)))
-        show = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))  # noqa: E731
-        print(f"| {name} | {truth} | {show(denial)} | {show(training)} | {wrong} | {found} | {time.perf_counter() - started:.0f} |")
+
+        def show(c):
+            return ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+
+        print(
+            f"| {name} | {truth} | {show(denial)} | {show(training)} | {wrong} | {found} | "
+            f"{time.perf_counter() - started:.0f} |"
+        )
     shutil.rmtree(work, ignore_errors=True)
     print(f"\nwrong VERIFIED/CONTRADICTED in all: {wrong_total}")
     return out

@@ -43,12 +43,18 @@ from verifier.trust.envelopes import public_pem
 
 COUNTS = [1, 4, 16, 64]
 PER_COUNT, CONTROLS, SIBLINGS, LEVEL = 4, 24, 19, 0.05
-KINDS = {"canary": MarkSpec(kind="canary", format="words", siblings=SIBLINGS), "trap": MarkSpec(kind="trap", siblings=SIBLINGS),
-         "rephrasing": MarkSpec(kind="rephrasing", siblings=SIBLINGS)}
+KINDS = {
+    "canary": MarkSpec(kind="canary", format="words", siblings=SIBLINGS),
+    "trap": MarkSpec(kind="trap", siblings=SIBLINGS),
+    "rephrasing": MarkSpec(kind="rephrasing", siblings=SIBLINGS),
+}
 
 
 def carriers(rng: np.random.Generator, n: int) -> list[tuple[str, str]]:
-    rows = [json.loads(line) for line in resource("examples", "data", "arxiv-carriers", "abstracts.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in resource("examples", "data", "arxiv-carriers", "abstracts.jsonl").read_text().splitlines()
+    ]
     rephrasable = OfflineRephraser()
     usable = [r for r in rows if _varies(rephrasable, r["text"])]
     return [(usable[i]["id"], usable[i]["text"]) for i in rng.choice(len(usable), n, replace=False)]
@@ -73,19 +79,47 @@ def one_build(build: int, epochs: int, work: Path) -> dict:
     trust.mkdir(parents=True, exist_ok=True)
     (trust / f"build{build}.pem").write_bytes(public_pem(key.public_key()))
     folder = work / f"marks{build}"
-    write_marks(make_marks(docs, [KINDS[k] for k in kinds], f"bench-{build}", seed=int(rng.integers(2**62)), rephraser=OfflineRephraser()),
-                folder, key)
+    write_marks(
+        make_marks(
+            docs,
+            [KINDS[k] for k in kinds],
+            f"bench-{build}",
+            seed=int(rng.integers(2**62)),
+            rephraser=OfflineRephraser(),
+        ),
+        folder,
+        key,
+    )
     copies = {doc_id: (COUNTS[i % len(COUNTS)] if i < len(inserted) else 0) for i, (doc_id, _) in enumerate(docs)}
-    config = PRESETS["small"].model_copy(update={"seed": build, "epochs": epochs, "marks": str(folder), "mark_copies": COUNTS,
-                                                 "mark_controls": len(controls)})
+    config = PRESETS["small"].model_copy(
+        update={
+            "seed": build,
+            "epochs": epochs,
+            "marks": str(folder),
+            "mark_copies": COUNTS,
+            "mark_controls": len(controls),
+        }
+    )
     started = time.perf_counter()
     testbed = build_testbed(config)
     built = time.perf_counter() - started
     assert {m["id"]: m["copies"] for m in testbed.manifest["marks"]} == copies
     scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
     started = time.perf_counter()
-    finding = test_registered(scorer, folder / REGISTRATION, folder / SECRETS, folder / PUBLISHED, date.today() + timedelta(days=1), None,
-                              0.05, "fisher", LEVEL, 32, 0, trust_dir=trust)
+    finding = test_registered(
+        scorer,
+        folder / REGISTRATION,
+        folder / SECRETS,
+        folder / PUBLISHED,
+        date.today() + timedelta(days=1),
+        None,
+        0.05,
+        "fisher",
+        LEVEL,
+        32,
+        0,
+        trust_dir=trust,
+    )
     documents = {m["id"]: m["document"] for m in json.loads(_payload(folder / REGISTRATION))["predicate"]["marks"]}
     marks = [{"kind": r.kind, "copies": copies[documents[r.id]], "p": r.p_value} for r in finding.results]
     rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
@@ -93,12 +127,23 @@ def one_build(build: int, epochs: int, work: Path) -> dict:
     for member in (1, 0):
         path = work / f"ids{build}-{member}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["member"] == member and r["identifier"]))
-        result = test_identifiers(scorer, path, 99, 0.05, "fisher", LEVEL, 32, 500, build)  # seed: planning resamples only
+        result = test_identifiers(
+            scorer, path, 99, 0.05, "fisher", LEVEL, 32, 500, build
+        )  # seed: planning resamples only
         identifiers["members" if member else "non-members"] = {
-            "n": result.n_marks, "combined_p": result.p_value, "detected": sum(r.p_value <= LEVEL for r in result.results),
-            "effect": result.effect_size}
-    return {"build": build, "build_seconds": round(built, 1), "test_seconds": round(time.perf_counter() - started, 1), "marks": marks,
-            "identifiers": identifiers, "excluded": finding.excluded}
+            "n": result.n_marks,
+            "combined_p": result.p_value,
+            "detected": sum(r.p_value <= LEVEL for r in result.results),
+            "effect": result.effect_size,
+        }
+    return {
+        "build": build,
+        "build_seconds": round(built, 1),
+        "test_seconds": round(time.perf_counter() - started, 1),
+        "marks": marks,
+        "identifiers": identifiers,
+        "excluded": finding.excluded,
+    }
 
 
 def _payload(path: Path) -> bytes:
@@ -111,8 +156,10 @@ def rate_line(label: str, hits_per_build: list[tuple[int, int]]) -> str:
     hits, total = sum(h for h, _ in hits_per_build), sum(t for _, t in hits_per_build)
     rate = wilson(hits, total)
     shares = [h / t for h, t in hits_per_build if t]
-    return (f"| {label} | {hits}/{total} | {rate.value:.3f} [{rate.ci_low:.3f}, {rate.ci_high:.3f}] | "
-            f"{min(shares):.3f}-{max(shares):.3f} |")
+    return (
+        f"| {label} | {hits}/{total} | {rate.value:.3f} [{rate.ci_low:.3f}, {rate.ci_high:.3f}] | "
+        f"{min(shares):.3f}-{max(shares):.3f} |"
+    )
 
 
 def main() -> None:
@@ -122,9 +169,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = [one_build(b, args.epochs, Path(tmp)) for b in range(args.builds)]
-    print(f"# marks benchmark: {args.builds} builds, small preset, {args.epochs} epochs, {SIBLINGS} siblings per mark, "
-          f"detected = exact p <= {LEVEL}")
-    print(f"build seconds: {[r['build_seconds'] for r in results]}; test seconds: {[r['test_seconds'] for r in results]}")
+    print(
+        f"# marks benchmark: {args.builds} builds, small preset, {args.epochs} epochs, {SIBLINGS} siblings per mark, "
+        f"detected = exact p <= {LEVEL}"
+    )
+    print(
+        f"build seconds: {[r['build_seconds'] for r in results]}; test seconds: {[r['test_seconds'] for r in results]}"
+    )
     print("\n| marks | detected / marks | rate [Wilson 95% CI] | spread across builds |\n|---|---|---|---|")
     per = defaultdict(list)
     for r in results:
@@ -147,8 +198,14 @@ def main() -> None:
             from verifier.stats.rank import combine
 
             combined[kind].append(combine(ps, "fisher"))
-    print("\ncontrol marks combined per build (Fisher, H0 true): " + "; ".join(f"{k}: {', '.join(f'{p:.3g}' for p in v)}" for k, v in combined.items()))
-    print("\n| identifiers | build | identifiers tested | detected at 0.05 | combined p (Fisher) | effect size |\n|---|---|---|---|---|---|")
+    print(
+        "\ncontrol marks combined per build (Fisher, H0 true): "
+        + "; ".join(f"{k}: {', '.join(f'{p:.3g}' for p in v)}" for k, v in combined.items())
+    )
+    print(
+        "\n| identifiers | build | identifiers tested | detected at 0.05 | combined p (Fisher) | effect size "
+        "|\n|---|---|---|---|---|---|"
+    )
     for r in results:
         for who, v in r["identifiers"].items():
             print(f"| {who} | {r['build']} | {v['n']} | {v['detected']} | {v['combined_p']:.3g} | {v['effect']:.2f} |")

@@ -1,6 +1,7 @@
 """Run one benchmark and write its documentation page from what it printed.
 
-    python benchmarks/publish.py index                 # runs benchmarks/index.py, writes docs/benchmarks/results/index.md
+    python benchmarks/publish.py index                 # runs benchmarks/index.py, writes
+    docs/benchmarks/results/index.md
     python benchmarks/publish.py lookup_soundness --documents 24
     python benchmarks/publish.py score_gpu --log LOG --machine "NVIDIA H200, ..." --wall 270 --tokenizer .gpu/tokenizer
 
@@ -47,7 +48,9 @@ def machine() -> str:
 
 def commit() -> str:
     result = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    )
     return (result.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
 
 
@@ -67,8 +70,11 @@ def main(argv: list[str]) -> int:
         return 2
     script = ROOT / "benchmarks" / f"{name}.py"
     if not script.is_file() or name == "publish":
-        print(f"no benchmark {name!r}: {', '.join(p.stem for p in sorted(script.parent.glob('*.py')) if p.stem != 'publish')}",
-              file=sys.stderr)
+        print(
+            f"no benchmark {name!r}: "
+            f"{', '.join(p.stem for p in sorted(script.parent.glob('*.py')) if p.stem != 'publish')}",
+            file=sys.stderr,
+        )
         return 2
     if elsewhere:
         stdout, seconds, where = Path(elsewhere["log"]).read_text(), float(elsewhere["wall"]), elsewhere["machine"]
@@ -84,11 +90,13 @@ def main(argv: list[str]) -> int:
     doc = ast.get_docstring(ast.parse(script.read_text())) or ""
     from verifier import __version__
 
-    page = (f"# `benchmarks/{script.name}`\n\n{doc}\n\n## Latest run\n\n"
-            f"- command: `python benchmarks/{script.name}{' ' + ' '.join(args) if args else ''}`\n"
-            f"- machine: {where}\n- verifier {__version__}, commit {commit()}\n"
-            f"- date: {datetime.date.today().isoformat()}; wall time {seconds:.0f} s\n\n"
-            f"```\n{stdout.rstrip()}\n```\n")
+    page = (
+        f"# `benchmarks/{script.name}`\n\n{doc}\n\n## Latest run\n\n"
+        f"- command: `python benchmarks/{script.name}{' ' + ' '.join(args) if args else ''}`\n"
+        f"- machine: {where}\n- verifier {__version__}, commit {commit()}\n"
+        f"- date: {datetime.date.today().isoformat()}; wall time {seconds:.0f} s\n\n"
+        f"```\n{stdout.rstrip()}\n```\n"
+    )
     PAGES.mkdir(parents=True, exist_ok=True)
     (PAGES / f"{name}.md").write_text(page)
     print(f"wrote docs/benchmarks/results/{name}.md; run python docs/gen.py to link it", file=sys.stderr)

@@ -42,8 +42,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PG19 = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1" / "pg19-openings.jsonl"
 WIKIMIA64 = ROOT / "verifier" / "examples" / "data" / "wikimia" / "length64.jsonl"
 SHAPES = {  # SmolLM2's published configurations
-    "135m": {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3},
-    "1.7b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32},
+    "135m": {
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+    },
+    "1.7b": {
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+    },
 }
 TOKENS = 256
 
@@ -53,7 +65,7 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, device: str) -> float:  # noqa: ANN001
+def timed(fn, device: str) -> float:
     sync(device)
     start = time.perf_counter()
     fn()
@@ -69,7 +81,7 @@ def dense_peak(device: str, dtype: torch.dtype, size: int = 8192) -> float:
     return max(2 * size**3 / timed(lambda: a @ b, device) for _ in range(5)) / 1e12
 
 
-def smollm2_tokenizer(folder: Path | None = None):  # noqa: ANN201
+def smollm2_tokenizer(folder: Path | None = None):
     """SmolLM2's tokenizer: read from its GGUF file, or from ``folder`` where it was saved beforehand
     (a device machine that cannot take the 94 MB GGUF package along takes the 3 MB tokenizer)."""
     from transformers import AutoTokenizer
@@ -80,12 +92,19 @@ def smollm2_tokenizer(folder: Path | None = None):  # noqa: ANN201
     return AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
 
 
-def random_model_folder(shape: str, tokenizer, folder: Path, dtype: torch.dtype) -> Path:  # noqa: ANN001
+def random_model_folder(shape: str, tokenizer, folder: Path, dtype: torch.dtype) -> Path:
     """A Llama of SmolLM2's ``shape`` with seeded random weights and the real tokenizer, saved as a model folder."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=8192, tie_word_embeddings=True, rope_theta=100000.0,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, **SHAPES[shape])
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        rope_theta=100000.0,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        **SHAPES[shape],
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(dtype)
     model.save_pretrained(folder)
@@ -110,7 +129,11 @@ def batch1_loop(target: CausalLMTarget, texts: list[str]) -> None:
         probs, logp = torch.softmax(logits, -1), torch.log_softmax(logits, -1)
         mu = (probs * logp).sum(-1)
         sigma = ((probs * logp.square()).sum(-1) - mu.square()).clamp_min(0).sqrt()
-        _ = logp.gather(-1, torch.tensor(ids[1:], device=device)[:, None]).cpu().numpy(), mu.cpu().numpy(), sigma.cpu().numpy()
+        _ = (
+            logp.gather(-1, torch.tensor(ids[1:], device=device)[:, None]).cpu().numpy(),
+            mu.cpu().numpy(),
+            sigma.cpu().numpy(),
+        )
 
 
 def prepared_batches(target: CausalLMTarget, texts: list[str]) -> list:
@@ -143,14 +166,19 @@ def body_alone(target: CausalLMTarget, batches: list) -> None:
         target.model.base_model(input_ids=ids, attention_mask=torch.ones_like(ids))
 
 
-def measure_shape(shape: str, args: argparse.Namespace, tokenizer, peak: float, work: Path) -> dict:  # noqa: ANN001
+def measure_shape(shape: str, args: argparse.Namespace, tokenizer, peak: float, work: Path) -> dict:
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     folder = random_model_folder(shape, tokenizer, work / shape, dtype)
     count = args.docs if shape == "135m" else args.docs // 2
     texts = distinct_documents(count)
     small, large = args.rows
-    targets = {rows: CausalLMTarget(str(folder), ScoringOptions(device=args.device, dtype=args.dtype, batch_tokens=rows * TOKENS,
-                                                                 max_tokens=TOKENS)) for rows in (small, large)}
+    targets = {
+        rows: CausalLMTarget(
+            str(folder),
+            ScoringOptions(device=args.device, dtype=args.dtype, batch_tokens=rows * TOKENS, max_tokens=TOKENS),
+        )
+        for rows in (small, large)
+    }
     big = targets[large]
     n_tokens = sum(len(enc.ids) for enc in big.encode_many(texts))
     batch1_texts = texts[: args.batch1_docs]
@@ -173,9 +201,15 @@ def measure_shape(shape: str, args: argparse.Namespace, tokenizer, peak: float, 
         print(f"{shape} round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in runs.items()), flush=True)
     rate = {name: work_of[name][1] / statistics.median(times) for name, times in runs.items()}
     share = {name: 100 * value * 2 * params / (peak * 1e12) for name, value in rate.items()}
-    return {"params": params, "documents": count, "tokens": n_tokens, "tokens_per_s": rate, "percent_of_peak": share,
-            "score_over_body": rate["score, large batch"] / rate["model body, large batch"],
-            "score_over_batch1": rate["score, large batch"] / rate["batch-1 loop"]}
+    return {
+        "params": params,
+        "documents": count,
+        "tokens": n_tokens,
+        "tokens_per_s": rate,
+        "percent_of_peak": share,
+        "score_over_body": rate["score, large batch"] / rate["model body, large batch"],
+        "score_over_batch1": rate["score, large batch"] / rate["batch-1 loop"],
+    }
 
 
 def auc_shift(args: argparse.Namespace) -> dict:
@@ -183,16 +217,30 @@ def auc_shift(args: argparse.Namespace) -> dict:
     docs = load_documents(WIKIMIA64, label_field="label")
     names = ["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase"]
     aucs = {}
-    for label, device, dtype in (("cpu fp32", "cpu", "fp32"), (f"{args.device} fp32", args.device, "fp32"),
-                                 (f"{args.device} bf16", args.device, "bf16")):
+    for label, device, dtype in (
+        ("cpu fp32", "cpu", "fp32"),
+        (f"{args.device} fp32", args.device, "fp32"),
+        (f"{args.device} bf16", args.device, "bf16"),
+    ):
         target = CausalLMTarget("smollm2-135m", ScoringOptions(device=device, dtype=dtype))
         signals = make_signals(names, target.capabilities)
         scores, lower = target.score(docs.texts), target.score([t.lower() for t in docs.texts])
-        scored = [ScoredDocument(text=t[: target.max_chars], target=s, lower=lo) for t, s, lo in zip(docs.texts, scores, lower)]
-        aucs[label] = {name: evaluate_scores(name, c.values, docs.labels).auc for name, c in compute_signals(scored, signals).items()}
+        scored = [
+            ScoredDocument(text=t[: target.max_chars], target=s, lower=lo)
+            for t, s, lo in zip(docs.texts, scores, lower)
+        ]
+        aucs[label] = {
+            name: evaluate_scores(name, c.values, docs.labels).auc
+            for name, c in compute_signals(scored, signals).items()
+        }
     base = aucs.pop("cpu fp32")
-    return {"cpu fp32": base, **{label: {name: {"auc": v, "shift": abs(v - base[name])} for name, v in values.items()}
-                                  for label, values in aucs.items()}}
+    return {
+        "cpu fp32": base,
+        **{
+            label: {name: {"auc": v, "shift": abs(v - base[name])} for name, v in values.items()}
+            for label, values in aucs.items()
+        },
+    }
 
 
 def main() -> None:
@@ -203,10 +251,14 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4000, help="documents at 135M (half as many at 1.7B)")
     parser.add_argument("--batch1-docs", type=int, default=300, help="documents the batch-1 loop is timed on")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--rows", type=int, nargs=2, default=[32, 128], metavar=("SMALL", "LARGE"), help="rows of 256 tokens per pass")
+    parser.add_argument(
+        "--rows", type=int, nargs=2, default=[32, 128], metavar=("SMALL", "LARGE"), help="rows of 256 tokens per pass"
+    )
     parser.add_argument("--auc", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--tokenizer", type=Path, help="SmolLM2's tokenizer saved as a folder (default: read from its GGUF)")
+    parser.add_argument(
+        "--tokenizer", type=Path, help="SmolLM2's tokenizer saved as a folder (default: read from its GGUF)"
+    )
     args = parser.parse_args()
 
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
@@ -218,21 +270,39 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for shape in args.shapes:
             results["shapes"][shape] = measure_shape(shape, args, tokenizer, peak, Path(work))  # type: ignore[index]
-    print(f"\ntokens/s (% of {args.dtype} peak), medians of {args.rounds} alternating rounds, {TOKENS}-token documents, "
-          f"small / large batch = {args.rows[0]} / {args.rows[1]} rows")
-    columns = ["batch-1 loop", "score, small batch", "score, large batch", "forward + statistics, large batch", "model body, large batch"]
+    print(
+        f"\ntokens/s (% of {args.dtype} peak), medians of {args.rounds} alternating rounds, {TOKENS}-token documents, "
+        f"small / large batch = {args.rows[0]} / {args.rows[1]} rows"
+    )
+    columns = [
+        "batch-1 loop",
+        "score, small batch",
+        "score, large batch",
+        "forward + statistics, large batch",
+        "model body, large batch",
+    ]
     print("| model | " + " | ".join(columns) + " | score / body | score / batch-1 |")
     print("|---" * (len(columns) + 3) + "|")
     for shape, r in results["shapes"].items():  # type: ignore[union-attr]
         cells = [f"{r['tokens_per_s'][c] / 1e3:.1f}k ({r['percent_of_peak'][c]:.1f}%)" for c in columns]
-        print(f"| {shape} | " + " | ".join(cells) + f" | {100 * r['score_over_body']:.0f}% | {r['score_over_batch1']:.1f}x |")
+        print(
+            f"| {shape} | "
+            + " | ".join(cells)
+            + f" | {100 * r['score_over_body']:.0f}% | {r['score_over_batch1']:.1f}x |"
+        )
     if args.auc:
         results["auc"] = shifts = auc_shift(args)
         print("\nWikiMIA-64, SmolLM2-135M: AUC on the CPU in fp32 and the shift on the device")
         for label, values in shifts.items():
             if label != "cpu fp32":
-                print(f"{label}: " + ", ".join(f"{n} {v['auc']:.4f} (|shift| {v['shift']:.4f})" for n, v in values.items()))
-        print(f"largest |shift|: {max(v['shift'] for k, vs in shifts.items() if k != 'cpu fp32' for v in vs.values()):.4f}")
+                print(
+                    f"{label}: "
+                    + ", ".join(f"{n} {v['auc']:.4f} (|shift| {v['shift']:.4f})" for n, v in values.items())
+                )
+        print(
+            "largest |shift|: "
+            f"{max(v['shift'] for k, vs in shifts.items() if k != 'cpu fp32' for v in vs.values()):.4f}"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=float))
     print(json.dumps(results, default=float))

@@ -53,7 +53,9 @@ def batch1_loop(target: CausalLMTarget, texts: list[str]) -> int:
     """Score one unpadded text per forward pass, as the published code does; returns tokens seen."""
     tokens = 0
     for text in texts:
-        ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=target.options.max_tokens)["input_ids"]
+        ids = target.tokenizer(text[: target.options.max_chars], truncation=True, max_length=target.options.max_tokens)[
+            "input_ids"
+        ]
         logits = target.model(torch.tensor([ids])).logits[0, :-1].float()
         probs = torch.softmax(logits, dim=-1).numpy()
         logp = torch.log_softmax(logits, dim=-1).numpy()
@@ -64,7 +66,7 @@ def batch1_loop(target: CausalLMTarget, texts: list[str]) -> int:
     return tokens
 
 
-def timed(fn) -> float:  # noqa: ANN001
+def timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -74,7 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward pass (default: the scorer's)")
+    parser.add_argument(
+        "--batch-tokens", type=int, default=None, help="tokens per forward pass (default: the scorer's)"
+    )
     args = parser.parse_args()
 
     docs = load_documents(DATA, label_field="label")
@@ -95,7 +99,10 @@ def main() -> None:
     rate = {name: n_tokens / statistics.median(times) for name, times in runs.items()}
     gflops = statistics.median(matmul_gflops() for _ in range(3))
     base = rate["batch-1 loop fp32"]
-    print(f"\n{len(texts)} WikiMIA-128 texts, {n_tokens} tokens, {params / 1e6:.1f}M parameters, {torch.get_num_threads()} threads, medians of {args.rounds} alternating rounds")
+    print(
+        f"\n{len(texts)} WikiMIA-128 texts, {n_tokens} tokens, {params / 1e6:.1f}M parameters, "
+        f"{torch.get_num_threads()} threads, medians of {args.rounds} alternating rounds"
+    )
     print(f"{'configuration':<20}{'tokens/s':>10}{'x batch-1':>11}{'% fp32 roofline':>17}")
     for name, value in rate.items():
         share = 100 * value * 2 * params / (gflops * 1e9)

@@ -57,7 +57,9 @@ from verifier.validation import record
 ROOT = Path(__file__).resolve().parent.parent
 SIGNALS = ["loss", "zlib", "min_k", "min_k_pp", "gap_k"]
 PARAMS = SetTestParams(n_permutations=199, shift_permutations=199)  # the default rules (the margin alone)
-RESIDUAL = SetTestParams(n_permutations=199, shift_permutations=199, blind_residual_test=True)  # the opt-in blind-residual test
+RESIDUAL = SetTestParams(
+    n_permutations=199, shift_permutations=199, blind_residual_test=True
+)  # the opt-in blind-residual test
 BOOKS = TestbedConfig(epochs=6, marks=None)  # GPT-2-style, six epochs on the members of 500 book openings
 ROWS: list[dict] = []  # what --record writes
 TRANSFORMS: dict[str, Callable[[str], str]] = {
@@ -85,7 +87,9 @@ class Pool:
 
 
 def score_pool(target: CausalLMTarget, texts: list[str], cache: ScoreCache) -> np.ndarray:
-    table = score_documents(Documents(texts=texts, labels=None, source="pool"), target, signal_names=SIGNALS, cache=cache)
+    table = score_documents(
+        Documents(texts=texts, labels=None, source="pool"), target, signal_names=SIGNALS, cache=cache
+    )
     return np.column_stack([table.signal(n) for n in SIGNALS])
 
 
@@ -95,7 +99,9 @@ def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool)
     testbed = build_testbed(config, pool=pool)
     docs = load_documents(testbed.documents, label_field="member")
     period = np.array([json.loads(line)["period"] for line in testbed.documents.read_text().splitlines()])
-    target = CausalLMTarget(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_tokens=32 * config.seq_len))
+    target = CausalLMTarget(
+        str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len, batch_tokens=32 * config.seq_len)
+    )
     texts = np.array(docs.texts, dtype=object)
     variants = {}
     for name, transform in TRANSFORMS.items() if with_variants else ():
@@ -112,11 +118,16 @@ def testbed_pools(preset: str, builds: int, cache: ScoreCache) -> tuple[list[Poo
         pool, manifest = testbed_pool(preset, seed, cache, with_variants=False)
         pools.append(pool)
         digests.append(manifest["digest"])
-        print(f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}", flush=True)
+        print(
+            f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}",
+            flush=True,
+        )
     return pools, digests
 
 
-def audits(pool: Pool, trials: int, rng: np.random.Generator, make: Callable, params: SetTestParams = PARAMS) -> Counter:
+def audits(
+    pool: Pool, trials: int, rng: np.random.Generator, make: Callable, params: SetTestParams = PARAMS
+) -> Counter:
     """Run ``trials`` audits; ``make(rng)`` returns (suspect, heldout) DocumentSets."""
     counts: Counter = Counter()
     for trial in range(trials):
@@ -135,6 +146,7 @@ def false_verdict_rows(pool: Pool) -> dict[str, Callable]:
         def make(rng):
             idx = rng.permutation(old_nm)[: 2 * n]
             return pool.take(idx[:n]), pool.take(idx[n:], variant)
+
         return make
 
     def partial(n: int, share: float) -> Callable:
@@ -142,16 +154,22 @@ def false_verdict_rows(pool: Pool) -> dict[str, Callable]:
             idx, later = rng.permutation(old_nm)[: 2 * n], rng.permutation(new_nm)[: round(share * n)]
             held = np.r_[idx[n : 2 * n - len(later)], later]
             return pool.take(idx[:n]), pool.take(held)
+
         return make
 
     def reversed_(n: int) -> Callable:
         def make(rng):
             return pool.take(rng.permutation(old_nm)[:n]), pool.take(rng.permutation(old_m)[:n])
+
         return make
 
     rows = {f"matched member-free, n = {n}": matched(n) for n in (20, 50, 100, 200) if 2 * n <= len(old_nm)}
     rows |= {f"held-out {name}, n = 100": matched(100, name) for name in TRANSFORMS}
-    rows |= {f"held-out {share:.0%} post-2023, n = 200": partial(200, share) for share in (0.1, 0.2, 0.5) if 400 <= len(old_nm)}
+    rows |= {
+        f"held-out {share:.0%} post-2023, n = 200": partial(200, share)
+        for share in (0.1, 0.2, 0.5)
+        if 400 <= len(old_nm)
+    }
     rows |= {f"suspect less member-like (held-out = members), n = {n}": reversed_(n) for n in (100, 200)}
     return rows
 
@@ -161,9 +179,19 @@ def rate_text(hits: list[int], trials: list[int], keep: dict | None = None) -> s
     total = wilson(sum(hits), sum(trials))
     per_build = [h / t for h, t in zip(hits, trials)]
     if keep is not None:
-        ROWS.append(keep | {"value": round(total.value, 4), "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
-                            "spread": (round(min(per_build), 4), round(max(per_build), 4)), "trials": sum(trials), "builds": len(trials)})
-    return f"{total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  builds {min(per_build):.3f}-{max(per_build):.3f}"
+        ROWS.append(
+            keep
+            | {
+                "value": round(total.value, 4),
+                "ci": (round(total.ci_low, 4), round(total.ci_high, 4)),
+                "spread": (round(min(per_build), 4), round(max(per_build), 4)),
+                "trials": sum(trials),
+                "builds": len(trials),
+            }
+        )
+    return (
+        f"{total.value:.3f} [{total.ci_low:.3f}, {total.ci_high:.3f}]  builds {min(per_build):.3f}-{max(per_build):.3f}"
+    )
 
 
 def row(quantity: str, scenario: str, n: int) -> dict:
@@ -174,7 +202,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=4, help="independently built testbeds per preset (seeds 0..B-1)")
     parser.add_argument("--trials-per-build", type=int, default=50)
-    parser.add_argument("--presets", default="light,faint", help="testbed presets for the power tables (light always runs the false-verdict rows)")
+    parser.add_argument(
+        "--presets",
+        default="light,faint",
+        help="testbed presets for the power tables (light always runs the false-verdict rows)",
+    )
     parser.add_argument("--books", action="store_true", help="also the heterogeneous book-openings testbeds")
     parser.add_argument("--skip-smollm2", action="store_true")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
@@ -189,28 +221,53 @@ def main() -> None:
             pool, manifest = testbed_pool(preset, seed, cache, with_variants=preset == "light")
             pools.append(pool)
             digests.append(f"{preset}:{manifest['digest']}")
-            aucs = [evaluate_scores(name, pool.features[:, i], pool.member.astype(int)).auc for i, name in enumerate(SIGNALS)]
-            print(f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of {len(pool.texts)}, "
-                  f"{manifest['parameters'] / 1e6:.2f}M parameters, {manifest['config']['epochs']} epochs, built in {manifest['build_seconds']} s "
-                  f"(this run {time.perf_counter() - started:.0f} s); member AUC " + ", ".join(f"{n} {a:.3f}" for n, a in zip(SIGNALS, aucs)), flush=True)
+            aucs = [
+                evaluate_scores(name, pool.features[:, i], pool.member.astype(int)).auc
+                for i, name in enumerate(SIGNALS)
+            ]
+            print(
+                f"{preset} testbed seed {seed}: {manifest['digest']}, {pool.member.sum()} members of "
+                f"{len(pool.texts)}, "
+                f"{manifest['parameters'] / 1e6:.2f}M parameters, {manifest['config']['epochs']} epochs, built in "
+                f"{manifest['build_seconds']} s "
+                f"(this run {time.perf_counter() - started:.0f} s); member AUC "
+                + ", ".join(f"{n} {a:.3f}" for n, a in zip(SIGNALS, aucs)),
+                flush=True,
+            )
     pools = testbeds["light"]
 
     t = args.trials_per_build
-    print(f"\n== 1. false verdicts (SUPPORTED or CONTRADICTED granted, no membership difference): {args.builds} builds x {t} audits per row, alpha 0.05")
+    print(
+        f"\n== 1. false verdicts (SUPPORTED or CONTRADICTED granted, no membership difference): {args.builds} builds "
+        f"x {t} audits per row, alpha 0.05"
+    )
     print(f"  {'scenario':<52}{'rate [95% CI]  spread across builds':<48}statuses")
     for name in false_verdict_rows(pools[0]):
         started = time.perf_counter()
-        per_build = [audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name]) for b, pool in enumerate(pools)]
+        per_build = [
+            audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name])
+            for b, pool in enumerate(pools)
+        ]
         hits = [c[SetStatus.SIGNIFICANT] for c in per_build]
         total = sum(per_build, Counter())
         statuses = ", ".join(f"{s.value} {k}" for s, k in total.most_common())
         scenario, n = name.rsplit(", n = ", 1)
-        text = rate_text(hits, [t] * len(pools), row("false verdict rate (whole rule set, light testbeds)", scenario, int(n)))
+        text = rate_text(
+            hits, [t] * len(pools), row("false verdict rate (whole rule set, light testbeds)", scenario, int(n))
+        )
         print(f"  {name:<52}{text:<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
-        if name.startswith(("matched", "held-out 10%", "held-out 20%")):  # where a shift can go undetected: the opt-in test too
-            opt_in = [audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name], RESIDUAL) for b, pool in enumerate(pools)]
-            text = rate_text([c[SetStatus.SIGNIFICANT] for c in opt_in], [t] * len(pools),
-                             row("false verdict rate (rule set + blind-residual test, light testbeds)", scenario, int(n)))
+        if name.startswith(
+            ("matched", "held-out 10%", "held-out 20%")
+        ):  # where a shift can go undetected: the opt-in test too
+            opt_in = [
+                audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name], RESIDUAL)
+                for b, pool in enumerate(pools)
+            ]
+            text = rate_text(
+                [c[SetStatus.SIGNIFICANT] for c in opt_in],
+                [t] * len(pools),
+                row("false verdict rate (rule set + blind-residual test, light testbeds)", scenario, int(n)),
+            )
             print(f"  {'  + blind-residual test':<52}{text:<48}", flush=True)
 
     for preset, preset_pools in testbeds.items():
@@ -226,8 +283,11 @@ def main() -> None:
 
 
 def power_table(preset: str, pools: list[Pool], t: int) -> None:
-    print(f"\n== 2. {preset} testbeds: power (suspect = pre-2017 members, held-out = pre-2017 non-members) and the test's own FPR "
-          f"(member-free suspect); {len(pools)} builds x {t} trials, alpha 0.05")
+    print(
+        f"\n== 2. {preset} testbeds: power (suspect = pre-2017 members, held-out = pre-2017 non-members) and the "
+        "test's own FPR "
+        f"(member-free suspect); {len(pools)} builds x {t} trials, alpha 0.05"
+    )
     columns = ("split design, 2 x median", "permutation test", "rule set (default)", "rule set + blind-residual test")
     print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns))
     for n in (20, 50, 100, 200):
@@ -245,16 +305,27 @@ def power_table(preset: str, pools: list[Pool], t: int) -> None:
                 counts[columns[0]].append(int((p_split < 0.05).sum()))
                 counts[columns[1]].append(int((p_perm < 0.05).sum()))
             for column, params in ((columns[2], PARAMS), (columns[3], RESIDUAL)):
-                statuses = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
-                            for i, (s, h) in enumerate(zip(s_idx, h_idx))]
+                statuses = [
+                    run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
+                    for i, (s, h) in enumerate(zip(s_idx, h_idx))
+                ]
                 hits[column].append(sum(s == SetStatus.SIGNIFICANT for s in statuses))
         trials = [t] * len(pools)
-        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n)):<44}" for c in columns), flush=True)
+        print(
+            f"  {'power':<6}{n:>4}  "
+            + "".join(
+                f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n)):<44}" for c in columns
+            ),
+            flush=True,
+        )
         print(f"  {'FPR':<6}{n:>4}  " + "".join(f"{rate_text(false[c], trials):<44}" for c in columns[:2]), flush=True)
 
 
 def books_table(pools: list[Pool], t: int) -> None:
-    print(f"\n== 3. heterogeneous real text: PG-19 book openings (six epochs on the members); {len(pools)} builds x {t} audits, alpha 0.05")
+    print(
+        f"\n== 3. heterogeneous real text: PG-19 book openings (six epochs on the members); {len(pools)} builds x {t} "
+        "audits, alpha 0.05"
+    )
     columns = ("permutation test", "rule set (default)", "rule set + blind-residual test")
     print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns) + "statuses (with the blind-residual test)")
     for n in (50, 100, 120, 200):
@@ -272,10 +343,19 @@ def books_table(pools: list[Pool], t: int) -> None:
                 free = draw(others, t, 2 * n, rng)
                 pairs.append(((free[:, :n], free[:, n:]), false))
             for (suspect, heldout), counts in pairs:
-                counts[columns[0]].append(int((trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199) < 0.05).sum()))
+                counts[columns[0]].append(
+                    int(
+                        (
+                            trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199)
+                            < 0.05
+                        ).sum()
+                    )
+                )
                 for column, params in ((columns[1], PARAMS), (columns[2], RESIDUAL)):
-                    found = [run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
-                             for i, (s, h) in enumerate(zip(suspect, heldout))]
+                    found = [
+                        run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=params, seed=i).status
+                        for i, (s, h) in enumerate(zip(suspect, heldout))
+                    ]
                     counts[column].append(sum(s == SetStatus.SIGNIFICANT for s in found))
                     if column == columns[2] and counts is hits:
                         statuses.update(s.value for s in found)
@@ -283,24 +363,44 @@ def books_table(pools: list[Pool], t: int) -> None:
             print(f"  n = {n}: the pool cannot fill the sets")
             continue
         trials = [t] * len(hits[columns[0]])
-        print(f"  {'power':<6}{n:>4}  " + "".join(f"{rate_text(hits[c], trials, row(f'power ({c})', 'book openings testbeds', n)):<44}" for c in columns)
-              + ", ".join(f"{k} {v}" for k, v in statuses.most_common()), flush=True)
+        print(
+            f"  {'power':<6}{n:>4}  "
+            + "".join(
+                f"{rate_text(hits[c], trials, row(f'power ({c})', 'book openings testbeds', n)):<44}" for c in columns
+            )
+            + ", ".join(f"{k} {v}" for k, v in statuses.most_common()),
+            flush=True,
+        )
         if false[columns[0]]:
-            print(f"  {'false':<6}{n:>4}  " + "".join(
-                f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', 'member-free book openings', n)):<44}" for c in columns), flush=True)
+            print(
+                f"  {'false':<6}{n:>4}  "
+                + "".join(
+                    f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', 'member-free book openings', n)):<44}"  # noqa: E501
+                    for c in columns
+                ),
+                flush=True,
+            )
         else:
             print(f"  {'false':<6}{n:>4}  the pool's non-members cannot fill two disjoint sets of {n}")
 
 
 def real_data(trials: int, cache: ScoreCache) -> None:
-    print("\n== 3. real data: SmolLM2-135M (fp32, 256 tokens), WikiMIA-64 pre-2017 texts, suspect and held-out random halves")
+    print(
+        "\n== 3. real data: SmolLM2-135M (fp32, 256 tokens), WikiMIA-64 pre-2017 texts, suspect and held-out random "
+        "halves"
+    )
     wiki = load_documents(ROOT / "verifier" / "examples" / "data" / "wikimia" / "length64.jsonl", label_field="label")
     smol = CausalLMTarget("smollm2-135m")
     texts = np.array(wiki.texts, dtype=object)
     old = wiki.labels == 1
     lower = np.array([t.lower() for t in texts], dtype=object)
-    pool = Pool(texts, score_pool(smol, wiki.texts, cache), np.zeros(len(texts), bool), np.where(old, OLD, NEW),
-                {"lowercased": (lower, score_pool(smol, lower.tolist(), cache))})
+    pool = Pool(
+        texts,
+        score_pool(smol, wiki.texts, cache),
+        np.zeros(len(texts), bool),
+        np.where(old, OLD, NEW),
+        {"lowercased": (lower, score_pool(smol, lower.tolist(), cache))},
+    )
     old_idx, new_idx = np.flatnonzero(old), np.flatnonzero(~old)
 
     def real(variant: str | None = None, share: float = 0.0) -> Callable:
@@ -308,13 +408,21 @@ def real_data(trials: int, cache: ScoreCache) -> None:
             idx, later = rng.permutation(old_idx)[:200], rng.permutation(new_idx)[: round(share * 100)]
             held = np.r_[idx[100 : 200 - len(later)], later]
             return pool.take(idx[:100]), pool.take(held, variant)
+
         return make
 
-    for name, make in {"lowercased held-out, n = 100": real("lowercased"), "held-out 20% post-2023, n = 100": real(share=0.2),
-                       "held-out 50% post-2023, n = 100": real(share=0.5), "matched, n = 100": real()}.items():
+    for name, make in {
+        "lowercased held-out, n = 100": real("lowercased"),
+        "held-out 20% post-2023, n = 100": real(share=0.2),
+        "held-out 50% post-2023, n = 100": real(share=0.5),
+        "matched, n = 100": real(),
+    }.items():
         counts = audits(pool, trials, np.random.default_rng(3), make)
-        print(f"  {name:<40}{rate_text([counts[SetStatus.SIGNIFICANT]], [trials]):<48}"
-              f"{', '.join(f'{s.value} {k}' for s, k in counts.most_common())}", flush=True)
+        print(
+            f"  {name:<40}{rate_text([counts[SetStatus.SIGNIFICANT]], [trials]):<48}"
+            f"{', '.join(f'{s.value} {k}' for s, k in counts.most_common())}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

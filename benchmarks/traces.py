@@ -29,15 +29,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-from blackbox import attack_rows, power_table, print_rows  # noqa: I001 - run as a script beside it
+from blackbox import attack_rows, power_table, print_rows  # run as a script beside it
 
 from verifier.boundary.resources import resource
 from verifier.targets import ApiOptions, ScoreCache
 from verifier.targets.serving import model_folder, start_server
 from verifier.testbed.build import PRESETS, build_testbed
 
-TRACE_SIGNALS = ["blackspectrum", "thinking_tokens", "trace_compression", "trace_consistency_char", "trace_consistency_token",
-                 "trace_judge"]
+TRACE_SIGNALS = [
+    "blackspectrum",
+    "thinking_tokens",
+    "trace_compression",
+    "trace_consistency_char",
+    "trace_consistency_token",
+    "trace_judge",
+]
 OUTPUT_ONLY = ["prefix_lcs_word", "prefix_lcs_token"]
 
 
@@ -49,7 +55,9 @@ def smollm2_encoder(folder: Path) -> Path:
 
         body = models.Transformer(str(folder), max_seq_length=256)
         body.tokenizer.pad_token = body.tokenizer.pad_token or body.tokenizer.eos_token
-        SentenceTransformer(modules=[body, models.Pooling(body.get_word_embedding_dimension(), "mean")], device="cpu").save(str(out))
+        SentenceTransformer(
+            modules=[body, models.Pooling(body.get_word_embedding_dimension(), "mean")], device="cpu"
+        ).save(str(out))
     return out
 
 
@@ -65,17 +73,29 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=100)
     parser.add_argument("--port", type=int, default=8771)
     parser.add_argument("--skip-wikimia", action="store_true")
-    parser.add_argument("--force-axis", action="store_true",
-                        help="diagnostic only: score BlackSpectrum even when its anchor sides do not differ (the tool refuses to)")
-    parser.add_argument("--judge-max-tokens", type=int, default=16, help="SmolLM2 judging itself answers without thinking first")
+    parser.add_argument(
+        "--force-axis",
+        action="store_true",
+        help="diagnostic only: score BlackSpectrum even when its anchor sides do not differ (the tool refuses to)",
+    )
+    parser.add_argument(
+        "--judge-max-tokens", type=int, default=16, help="SmolLM2 judging itself answers without thinking first"
+    )
     args = parser.parse_args()
     cache = ScoreCache(None)
-    api = ApiOptions(concurrency=1, timeout_s=600)  # one request at a time: 2 CPU cores serve one generation at full speed
+    api = ApiOptions(
+        concurrency=1, timeout_s=600
+    )  # one request at a time: 2 CPU cores serve one generation at full speed
     shared = {"traces": args.traces, "max_tokens": args.max_tokens}
-    params = {name: dict(shared) for name in TRACE_SIGNALS} | {"blackspectrum": shared | {"k": args.anchors, "gamma": args.anchors},
-                                                               "trace_judge": shared | {"judge_max_tokens": args.judge_max_tokens}}
-    ablations = {"no denoising": {"denoise": False}, "no entropy selection": {"entropy_selection": False},
-                 "encoder SmolLM2 mean-pooled": {"encoder": str(smollm2_encoder(model_folder("smollm2-135m")))}}
+    params = {name: dict(shared) for name in TRACE_SIGNALS} | {
+        "blackspectrum": shared | {"k": args.anchors, "gamma": args.anchors},
+        "trace_judge": shared | {"judge_max_tokens": args.judge_max_tokens},
+    }
+    ablations = {
+        "no denoising": {"denoise": False},
+        "no entropy selection": {"entropy_selection": False},
+        "encoder SmolLM2 mean-pooled": {"encoder": str(smollm2_encoder(model_folder("smollm2-135m")))},
+    }
 
     if args.force_axis:
         import verifier.signals.traces.blackspectrum as bs
@@ -84,25 +104,52 @@ def main() -> None:
         print("DIAGNOSTIC: BlackSpectrum scored on whatever axis its anchors give, separated or not")
     testbed = build_testbed(PRESETS[args.preset])
     docs = [json.loads(line) for line in testbed.documents.read_text().splitlines()][: args.docs]
-    wiki = [json.loads(line) for line in (resource("examples", "data", "wikimia") / "length64.jsonl").read_text().splitlines()]
+    wiki = [
+        json.loads(line)
+        for line in (resource("examples", "data", "wikimia") / "length64.jsonl").read_text().splitlines()
+    ]
     wiki = [wiki[i] for i in np.random.default_rng(0).permutation(len(wiki))][: args.wikimia_docs]
-    setups = [("Fine-tuned testbed", [d["text"] for d in docs], np.array([d["member"] for d in docs]), testbed.model_dir),
-              ("WikiMIA-64 vs SmolLM2 (date-shifted)", [r["text"] for r in wiki], np.array([r["label"] for r in wiki]),
-               model_folder("smollm2-135m"))]
+    setups = [
+        ("Fine-tuned testbed", [d["text"] for d in docs], np.array([d["member"] for d in docs]), testbed.model_dir),
+        (
+            "WikiMIA-64 vs SmolLM2 (date-shifted)",
+            [r["text"] for r in wiki],
+            np.array([r["label"] for r in wiki]),
+            model_folder("smollm2-135m"),
+        ),
+    ]
     for s_i, (title, texts, labels, folder) in enumerate(setups[:1] if args.skip_wikimia else setups):
         with start_server(folder, port=args.port + s_i) as server:
             started = time.perf_counter()
-            rows, usage = attack_rows(texts, labels, server.spec, TRACE_SIGNALS + OUTPUT_ONLY, cache, seed=0, signal_params=params, api=api)
-            print_rows(f"{title}: {labels.sum()} vs {len(labels) - labels.sum()}, {args.traces} traces a document", rows, usage)
+            rows, usage = attack_rows(
+                texts, labels, server.spec, TRACE_SIGNALS + OUTPUT_ONLY, cache, seed=0, signal_params=params, api=api
+            )
+            print_rows(
+                f"{title}: {labels.sum()} vs {len(labels) - labels.sum()}, {args.traces} traces a document", rows, usage
+            )
             for label, change in ablations.items():
-                ab_rows, ab_usage = attack_rows(texts, labels, server.spec, ["blackspectrum"], cache, seed=0,
-                                                signal_params={"blackspectrum": params["blackspectrum"] | change}, api=api)
+                ab_rows, ab_usage = attack_rows(
+                    texts,
+                    labels,
+                    server.spec,
+                    ["blackspectrum"],
+                    cache,
+                    seed=0,
+                    signal_params={"blackspectrum": params["blackspectrum"] | change},
+                    api=api,
+                )
                 r = ab_rows["blackspectrum"]
                 if r["unscored_all"]:
-                    print(f"ablation {label:<28} no score: {ab_usage['failure_reasons']}; {ab_usage['requests_sent']} more requests")
+                    print(
+                        f"ablation {label:<28} no score: {ab_usage['failure_reasons']}; {ab_usage['requests_sent']} "
+                        "more requests"
+                    )
                     continue
-                print(f"ablation {label:<28} AUC {r['auc']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] TPR@5% {r['tpr5']:.3f} "
-                      f"(full: {rows['blackspectrum']['auc']:.3f}); {ab_usage['requests_sent']} more requests")
+                print(
+                    f"ablation {label:<28} AUC {r['auc']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] TPR@5% "
+                    f"{r['tpr5']:.3f} "
+                    f"(full: {rows['blackspectrum']['auc']:.3f}); {ab_usage['requests_sent']} more requests"
+                )
             if s_i == 0:
                 features = np.array(usage["features"])[:, : len(TRACE_SIGNALS)]
                 power_table(features, labels, [int(n) for n in args.sizes.split(",")], args.draws, seed=0)

@@ -55,8 +55,16 @@ def type_of(schema: dict[str, Any], defs: dict[str, Any]) -> str:
 
 def bounds(schema: dict[str, Any]) -> str:
     parts = []
-    for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<="),
-                      ("minLength", "length >="), ("maxLength", "length <="), ("minItems", "items >="), ("maxItems", "items <=")):
+    for key, sign in (
+        ("exclusiveMinimum", ">"),
+        ("minimum", ">="),
+        ("exclusiveMaximum", "<"),
+        ("maximum", "<="),
+        ("minLength", "length >="),
+        ("maxLength", "length <="),
+        ("minItems", "items >="),
+        ("maxItems", "items <="),
+    ):
         if key in schema:
             parts.append(f"{sign} {schema[key]}")
     if "pattern" in schema:
@@ -86,16 +94,27 @@ def claim_page() -> str:
 
     schema = ClaimManifest.model_json_schema()
     defs = schema.get("$defs", {})
-    out = [HEADER, "# Claim reference\n\n",
-           "A claim manifest is YAML read by `verifier audit CLAIM`; every key below is checked when the claim is read, "
-           "and an error names the file and the key (`claim.yaml: evidence.suspect.path: ...`). Unknown keys are errors.\n\n",
-           "## ClaimManifest (the file)\n\n", fields_table(schema, defs)]
+    out = [
+        HEADER,
+        "# Claim reference\n\n",
+        "A claim manifest is YAML read by `verifier audit CLAIM`; every key below is checked when the claim is read, "
+        "and an error names the file and the key (`claim.yaml: evidence.suspect.path: ...`). Unknown keys are "
+        "errors.\n\n",
+        "## ClaimManifest (the file)\n\n",
+        fields_table(schema, defs),
+    ]
     for name in sorted(defs):
-        out += [f"\n## {name}\n\n", (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
-                fields_table(defs[name], defs) if "properties" in defs[name] else
-                "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n"]
-    out += ["\n## Roles of document sets\n\n", table(["role", "what it is"],
-            [[f"`{role.value}`", _comment_of(Role, role.name)] for role in Role])]
+        out += [
+            f"\n## {name}\n\n",
+            (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
+            fields_table(defs[name], defs)
+            if "properties" in defs[name]
+            else "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n",
+        ]
+    out += [
+        "\n## Roles of document sets\n\n",
+        table(["role", "what it is"], [[f"`{role.value}`", _comment_of(Role, role.name)] for role in Role]),
+    ]
     return "".join(out)
 
 
@@ -111,25 +130,44 @@ def policy_page() -> str:
     from verifier.policy.schema import PolicyFile
     from verifier.routes import ROUTES
 
-    out = [HEADER, "# Policy reference\n\n",
-           "A policy is YAML: `name`, `version` and an ordered list of `routes`, each with `route` (a name below), `grants` "
-           "(the verdicts it may give; default: every verdict its table reaches) and `params`. The walk takes the routes in "
-           "order; the first that reaches a verdict decides. *weaker when* names the direction in which a parameter loosens "
-           "the route: a policy moved that way from the default is marked looser in the report.\n\n",
-           f"`error_control` (`holm` or `bh`, default `holm`): {PolicyFile.model_fields['error_control'].description}; "
-           "`bh` is marked looser in the report.\n\n"]
+    out = [
+        HEADER,
+        "# Policy reference\n\n",
+        "A policy is YAML: `name`, `version` and an ordered list of `routes`, each with `route` (a name below), "
+        "`grants` "
+        "(the verdicts it may give; default: every verdict its table reaches) and `params`. The walk takes the routes "
+        "in "
+        "order; the first that reaches a verdict decides. *weaker when* names the direction in which a parameter "
+        "loosens "
+        "the route: a policy moved that way from the default is marked looser in the report.\n\n",
+        f"`error_control` (`holm` or `bh`, default `holm`): {PolicyFile.model_fields['error_control'].description}; "
+        "`bh` is marked looser in the report.\n\n",
+    ]
     for name, route in ROUTES.items():
         schema = route.Params.model_json_schema()
         kinds = sorted(k.value for k in route.claim_kinds)
-        out += [f"## `{name}`\n\n", (inspect.getdoc(inspect.getmodule(route)) or "").split("\n\n")[0] + "\n\n",
-                f"Needs evidence: {', '.join(f'`{r}`' for r in sorted(route.requires)) or 'nothing'}. "
-                f"Bears on claims: {', '.join(f'`{k}`' for k in kinds)}.\n\n",
-                "### Verdicts\n\n",
-                table(["status"] + kinds, [[f"`{status}`"] + (["passes the decision on"] * len(kinds) if row is None else
-                                                             [row[k].value for k in sorted(route.claim_kinds, key=lambda k: k.value)])
-                                           for status, row in route.verdicts.items()]),
-                "\n### Parameters\n\n", fields_table(schema, schema.get("$defs", {}), weaker=True) if schema.get("properties") else "none\n",
-                "\n"]
+        out += [
+            f"## `{name}`\n\n",
+            (inspect.getdoc(inspect.getmodule(route)) or "").split("\n\n")[0] + "\n\n",
+            f"Needs evidence: {', '.join(f'`{r}`' for r in sorted(route.requires)) or 'nothing'}. "
+            f"Bears on claims: {', '.join(f'`{k}`' for k in kinds)}.\n\n",
+            "### Verdicts\n\n",
+            table(
+                ["status"] + kinds,
+                [
+                    [f"`{status}`"]
+                    + (
+                        ["passes the decision on"] * len(kinds)
+                        if row is None
+                        else [row[k].value for k in sorted(route.claim_kinds, key=lambda k: k.value)]
+                    )
+                    for status, row in route.verdicts.items()
+                ],
+            ),
+            "\n### Parameters\n\n",
+            fields_table(schema, schema.get("$defs", {}), weaker=True) if schema.get("properties") else "none\n",
+            "\n",
+        ]
     return "".join(out)
 
 
@@ -138,26 +176,44 @@ def signals_page() -> str:
     from verifier.plugins import subpackages
     from verifier.signals import REGISTRY
 
-    out = [HEADER, "# Signal reference\n\n",
-           "Every score is oriented *higher = more member-like*. A signal needs target capabilities (or views: `lower`, the "
-           "lowercased text; `reference`, a reference model's scores); one the target cannot supply is recorded as not "
-           "computable. Parameters are given per signal in a route's `signal_params` (or `verifier score --signal-param "
-           "SIGNAL.KEY=VALUE`) and checked against the bounds below when the policy is read.\n\n"]
+    out = [
+        HEADER,
+        "# Signal reference\n\n",
+        "Every score is oriented *higher = more member-like*. A signal needs target capabilities (or views: `lower`, "
+        "the "
+        "lowercased text; `reference`, a reference model's scores); one the target cannot supply is recorded as not "
+        "computable. Parameters are given per signal in a route's `signal_params` (or `verifier score --signal-param "
+        "SIGNAL.KEY=VALUE`) and checked against the bounds below when the policy is read.\n\n",
+    ]
     doc = inspect.getdoc(signals) or ""
     table_start = doc.find("| name")
     if table_start >= 0:
-        out += ["## Orientation against the published implementations\n\n", doc[table_start:doc.find("\n\n", table_start)] + "\n\n"]
+        out += [
+            "## Orientation against the published implementations\n\n",
+            doc[table_start : doc.find("\n\n", table_start)] + "\n\n",
+        ]
     for family in subpackages("verifier.signals"):
         module = sys.modules.get(family) or __import__(family, fromlist=["_"])
-        members = [(name, cls) for name, cls in REGISTRY.items() if cls.__module__.startswith(family + ".")]  # built-in parts only
+        members = [
+            (name, cls) for name, cls in REGISTRY.items() if cls.__module__.startswith(family + ".")
+        ]  # built-in parts only
         out += [f"## {family.rsplit('.', 1)[1].replace('_', '-')}\n\n", (inspect.getdoc(module) or "") + "\n\n"]
         rows = []
         for name, cls in members:
             schema = cls.params_schema()
-            params = ", ".join(f"`{key}`={json.dumps(field.get('default'))}" + (f" ({b})" if (b := bounds(field)) else "")
-                               for key, field in schema.get("properties", {}).items())
-            rows.append([f"`{name}`", ", ".join(sorted(cls.needs)), "yes" if cls.by_default else "named only",
-                         what_it_scores(cls), params or "-"])
+            params = ", ".join(
+                f"`{key}`={json.dumps(field.get('default'))}" + (f" ({b})" if (b := bounds(field)) else "")
+                for key, field in schema.get("properties", {}).items()
+            )
+            rows.append(
+                [
+                    f"`{name}`",
+                    ", ".join(sorted(cls.needs)),
+                    "yes" if cls.by_default else "named only",
+                    what_it_scores(cls),
+                    params or "-",
+                ]
+            )
         out.append(table(["signal", "needs", "computed by default", "what it scores", "parameters"], rows) + "\n")
     return "".join(out)
 
@@ -175,15 +231,41 @@ def targets_page() -> str:
     from verifier.targets import KINDS, base
 
     doc = inspect.getdoc(base) or ""
-    capabilities = doc[doc.find("- ``prompt_logprobs``"):doc.find("\n\n", doc.find("- ``prompt_logprobs``"))]
-    out = [HEADER, "# Target reference\n\n", "A claim's `model.target` (and `model.reference`) is a SPEC; its kind is the one whose "
-           "prefix it starts with, else the default kind. What a kind can do is known before anything is loaded.\n\n",
-           "## Capabilities\n\n", capabilities.replace("``", "`") + "\n\n", "## Kinds\n\n"]
-    rows = [[f"`{kind.name}`", f"`{kind.prefix}`" if kind.prefix else "(default: files, folders, hub ids)",
-             ", ".join(sorted(kind.capabilities)), "yes" if kind.remote else "no",
-             f"`model.api` ({kind.options.__name__})" if kind.options else "-", " ".join(kind.limitations) or "-"]
-            for kind in KINDS.values() if kind.name not in KINDS.plugins]  # built-in kinds only: the page is the same wherever it is built
-    out.append(table(["kind", "spec prefix", "capabilities", "another party's server", "options", "limitations every route states"], rows))
+    capabilities = doc[doc.find("- ``prompt_logprobs``") : doc.find("\n\n", doc.find("- ``prompt_logprobs``"))]
+    out = [
+        HEADER,
+        "# Target reference\n\n",
+        "A claim's `model.target` (and `model.reference`) is a SPEC; its kind is the one whose "
+        "prefix it starts with, else the default kind. What a kind can do is known before anything is loaded.\n\n",
+        "## Capabilities\n\n",
+        capabilities.replace("``", "`") + "\n\n",
+        "## Kinds\n\n",
+    ]
+    rows = [
+        [
+            f"`{kind.name}`",
+            f"`{kind.prefix}`" if kind.prefix else "(default: files, folders, hub ids)",
+            ", ".join(sorted(kind.capabilities)),
+            "yes" if kind.remote else "no",
+            f"`model.api` ({kind.options.__name__})" if kind.options else "-",
+            " ".join(kind.limitations) or "-",
+        ]
+        for kind in KINDS.values()
+        if kind.name not in KINDS.plugins
+    ]  # built-in kinds only: the page is the same wherever it is built
+    out.append(
+        table(
+            [
+                "kind",
+                "spec prefix",
+                "capabilities",
+                "another party's server",
+                "options",
+                "limitations every route states",
+            ],
+            rows,
+        )
+    )
     return "".join(out)
 
 
@@ -191,8 +273,11 @@ def cli_page() -> str:
     from verifier.cli import app
 
     root = typer.main.get_command(app)
-    out = [HEADER, "# Command-line reference\n\n", "Every command prints one line and exits 2 on an input problem; `--help` shows "
-           "the same text as here.\n\n"]
+    out = [
+        HEADER,
+        "# Command-line reference\n\n",
+        "Every command prints one line and exits 2 on an input problem; `--help` shows the same text as here.\n\n",
+    ]
 
     def walk(command: Any, path: list[str]) -> None:
         if getattr(command, "hidden", False):
@@ -206,7 +291,11 @@ def cli_page() -> str:
             for param in command.get_params(ctx):
                 if param.name == "help":
                     continue
-                names = ", ".join(f"`{n}`" for n in param.opts) if param.param_type_name == "option" else f"`{(param.metavar or param.name).upper()}`"
+                names = (
+                    ", ".join(f"`{n}`" for n in param.opts)
+                    if param.param_type_name == "option"
+                    else f"`{(param.metavar or param.name).upper()}`"
+                )
                 default = "" if param.required or param.default in (None, False) else f"{param.default}"
                 rows.append([names, getattr(param, "help", "") or "", "required" if param.required else default])
             if rows:
@@ -220,16 +309,23 @@ def cli_page() -> str:
 
 
 def benchmarks_page() -> str:
-    out = [HEADER, "# Benchmarks\n\n", "Each benchmark is a script in `benchmarks/` that prints its numbers; "
-           "`python benchmarks/publish.py NAME [ARGS]` runs one and writes its page here, with the machine, the commit and "
-           "the command. No number on these pages is copied by hand.\n\n"]
+    out = [
+        HEADER,
+        "# Benchmarks\n\n",
+        "Each benchmark is a script in `benchmarks/` that prints its numbers; "
+        "`python benchmarks/publish.py NAME [ARGS]` runs one and writes its page here, with the machine, the commit "
+        "and "
+        "the command. No number on these pages is copied by hand.\n\n",
+    ]
     rows = []
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         if script.name.startswith("_") or script.stem == "publish":
             continue
         doc = (ast.get_docstring(ast.parse(script.read_text())) or "").split("\n\n")[0].replace("\n", " ")
         page = DOCS / "benchmarks" / "results" / f"{script.stem}.md"
-        rows.append([f"`{script.name}`", doc, f"[results](results/{script.stem}.md)" if page.exists() else "not yet published"])
+        rows.append(
+            [f"`{script.name}`", doc, f"[results](results/{script.stem}.md)" if page.exists() else "not yet published"]
+        )
     out.append(table(["script", "what it measures", "page"], rows))
     return "".join(out)
 
@@ -238,9 +334,15 @@ def design_page() -> str:
     return HEADER + (ROOT / "DESIGN.md").read_text().replace("](README.md)", "](index.md)")
 
 
-PAGES = {"reference/claim.md": claim_page, "reference/policy.md": policy_page, "reference/signals.md": signals_page,
-         "reference/targets.md": targets_page, "reference/cli.md": cli_page, "benchmarks/index.md": benchmarks_page,
-         "design.md": design_page}
+PAGES = {
+    "reference/claim.md": claim_page,
+    "reference/policy.md": policy_page,
+    "reference/signals.md": signals_page,
+    "reference/targets.md": targets_page,
+    "reference/cli.md": cli_page,
+    "benchmarks/index.md": benchmarks_page,
+    "design.md": design_page,
+}
 
 
 def main(argv: list[str]) -> int:
@@ -256,7 +358,10 @@ def main(argv: list[str]) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     if drifted:
-        print(f"docs out of date with the code: {', '.join(drifted)}; run `python docs/gen.py` and commit the pages", file=sys.stderr)
+        print(
+            f"docs out of date with the code: {', '.join(drifted)}; run `python docs/gen.py` and commit the pages",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -22,11 +22,19 @@ def write_refused_claim(folder: Path, claim_id: str) -> Path:
     import yaml
 
     shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
-    claim = {"claim": {"id": claim_id, "statement": "The model was not trained on these texts.", "kind": "not_trained_on",
-                       "made_by": "tests"},
-             "model": {"target": "smollm2-135m"},
-             "evidence": {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
-                          "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}}
+    claim = {
+        "claim": {
+            "id": claim_id,
+            "statement": "The model was not trained on these texts.",
+            "kind": "not_trained_on",
+            "made_by": "tests",
+        },
+        "model": {"target": "smollm2-135m"},
+        "evidence": {
+            "suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
+            "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023},
+        },
+    }
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
     return folder / "claim.yaml"
 
@@ -51,7 +59,9 @@ def make_tiny_gpt2(folder: Path, texts: list[str], seed: int, vocab_size: int) -
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
     torch.manual_seed(seed)
     eos = tokenizer.eos_token_id
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=256, n_embd=64, n_layer=2, n_head=4, bos_token_id=eos, eos_token_id=eos)
+    config = GPT2Config(
+        vocab_size=len(tokenizer), n_positions=256, n_embd=64, n_layer=2, n_head=4, bos_token_id=eos, eos_token_id=eos
+    )
     model = GPT2LMHeadModel(config)
     # Random init gives nearly flat next-token distributions; scaling the (tied) output layer
     # gives peaked ones (top-1 log p around -0.5, as real models have), so mu, sigma and the
@@ -71,7 +81,9 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, wikimia64: list[dic
 @pytest.fixture(scope="session")
 def tiny_reference_dir(tmp_path_factory: pytest.TempPathFactory, wikimia64: list[dict]) -> Path:
     """Another tiny GPT-2 with other weights and another tokenizer, as a reference model."""
-    return make_tiny_gpt2(tmp_path_factory.mktemp("tiny-ref"), [r["text"] for r in wikimia64[::2]], seed=1, vocab_size=400)
+    return make_tiny_gpt2(
+        tmp_path_factory.mktemp("tiny-ref"), [r["text"] for r in wikimia64[::2]], seed=1, vocab_size=400
+    )
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +135,9 @@ def smollm2_logprob_server(tmp_path_factory: pytest.TempPathFactory):
     from verifier.targets.serving import model_folder, start_server
 
     folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served-logprobs"))
-    with start_server(folder, log=tmp_path_factory.mktemp("logprob-server-log") / "server.log", prompt_logprobs=True) as server:
+    with start_server(
+        folder, log=tmp_path_factory.mktemp("logprob-server-log") / "server.log", prompt_logprobs=True
+    ) as server:
         yield server
 
 

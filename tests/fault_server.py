@@ -15,15 +15,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def _completion(text: str, finish: str = "stop") -> dict:
-    return {"id": "x", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+    }
 
 
-RECALL = ["I recognise this text: it is {head}, and I remember how it goes on.", "This is familiar, I have read it before.",
-          "The next word follows directly from the original, which I recall word for word.", "I am certain of the continuation."]
-INFER = ["Hmm, I do not recognise this text about {head}.", "Wait, maybe it continues with a noun, or perhaps a verb.",
-         "Let me think about the context again.", "Alternatively it could be a name; I am not sure.", "Hmm, hard to say, I will guess."]
+RECALL = [
+    "I recognise this text: it is {head}, and I remember how it goes on.",
+    "This is familiar, I have read it before.",
+    "The next word follows directly from the original, which I recall word for word.",
+    "I am certain of the continuation.",
+]
+INFER = [
+    "Hmm, I do not recognise this text about {head}.",
+    "Wait, maybe it continues with a noun, or perhaps a verb.",
+    "Let me think about the context again.",
+    "Alternatively it could be a name; I am not sure.",
+    "Hmm, hard to say, I will guess.",
+]
 
 
 def scripted_trace(known: set[str]):
@@ -72,7 +85,9 @@ class FaultServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None, length: int | None = None) -> None:
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str] | None = None, length: int | None = None
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload) if length is None else length))
@@ -81,7 +96,7 @@ class FaultServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 fault = self.path.strip("/").split("/")[0]
                 if fault == "unauthorized":
                     self._send(401, b'{"error": "bad key"}')
@@ -91,12 +106,14 @@ class FaultServer:
                     return
                 self._send(200, json.dumps({"object": "list", "data": [{"id": "m"}]}).encode())
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 fault = self.path.strip("/").split("/")[0]
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw)
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()})
+                    server.requests.append(
+                        {"path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()}
+                    )
                     server.seen[(fault, raw)] += 1
                     count = server.seen[(fault, raw)]
                 content = body["messages"][-1]["content"] if "messages" in body else body.get("prompt", "")
@@ -161,7 +178,12 @@ class FaultServer:
                         self.wfile.flush()
                         time.sleep(0.05)
                 elif fault == "echo_auth_400":
-                    self._send(400, json.dumps({"error": {"message": f"bad request from {self.headers.get('Authorization')}"}}).encode())
+                    self._send(
+                        400,
+                        json.dumps(
+                            {"error": {"message": f"bad request from {self.headers.get('Authorization')}"}}
+                        ).encode(),
+                    )
                 else:
                     self._send(200, answer)
 

@@ -71,6 +71,9 @@ def plain_signals(a: dict, lower: dict | None = None, ref: dict | None = None) -
     if lower is not None:
         out["lowercase"] = float(lower["token_log_probs"].mean()) / ll
     if ref is not None:
-        per_char = lambda x: x["token_log_probs"].sum() / (x["char_end"] - x["char_start"])  # noqa: E731
+
+        def per_char(x):
+            return x["token_log_probs"].sum() / (x["char_end"] - x["char_start"])
+
         out["reference"] = float(per_char(a) - per_char(ref))
     return out

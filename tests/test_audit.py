@@ -38,7 +38,19 @@ def testbed_claim(small_testbed, tmp_path_factory):
 def bundle(testbed_claim, tmp_path_factory):
     work = tmp_path_factory.mktemp("audit")
     assert runner.invoke(app, ["keys", "generate", "--out", str(work / "k.key")]).exit_code == 0
-    result = runner.invoke(app, ["audit", str(testbed_claim), "--out", str(work / "evidence"), "--sign-key", str(work / "k.key"), "--cache-dir", str(work / "c")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(testbed_claim),
+            "--out",
+            str(work / "evidence"),
+            "--sign-key",
+            str(work / "k.key"),
+            "--cache-dir",
+            str(work / "c"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (folder,) = (work / "evidence").iterdir()
     return folder
@@ -46,7 +58,17 @@ def bundle(testbed_claim, tmp_path_factory):
 
 def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
     assert sorted(p.name for p in bundle.iterdir()) == sorted(
-        ["claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf", "manifest.json", "public_key.pem", "envelope.dsse.json"]
+        [
+            "claim.yaml",
+            "policy.yaml",
+            "findings.json",
+            "scores.parquet",
+            "report.html",
+            "report.pdf",
+            "manifest.json",
+            "public_key.pem",
+            "envelope.dsse.json",
+        ]
     )
     findings = json.loads((bundle / "findings.json").read_text())
     assert findings["verdict"] == "SUPPORTED" and findings["decided_by"] == "dataset_inference"
@@ -57,10 +79,21 @@ def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
     assert all(min(w.values()) >= 0 for w in metrics["test"]["weights"])
     assert "control" not in metrics and "no member-free control was run" in findings["verdict_sentence"]
     assert "not exchangeable under the model" in findings["verdict_sentence"]
-    assert [r["status"] for r in findings["path"]] == ["skipped", "skipped", "decided", "not_reached", "not_reached", "not_reached"]
+    assert [r["status"] for r in findings["path"]] == [
+        "skipped",
+        "skipped",
+        "decided",
+        "not_reached",
+        "not_reached",
+        "not_reached",
+    ]
     assert bundle.name.endswith(findings_digest(findings)[:16])
     result = runner.invoke(app, ["verify", str(bundle), "--key", str(bundle.parent.parent / "k.key.pub")])
-    assert result.exit_code == 0 and result.stdout.startswith("OK: 8 files intact; signer ") and "signer pinned by --key" in result.stdout
+    assert (
+        result.exit_code == 0
+        and result.stdout.startswith("OK: 8 files intact; signer ")
+        and "signer pinned by --key" in result.stdout
+    )
     assert "claim testbed-small: SUPPORTED" in result.stdout and "predicate https://" in result.stdout
 
 
@@ -124,7 +157,9 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
     path = testbed_claim.parent / "strict-policy.yaml"
     path.write_text(yaml.safe_dump(claim))
     strict = run_audit(path, cache=cache).findings
-    assert strict["verdict"] == "INCONCLUSIVE" and "requires a validated member-free control" in strict["verdict_sentence"]
+    assert (
+        strict["verdict"] == "INCONCLUSIVE" and "requires a validated member-free control" in strict["verdict_sentence"]
+    )
     # A control split off the held-out set's own file and filter is named as unable to validate anything.
     claim["evidence"]["heldout"]["limit"] = 50
     claim["evidence"]["control"] = dict(copy.deepcopy(claim["evidence"]["heldout"]), offset=50, limit=None)
@@ -138,8 +173,10 @@ def test_not_trained_on_claim_is_contradicted_and_strict_policy_wants_a_control(
 def test_a_refused_registration_decides_nothing_and_the_walk_goes_on(testbed_claim, tmp_path):
     claim = yaml.safe_load(testbed_claim.read_text())
     (testbed_claim.parent / "registration.json").write_text("{}")
-    claim["evidence"] = {"suspect": claim["evidence"]["suspect"] | {"where": {"member": 1, "identifier": 0}},
-                         "marks": {"registration": "registration.json", "siblings": "registration.json"}}
+    claim["evidence"] = {
+        "suspect": claim["evidence"]["suspect"] | {"where": {"member": 1, "identifier": 0}},
+        "marks": {"registration": "registration.json", "siblings": "registration.json"},
+    }
     path = testbed_claim.parent / "marks-claim.yaml"
     path.write_text(yaml.safe_dump(claim))
     findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
@@ -151,7 +188,10 @@ def test_a_refused_registration_decides_nothing_and_the_walk_goes_on(testbed_cla
 
 def test_claim_errors_name_the_file_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("claim: {id: x, statement: s, kind: maybe, made_by: me}\nmodel: {target: smollm2-135m}\nevidence: {suspect: {path: a.jsonl}}\n")
+    bad.write_text(
+        "claim: {id: x, statement: s, kind: maybe, made_by: me}\nmodel: {target: smollm2-135m}\nevidence: {suspect: "
+        "{path: a.jsonl}}\n"
+    )
     with pytest.raises(VerifierError, match=r"bad.yaml: claim.kind: Input should be"):
         run_audit(bad)
     result = runner.invoke(app, ["audit", str(bad), "--no-sign"])
@@ -163,7 +203,7 @@ def test_untrusted_text_renders_inert(testbed_claim, tmp_path):
     findings["claim"]["claim"]["statement"] = '<script>alert("x")</script><img src=x onerror="alert(1)">'
     findings["verdict_sentence"] = "</p><script>document.title='pwned'</script>"
     html = render_html(findings, "0" * 64)
-    assert "<script" not in html and "onerror=\"alert" not in html
+    assert "<script" not in html and 'onerror="alert' not in html
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
 
 
@@ -172,18 +212,42 @@ def test_pdf_pages_render_with_text(bundle, tmp_path):
     subprocess.run(["pdftoppm", "-r", "40", "-png", str(bundle / "report.pdf"), str(tmp_path / "page")], check=True)
     pages = sorted(tmp_path.glob("page-*.png"))
     assert len(pages) >= 3 and all(p.stat().st_size > 5_000 for p in pages)
-    text = subprocess.run(["pdftotext", str(bundle / "report.pdf"), "-"], check=True, capture_output=True, text=True).stdout
-    for needed in ("Evidence report", "SUPPORTED", "Path through the decision tree", "Regulation mapping", "eu:2.2", "Limitations"):
+    text = subprocess.run(
+        ["pdftotext", str(bundle / "report.pdf"), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    for needed in (
+        "Evidence report",
+        "SUPPORTED",
+        "Path through the decision tree",
+        "Regulation mapping",
+        "eu:2.2",
+        "Limitations",
+    ):
         assert needed in text
 
 
 def chromium_load(page, tmp_path):
     """Load ``page`` in headless Chromium: (DOM after load, console messages)."""
     run = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--no-first-run", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--virtual-time-budget=3000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return run.stdout, [line for line in run.stderr.splitlines() if "CONSOLE" in line]
 
@@ -201,12 +265,18 @@ def test_html_report_renders_in_chromium_without_console_errors(bundle, tmp_path
 
 @pytest.mark.slow
 def test_wikimia_example_is_rejected_as_date_shift(smollm2, tmp_path):
-    result = run_audit(EXAMPLES / "wikimia-smollm2.yaml", cache=ScoreCache(tmp_path), target_factory=lambda role: smollm2)
+    result = run_audit(
+        EXAMPLES / "wikimia-smollm2.yaml", cache=ScoreCache(tmp_path), target_factory=lambda role: smollm2
+    )
     findings = result.findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "date_shift"
     route = next(r for r in findings["path"] if r["route"] == "date_shift")
     metrics = route["outcome"]["metrics"]
-    assert metrics["shift_check"]["auc_corrected"] > 0.95 and metrics["shift_check"]["ci_low"] > 0.6 and metrics["shift_check"]["detected"]
+    assert (
+        metrics["shift_check"]["auc_corrected"] > 0.95
+        and metrics["shift_check"]["ci_low"] > 0.6
+        and metrics["shift_check"]["detected"]
+    )
     assert metrics["dates"] and "2016" in metrics["dates"] and "2023" in metrics["dates"]
     assert metrics["best_signal_auc"] < metrics["shift_check"]["auc_corrected"]
     assert "blind classifier AUC" in findings["verdict_sentence"]
@@ -220,17 +290,30 @@ def test_lowercased_heldout_cannot_contradict_a_denial(tmp_path):
     # the held-out copies lowercased as another scraping pipeline might leave them.
     rows = [r for r in read_jsonl(EXAMPLES / "data" / "wikimia" / "length64.jsonl") if r["label"] == 1]
     (tmp_path / "suspect.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows[:100]))
-    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps({"text": r["text"].lower()}) + "\n" for r in rows[100:200]))
+    (tmp_path / "heldout.jsonl").write_text(
+        "".join(json.dumps({"text": r["text"].lower()}) + "\n" for r in rows[100:200])
+    )
     claim = {
-        "claim": {"id": "lowercase", "statement": "SmolLM2 was not trained on these texts.", "kind": "not_trained_on", "made_by": "test"},
+        "claim": {
+            "id": "lowercase",
+            "statement": "SmolLM2 was not trained on these texts.",
+            "kind": "not_trained_on",
+            "made_by": "test",
+        },
         "model": {"target": "smollm2-135m"},
-        "evidence": {"suspect": {"path": "suspect.jsonl", "year": 2016}, "heldout": {"path": "heldout.jsonl", "year": 2016}},
+        "evidence": {
+            "suspect": {"path": "suspect.jsonl", "year": 2016},
+            "heldout": {"path": "heldout.jsonl", "year": 2016},
+        },
     }
     (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
     # SmolLM2's signals separate these sets (AUC > 0.7 when it was scored): the blind check refuses
     # them before the model is ever queried.
-    findings = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"),
-                         target_factory=lambda role: pytest.fail("the model was queried for a refused comparison")).findings
+    findings = run_audit(
+        tmp_path / "claim.yaml",
+        cache=ScoreCache(tmp_path / "cache"),
+        target_factory=lambda role: pytest.fail("the model was queried for a refused comparison"),
+    ).findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "dataset_inference"
     metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
     assert metrics["set_test"]["status"] == "shift_detected" and metrics["shift_check"]["auc_corrected"] > 0.95
@@ -240,22 +323,44 @@ def test_lowercased_heldout_cannot_contradict_a_denial(tmp_path):
 def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundle, tmp_path):
     work = bundle.parent.parent
     key = ["--sign-key", str(work / "k.key")]
-    made = runner.invoke(app, ["plan", str(testbed_claim), "--out", str(tmp_path / "plan.dsse.json"), "--effect", "0.5", *key])
+    made = runner.invoke(
+        app, ["plan", str(testbed_claim), "--out", str(tmp_path / "plan.dsse.json"), "--effect", "0.5", *key]
+    )
     assert made.exit_code == 0, made.output
     assert "first route dataset_inference" in made.stdout and "power" in made.stdout
-    result = runner.invoke(app, ["audit", str(testbed_claim), "--plan", str(tmp_path / "plan.dsse.json"), "--out", str(tmp_path / "ev"),
-                                 "--cache-dir", str(work / "c"), *key])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(testbed_claim),
+            "--plan",
+            str(tmp_path / "plan.dsse.json"),
+            "--out",
+            str(tmp_path / "ev"),
+            "--cache-dir",
+            str(work / "c"),
+            *key,
+        ],
+    )
     assert result.exit_code == 0, result.output
     (folder,) = (tmp_path / "ev").iterdir()
     findings = json.loads((folder / "findings.json").read_text())
     pre = findings["preregistration"]
-    assert pre["registered"] and pre["design"]["route"] == "dataset_inference" and 0 < pre["design"]["power_at_stated_effect"] < 1
+    assert (
+        pre["registered"]
+        and pre["design"]["route"] == "dataset_inference"
+        and 0 < pre["design"]["power_at_stated_effect"] < 1
+    )
     html = (folder / "report.html").read_text()
     assert "pre-registered: the claim, policy and document sets were fixed in a signed plan" in html
     # The method-validation rows of the deciding route, read from the shipped table, with where they come from.
     validation = findings["method_validation"]
     assert validation["route"] == "dataset_inference" and validation["rows"] and validation["runs"]
-    assert "How often dataset inference is wrong" in html and "fraction bound coverage" in html and validation["table_sha256"] in html
+    assert (
+        "How often dataset inference is wrong" in html
+        and "fraction bound coverage" in html
+        and validation["table_sha256"] in html
+    )
     assert runner.invoke(app, ["verify", str(folder), "--key", str(work / "k.key.pub")]).exit_code == 0
     # The plan cannot be dropped from the bundle, nor slipped into one whose findings do not name it.
     (folder / "plan.dsse.json").unlink()
@@ -287,10 +392,24 @@ def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bun
     heldout = next(i for i, r in enumerate(rows) if r["member"] == 0 and r["period"] == "pre-2017")
     rows[heldout]["text"] += " One sentence added after the plan."
     documents.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "plan.json"), "--no-sign",
-                                 "--out", str(tmp_path / "ev")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(folder / "claim.yaml"),
+            "--plan",
+            str(tmp_path / "plan.json"),
+            "--no-sign",
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+    )
     assert result.exit_code == 2 and not (tmp_path / "ev").exists()
-    assert result.output.strip().splitlines()[-1].startswith("error: --plan plan.json: the held-out set differs from the plan (SHA-256 ")
+    assert (
+        result.output.strip()
+        .splitlines()[-1]
+        .startswith("error: --plan plan.json: the held-out set differs from the plan (SHA-256 ")
+    )
     documents.write_text("".join(json.dumps(r) + "\n" for r in reversed(rows)))  # back to the planned sets
     rows[heldout]["text"] = rows[heldout]["text"].removesuffix(" One sentence added after the plan.")
     documents.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -299,19 +418,34 @@ def test_an_audit_refuses_evidence_that_differs_from_its_plan(testbed_claim, bun
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
-    result = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "plan.json"), "--no-sign"])
+    result = runner.invoke(
+        app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "plan.json"), "--no-sign"]
+    )
     assert result.exit_code == 2 and "the target model differs from the plan" in result.output
     # A plan signed by another key than the audit's is another party's word.
     other = tmp_path / "other.key"
     assert runner.invoke(app, ["keys", "generate", "--out", str(other)]).exit_code == 0
-    result = runner.invoke(app, ["audit", str(testbed_claim), "--plan", str(tmp_path / "plan.json"), "--sign-key", str(other),
-                                 "--out", str(tmp_path / "ev2")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(testbed_claim),
+            "--plan",
+            str(tmp_path / "plan.json"),
+            "--sign-key",
+            str(other),
+            "--out",
+            str(tmp_path / "ev2"),
+        ],
+    )
     assert result.exit_code == 2 and "not by the key that signs this audit" in result.output
     # A plan whose payload was edited after signing is refused as a plan.
     envelope = json.loads(raw)
     envelope["payload"] = envelope["payload"][:-8] + "AAAAAAA="
     (tmp_path / "forged.json").write_text(json.dumps(envelope))
-    forged = runner.invoke(app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "forged.json"), "--no-sign"])
+    forged = runner.invoke(
+        app, ["audit", str(folder / "claim.yaml"), "--plan", str(tmp_path / "forged.json"), "--no-sign"]
+    )
     assert forged.exit_code == 2 and "--plan forged.json" in forged.output
 
 
@@ -325,12 +459,23 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
 
     folder = testbed_claim.parent
     table = folder / "books.smallbed.npz"
-    result = runner.invoke(app, ["frequencies", str(folder / "testbed" / "build" / "model"),
-                                 str(EXAMPLES / "data" / "corpus" / "demo-v1" / "pg19-openings.jsonl"), "--out", str(table)])
+    result = runner.invoke(
+        app,
+        [
+            "frequencies",
+            str(folder / "testbed" / "build" / "model"),
+            str(EXAMPLES / "data" / "corpus" / "demo-v1" / "pg19-openings.jsonl"),
+            "--out",
+            str(table),
+        ],
+    )
     assert result.exit_code == 0, result.output
     policy = (ROOT / "verifier" / "policies" / "default.yaml").read_text()
-    policy = policy.replace("signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
-                            "signals: [loss, recall, con_recall, dc_pdd, pac]\n      claim_frequencies: true", 1)
+    policy = policy.replace(
+        "signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
+        "signals: [loss, recall, con_recall, dc_pdd, pac]\n      claim_frequencies: true",
+        1,
+    )
     (folder / "prefixed-policy.yaml").write_text(policy)
     claim = yaml.safe_load(testbed_claim.read_text())
     claim["policy"] = "prefixed-policy.yaml"
@@ -345,10 +490,15 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     assert "member_prefix" in metrics["not_computable"]["con_recall"]
     aux = metrics["auxiliary"]
     assert aux["nonmember_prefix"]["documents"] == 5 and "drawn from the held-out set" in aux["prefix_source"]
-    assert aux["prefix_overlap_removed"]["heldout"] >= 5 and set(aux["prefix_overlap_removed"]) == {"suspect", "heldout"}
+    assert aux["prefix_overlap_removed"]["heldout"] >= 5 and set(aux["prefix_overlap_removed"]) == {
+        "suspect",
+        "heldout",
+    }
     assert aux["token_frequencies"]["documents"] == 500
     assert audited.findings["policy"]["weaker_than_default"]  # a claim's own frequency table is the claimant's counts
-    heldout = load_documents(folder / "testbed" / "build" / "documents.jsonl", label_field=None, where={"member": 0, "period": "pre-2017"})
+    heldout = load_documents(
+        folder / "testbed" / "build" / "documents.jsonl", label_field=None, where={"member": 0, "period": "pre-2017"}
+    )
     assert metrics["n_heldout"] == len(heldout.texts) - 5
     scored = set(audited.scores["text_sha256"])
     held_digests = {text_digest(t) for t in heldout.texts}
@@ -365,21 +515,29 @@ def test_prefixed_and_calibrated_signals_in_an_audit(testbed_claim, small_testbe
     twice["evidence"]["heldout"] = {"path": "twice.jsonl", "year": 2016}
     (folder / "twice.yaml").write_text(yaml.safe_dump(twice))
     doubled = run_audit(folder / "twice.yaml", cache=ScoreCache(tmp_path))
-    removed = next(r for r in doubled.findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]["auxiliary"]
+    removed = next(r for r in doubled.findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"][
+        "auxiliary"
+    ]
     assert removed["prefix_overlap_removed"]["heldout"] == 10  # five prefix documents, each with its twin
     scored_held = set(doubled.scores.loc[doubled.scores["role"] == "heldout", "text_sha256"])
-    assert held_digests - scored_held == held_digests - scored  # the same prefix, the same documents left out, as without the copies
+    assert (
+        held_digests - scored_held == held_digests - scored
+    )  # the same prefix, the same documents left out, as without the copies
     # Under the default policy the claim's table is not used: no table matches the testbed's tokenizer.
     default_policy = folder / "prefixed-default.yaml"
     default_policy.write_text(policy.replace("\n      claim_frequencies: true", "", 1))
     claim["policy"] = default_policy.name
     path.write_text(yaml.safe_dump(claim))
-    plain = next(r for r in run_audit(path, cache=ScoreCache(tmp_path)).findings["path"] if r["route"] == "dataset_inference")
+    plain = next(
+        r for r in run_audit(path, cache=ScoreCache(tmp_path)).findings["path"] if r["route"] == "dataset_inference"
+    )
     assert "dc_pdd" in plain["outcome"]["metrics"]["not_computable"]
     assert "claim_frequencies is false" in plain["outcome"]["metrics"]["auxiliary"]["token_frequencies_ignored"]
     claim["policy"] = "prefixed-policy.yaml"
     # A table counted with another tokenizer is refused in one line.
-    (folder / "other.npz").write_bytes((EXAMPLES / "data" / "frequencies" / "pg19-openings.smollm2-135m.npz").read_bytes())
+    (folder / "other.npz").write_bytes(
+        (EXAMPLES / "data" / "frequencies" / "pg19-openings.smollm2-135m.npz").read_bytes()
+    )
     claim["evidence"]["token_frequencies"] = "other.npz"
     path.write_text(yaml.safe_dump(claim))
     with pytest.raises(VerifierError, match="another tokenizer"):
@@ -408,15 +566,21 @@ def test_a_claims_prefix_bearing_on_one_set_is_removed_or_refused(testbed_claim,
     write("free-heldout.jsonl", heldout)
     write("edited-prefix.jsonl", edited)
     policy = (ROOT / "verifier" / "policies" / "default.yaml").read_text()
-    policy = policy.replace("signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
-                            "signals: [loss, recall]\n      claim_prefix: true", 1)
+    policy = policy.replace(
+        "signals: [loss, zlib, min_k, min_k_pp, gap_k, reference, prefix_lcs_word, prefix_lcs_token, name_cloze]",
+        "signals: [loss, recall]\n      claim_prefix: true",
+        1,
+    )
     (folder / "claim-prefix-policy.yaml").write_text(policy)
     claim = yaml.safe_load(testbed_claim.read_text())
     claim["claim"]["statement"] = "The testbed model was trained on these texts (it was not)."
     claim["policy"] = "claim-prefix-policy.yaml"
     claim["model"]["max_tokens"] = 64
-    claim["evidence"] = {"suspect": {"path": "free-suspect.jsonl", "year": 2016}, "heldout": {"path": "free-heldout.jsonl", "year": 2016},
-                         "prefix": {"path": "edited-prefix.jsonl", "year": 2016}}
+    claim["evidence"] = {
+        "suspect": {"path": "free-suspect.jsonl", "year": 2016},
+        "heldout": {"path": "free-heldout.jsonl", "year": 2016},
+        "prefix": {"path": "edited-prefix.jsonl", "year": 2016},
+    }
     (folder / "edited.yaml").write_text(yaml.safe_dump(claim))
     audited = run_audit(folder / "edited.yaml", cache=ScoreCache(tmp_path))
     di = next(r for r in audited.findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]

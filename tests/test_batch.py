@@ -29,22 +29,42 @@ HELDOUT = 155  # the non-members from this row on are the shared held-out set; t
 def write_claims(folder, testbed_folder) -> None:
     shutil.copytree(testbed_folder, folder / "testbed")
     rows = [json.loads(line) for line in (folder / "testbed" / "documents.jsonl").read_text().splitlines()]
-    assert sum(r["member"] == 1 for r in rows) >= SET * CLAIMS // 2 and sum(r["member"] == 0 for r in rows) >= HELDOUT + 2 * SET
+    assert (
+        sum(r["member"] == 1 for r in rows) >= SET * CLAIMS // 2
+        and sum(r["member"] == 0 for r in rows) >= HELDOUT + 2 * SET
+    )
     names = []
     for i in range(CLAIMS):
         true = i % 2 == 0
         claim = {
-            "claim": {"id": f"work-{i:02d}", "statement": f"The testbed model was trained on work {i}.", "kind": "trained_on",
-                      "made_by": "a rights holder (test)"},
+            "claim": {
+                "id": f"work-{i:02d}",
+                "statement": f"The testbed model was trained on work {i}.",
+                "kind": "trained_on",
+                "made_by": "a rights holder (test)",
+            },
             "model": {"target": "testbed/model"},
-            "evidence": {"suspect": {"path": "testbed/documents.jsonl", "where": {"member": 1 if true else 0},
-                                     "offset": SET * (i // 2) if true else 14 * (i // 2), "limit": SET},
-                         "heldout": {"path": "testbed/documents.jsonl", "where": {"member": 0}, "offset": HELDOUT, "limit": 2 * SET}},
+            "evidence": {
+                "suspect": {
+                    "path": "testbed/documents.jsonl",
+                    "where": {"member": 1 if true else 0},
+                    "offset": SET * (i // 2) if true else 14 * (i // 2),
+                    "limit": SET,
+                },
+                "heldout": {
+                    "path": "testbed/documents.jsonl",
+                    "where": {"member": 0},
+                    "offset": HELDOUT,
+                    "limit": 2 * SET,
+                },
+            },
             "policy": "default",
         }
         (folder / f"work-{i:02d}.yaml").write_text(yaml.safe_dump(claim))
         names.append(f"work-{i:02d}.yaml")
-    (folder / "batch.yaml").write_text(yaml.safe_dump({"batch": {"id": "works", "statement": "twenty works"}, "claims": names}))
+    (folder / "batch.yaml").write_text(
+        yaml.safe_dump({"batch": {"id": "works", "statement": "twenty works"}, "claims": names})
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,22 +137,42 @@ def test_a_batch_index_names_exactly_its_bundles(interrupted_then_resumed, tmp_p
 
 def findings_with(p: float | None, verdict: str, alpha: float = 0.05) -> dict:
     outcome = {"p_value": p, "alpha": alpha if p is not None else None}
-    return {"verdict": verdict, "verdict_sentence": f"{verdict}: a claim.",
-            "path": [{"route": "dataset_inference", "status": "decided", "verdict": verdict, "outcome": outcome}]}
+    return {
+        "verdict": verdict,
+        "verdict_sentence": f"{verdict}: a claim.",
+        "path": [{"route": "dataset_inference", "status": "decided", "verdict": verdict, "outcome": outcome}],
+    }
 
 
 @pytest.mark.parametrize("control", ["holm", "bh"])
 def test_the_adjustment_only_ever_weakens_a_verdict(control):
-    claims = [findings_with(0.001, "SUPPORTED"), findings_with(0.03, "CONTRADICTED"), findings_with(0.04, "SUPPORTED"),
-              findings_with(0.01, "INCONCLUSIVE"), findings_with(0.6, "INCONCLUSIVE"), findings_with(None, "VERIFIED"),
-              findings_with(None, "REJECTED-METHOD")]
+    claims = [
+        findings_with(0.001, "SUPPORTED"),
+        findings_with(0.03, "CONTRADICTED"),
+        findings_with(0.04, "SUPPORTED"),
+        findings_with(0.01, "INCONCLUSIVE"),
+        findings_with(0.6, "INCONCLUSIVE"),
+        findings_with(None, "VERIFIED"),
+        findings_with(None, "REJECTED-METHOD"),
+    ]
     adjusted = adjust(claims, control, "b")
-    order = {"REJECTED-METHOD": 0, "INCONCLUSIVE": 0, "UNVERIFIABLE": 0, "SUPPORTED": 1, "CONTRADICTED": 1, "VERIFIED": 1}
+    order = {
+        "REJECTED-METHOD": 0,
+        "INCONCLUSIVE": 0,
+        "UNVERIFIABLE": 0,
+        "SUPPORTED": 1,
+        "CONTRADICTED": 1,
+        "VERIFIED": 1,
+    }
     for before, after in zip(claims, adjusted):
         assert order[after["verdict"]] <= order[before["verdict"]]
         assert after["verdict"] == before["verdict"] or after["verdict"] == "INCONCLUSIVE"
     assert [a["verdict"] for a in adjusted][:3] == ["SUPPORTED", "INCONCLUSIVE", "INCONCLUSIVE"]
-    assert adjusted[5]["verdict"] == "VERIFIED" and not adjusted[5]["batch"]["in_family"] and adjusted[0]["batch"]["tested"] == 5
+    assert (
+        adjusted[5]["verdict"] == "VERIFIED"
+        and not adjusted[5]["batch"]["in_family"]
+        and adjusted[0]["batch"]["tested"] == 5
+    )
     assert "tested as one of 5 claims of batch b" in adjusted[1]["verdict_sentence"]
 
 
@@ -145,10 +185,14 @@ def test_a_batch_refuses_claims_under_different_policies_naming_the_claim(batch_
         claim["policy"] = "strict" if name == "work-01.yaml" else "default"
         (folder / name).write_text(yaml.safe_dump(claim))
     (folder / "d.jsonl").write_text("".join(json.dumps({"text": f"text {i}"}) + "\n" for i in range(3)))
-    (folder / "batch.yaml").write_text(yaml.safe_dump({"batch": {"id": "mixed"}, "claims": ["work-00.yaml", "work-01.yaml"]}))
+    (folder / "batch.yaml").write_text(
+        yaml.safe_dump({"batch": {"id": "mixed"}, "claims": ["work-00.yaml", "work-01.yaml"]})
+    )
     result = runner.invoke(app, ["audit", str(folder / "batch.yaml"), "--no-sign", "--out", str(tmp_path / "ev")])
     assert result.exit_code == 2 and "claims.1: its policy (strict.yaml) is not the policy of claims.0" in result.output
-    (folder / "batch.yaml").write_text(yaml.safe_dump({"batch": {"id": "mixed"}, "claims": ["work-00.yaml", "../work-00.yaml"]}))
+    (folder / "batch.yaml").write_text(
+        yaml.safe_dump({"batch": {"id": "mixed"}, "claims": ["work-00.yaml", "../work-00.yaml"]})
+    )
     result = runner.invoke(app, ["audit", str(folder / "batch.yaml"), "--no-sign", "--out", str(tmp_path / "ev")])
     assert result.exit_code == 2 and "must be a path relative to the batch's folder" in result.output
 
@@ -173,10 +217,16 @@ def test_a_signer_cannot_list_a_verdict_the_adjustment_does_not_give(interrupted
     victim = next(i for i, f in enumerate(findings) if f["verdict"] == "INCONCLUSIVE" and f["batch"]["in_family"])
     forged = findings[victim]
     decided = next(r for r in forged["path"] if r["status"] == "decided")
-    forged["verdict"] = forged["batch"]["unadjusted_verdict"] = forged["batch"]["verdict"] = decided["verdict"] = "SUPPORTED"
+    forged["verdict"] = forged["batch"]["unadjusted_verdict"] = forged["batch"]["verdict"] = decided["verdict"] = (
+        "SUPPORTED"
+    )
     old = bundles[victim]
-    result = AuditResult(forged, pd.read_parquet(io.BytesIO((old / "scores.parquet").read_bytes())), (old / "claim.yaml").read_bytes(),
-                         (old / "policy.yaml").read_bytes())
+    result = AuditResult(
+        forged,
+        pd.read_parquet(io.BytesIO((old / "scores.parquet").read_bytes())),
+        (old / "claim.yaml").read_bytes(),
+        (old / "policy.yaml").read_bytes(),
+    )
     new = write_bundle(result, "<html></html>", b"%PDF-1.4", copy, key)
     shutil.rmtree(old)
     bundles[victim] = new

@@ -18,7 +18,7 @@ from verifier.plan import make_plan
 from verifier.trust.keys import generate_key, load_private_key
 
 
-def never_load(role: str):  # noqa: ANN201
+def never_load(role: str):
     pytest.fail(f"the {role} model was loaded")
 
 
@@ -41,7 +41,7 @@ def test_each_document_file_is_read_once_in_a_preregistered_audit(planned, monke
     reads: list[str] = []
     real_open = builtins.open
 
-    def counting_open(file, mode="r", *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def counting_open(file, mode="r", *args, **kwargs):
         if Path(str(file)).name == "docs.jsonl":
             reads.append(mode)
         return real_open(file, mode, *args, **kwargs)

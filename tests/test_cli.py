@@ -23,7 +23,20 @@ def sample(tmp_path_factory, wikimia64):
 
 def test_score_then_evaluate(tiny_model_dir, sample, tmp_path):
     out = tmp_path / "scores.parquet"
-    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--out", str(out), "--cache-dir", str(tmp_path / "c")])
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(tiny_model_dir),
+            "--data",
+            str(sample),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert out.exists() and not list(tmp_path.glob(".*.partial"))
     result = runner.invoke(app, ["evaluate", str(out), "--json"])
@@ -40,13 +53,30 @@ def test_score_prefixed_and_calibrated_signals_then_evaluate(tiny_model_dir, sam
     """ReCaLL and Con-ReCall with prefix documents drawn from the labelled data (left out of the
     table), DC-PDD with a table counted by 'verifier frequencies', PAC: all beside the blind rows."""
     table = tmp_path / "freq.npz"
-    result = runner.invoke(app, ["frequencies", str(tiny_model_dir), str(WIKIMIA / "length128.jsonl"), "--out", str(table)])
+    result = runner.invoke(
+        app, ["frequencies", str(tiny_model_dir), str(WIKIMIA / "length128.jsonl"), "--out", str(table)]
+    )
     assert result.exit_code == 0 and "tokenizer" in result.output, result.output
     out = tmp_path / "scores.parquet"
-    base = ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--out", str(out), "--cache-dir", str(tmp_path / "c"),
-            "--max-tokens", "64", "--prefix-documents", "2"]
+    base = [
+        "score",
+        "--model",
+        str(tiny_model_dir),
+        "--data",
+        str(sample),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--max-tokens",
+        "64",
+        "--prefix-documents",
+        "2",
+    ]
     signals = [arg for name in ("loss", "recall", "con_recall", "dc_pdd", "pac") for arg in ("--signal", name)]
-    result = runner.invoke(app, [*base, *signals, "--token-frequencies", str(table), "--signal-param", "pac.augmentations=2"])
+    result = runner.invoke(
+        app, [*base, *signals, "--token-frequencies", str(table), "--signal-param", "pac.augmentations=2"]
+    )
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json.loads(runner.invoke(app, ["evaluate", str(out), "--json"]).stdout)}
     assert {"recall", "con_recall", "dc_pdd", "pac", "bag_of_words"} <= set(rows)
@@ -68,7 +98,20 @@ def one_line_error(result) -> str:
 
 def test_missing_label_field_fails_cleanly(tiny_model_dir, tmp_path):
     out = tmp_path / "s.parquet"
-    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(WIKIMIA / "length32.jsonl"), "--label-field", "member", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(tiny_model_dir),
+            "--data",
+            str(WIKIMIA / "length32.jsonl"),
+            "--label-field",
+            "member",
+            "--out",
+            str(out),
+        ],
+    )
     assert "missing label field 'member'" in one_line_error(result)
     assert not out.exists()
 
@@ -78,12 +121,29 @@ def test_unreadable_model_fails_cleanly(sample, tmp_path):
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
     assert "cannot load" in one_line_error(runner.invoke(app, ["score", "--model", str(broken), "--data", str(sample)]))
-    assert "not a model folder" in one_line_error(runner.invoke(app, ["score", "--model", str(tmp_path / "none"), "--data", str(sample)]))
+    assert "not a model folder" in one_line_error(
+        runner.invoke(app, ["score", "--model", str(tmp_path / "none"), "--data", str(sample)])
+    )
 
 
 def test_evaluate_refuses_unlabelled_and_foreign_files(tiny_model_dir, sample, tmp_path):
     out = tmp_path / "u.parquet"
-    result = runner.invoke(app, ["score", "--model", str(tiny_model_dir), "--data", str(sample), "--label-field", "", "--out", str(out), "--cache-dir", str(tmp_path)])
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(tiny_model_dir),
+            "--data",
+            str(sample),
+            "--label-field",
+            "",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "no labels" in one_line_error(runner.invoke(app, ["evaluate", str(out)]))
     (tmp_path / "x.parquet").write_bytes(b"not parquet")
@@ -103,8 +163,14 @@ def test_an_internal_error_is_one_line_and_exit_1(monkeypatch, tmp_path):
     assert "internal error: RuntimeError: something broke" in lines[0] and "VERIFIER_DEBUG" in lines[0]
 
 
-@pytest.mark.parametrize("args, message", [(["planify", "x.yaml"], "No such command 'planify'"), (["verify"], "Missing argument"),
-                                           (["index", "query", "--ngram", "x", "i"], "Invalid value for '--ngram'")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["planify", "x.yaml"], "No such command 'planify'"),
+        (["verify"], "Missing argument"),
+        (["index", "query", "--ngram", "x", "i"], "Invalid value for '--ngram'"),
+    ],
+)
 def test_usage_errors_are_the_users_with_the_usage_line_and_exit_2(args, message):
     """typer ships its own copy of click; its usage errors were reported as bugs ("internal error: UsageError")."""
     result = runner.invoke(app, args)
@@ -114,14 +180,25 @@ def test_usage_errors_are_the_users_with_the_usage_line_and_exit_2(args, message
 
 def test_bundled_example_names_are_checked():
     result = runner.invoke(app, ["audit", "example:nope", "--no-sign"])
-    assert result.exit_code == 2 and "no such bundled example; bundled: example:api-logprobs-wikimia, example:api-wikimia, example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, example:wikimia-smollm2" in result.output
+    assert (
+        result.exit_code == 2
+        and "no such bundled example; bundled: example:api-logprobs-wikimia, example:api-wikimia, "
+        "example:corpus-pg19, example:corpus-wikimia-decontaminated, example:marks-testbed, example:testbed, "
+        "example:wikimia-smollm2"
+        in result.output
+    )
 
 
 def test_index_commands_build_digest_query_and_refuse_in_one_line(tmp_path):
     corpus = ROOT / "verifier" / "examples" / "data" / "corpus" / "demo-v1"
     digest = runner.invoke(app, ["corpus", "digest", str(corpus)])
-    assert digest.exit_code == 0 and "corpus sha256 9888ca4a77f899e825ebbf3fc4a8d90b422383d9eee960f64905593f11c86beb" in digest.output
-    built = runner.invoke(app, ["index", "build", str(corpus / "wikipedia-events.jsonl"), "--out", str(tmp_path / "ix")])
+    assert (
+        digest.exit_code == 0
+        and "corpus sha256 9888ca4a77f899e825ebbf3fc4a8d90b422383d9eee960f64905593f11c86beb" in digest.output
+    )
+    built = runner.invoke(
+        app, ["index", "build", str(corpus / "wikipedia-events.jsonl"), "--out", str(tmp_path / "ix")]
+    )
     assert built.exit_code == 0 and "corpus sha256" in built.output and "indexed 139 documents" in built.output
     text = json.loads((corpus / "wikipedia-events.jsonl").read_text().splitlines()[0])["text"]
     query = runner.invoke(app, ["index", "query", str(tmp_path / "ix"), text, "--json"])

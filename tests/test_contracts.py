@@ -64,7 +64,9 @@ def test_every_loaded_target_kind_renders_in_the_report(tiny_model_dir, smollm2_
 def test_every_module_of_the_part_folders_registers_a_part(monkeypatch):
     check_discovery()
     modules = REGISTRY.modules()
-    monkeypatch.setattr(REGISTRY, "_modules", lambda: modules + ["verifier.signals.tools"])  # a module that registers nothing
+    monkeypatch.setattr(
+        REGISTRY, "_modules", lambda: modules + ["verifier.signals.tools"]
+    )  # a module that registers nothing
     with pytest.raises(NonConformance, match="signals: verifier.signals.tools registered nothing"):
         check_discovery()
 
@@ -82,7 +84,10 @@ def test_the_kits_catch_broken_parts():
 
     with pytest.raises(NonConformance) as caught:
         check_signal(Reversed)
-    assert all(part in str(caught.value) for part in ("not registered as 'reversed_loss'", "neither a capability nor a view: ['telepathy']"))
+    assert all(
+        part in str(caught.value)
+        for part in ("not registered as 'reversed_loss'", "neither a capability nor a view: ['telepathy']")
+    )
 
     @dataclass(frozen=True)
     class Upside(Signal):
@@ -106,7 +111,10 @@ def test_the_kits_catch_broken_parts():
 
     with pytest.raises(NonConformance) as caught:
         check_route(Loose)
-    assert all(part in str(caught.value) for part in ("not registered", "['diary']", "Params must subclass", "verdicts['significant']"))
+    assert all(
+        part in str(caught.value)
+        for part in ("not registered", "['diary']", "Params must subclass", "verdicts['significant']")
+    )
 
     class Careless:
         kind = "careless"
@@ -117,8 +125,15 @@ def test_the_kits_catch_broken_parts():
 
     with pytest.raises(NonConformance) as caught:
         check_target(TargetKind(Careless, "careless", None))
-    assert all(part in str(caught.value) for part in ("not registered", "mind_reading", "must state what its answers attest to",
-                                                      "prefix must end with ':'"))
+    assert all(
+        part in str(caught.value)
+        for part in (
+            "not registered",
+            "mind_reading",
+            "must state what its answers attest to",
+            "prefix must end with ':'",
+        )
+    )
 
 
 def test_planned_routes_declare_known_evidence():
@@ -132,7 +147,12 @@ def test_a_significant_set_test_never_supports_or_contradicts_a_summary_field():
     significant = route.verdicts["significant"]
     assert significant[ClaimKind.TRAINED_ON] == Verdict.SUPPORTED
     assert significant[ClaimKind.NOT_TRAINED_ON] == significant[ClaimKind.DECONTAMINATED] == Verdict.CONTRADICTED
-    assert all(v in (Verdict.REJECTED_METHOD, Verdict.INCONCLUSIVE) for s, row in route.verdicts.items() if s != "significant" for v in row.values())
+    assert all(
+        v in (Verdict.REJECTED_METHOD, Verdict.INCONCLUSIVE)
+        for s, row in route.verdicts.items()
+        if s != "significant"
+        for v in row.values()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -154,11 +174,17 @@ def route_context(tmp_path_factory, tiny_model_dir):
     shutil.copytree(CORPUS, folder / "corpus")
     shutil.copytree(resource("examples", "data", "marks"), folder / "marks")
     half = {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}
-    claim = {"claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
-             "model": {"target": str(tiny_model_dir)},
-             "evidence": {"suspect": half | {"limit": 120}, "heldout": half | {"offset": 120}, "dated": half | {"offset": 120},
-                          "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]},
-                          "marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}}}
+    claim = {
+        "claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
+        "model": {"target": str(tiny_model_dir)},
+        "evidence": {
+            "suspect": half | {"limit": 120},
+            "heldout": half | {"offset": 120},
+            "dated": half | {"offset": 120},
+            "corpus": {"index": "corpus", "sha256": digest_files([CORPUS])[0]},
+            "marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"},
+        },
+    }
     claim = json.loads(json.dumps(claim))  # no shared objects: YAML would write them as aliases, which claims refuse
     (folder / "claim.yaml").write_text(yaml.safe_dump(claim))
     loaded = load_claim(folder / "claim.yaml")
@@ -193,14 +219,44 @@ def test_every_route_runs_to_a_status_of_its_table_and_renders(name, route_conte
 
 def findings_with(route: str, outcome: dict) -> dict:
     """The smallest findings the report template renders, holding one route's outcome."""
-    record = {"route": route, "needs": [], "status": "decided", "reason": "r", "grants": [], "verdict": "INCONCLUSIVE",
-              "uncapped_verdict": None, "outcome": outcome, "regulation": []}
-    return {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
-            "model": {"target": {"spec": "tiny", "kind": "causal_lm", "digests": {}}, "training_cutoff": None, "released": None, "dtype": "fp32", "max_tokens": 256},
-            "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [], "other_departures": [],
-                       "regulation_map_sha256": "0"},
-            "verdict": "INCONCLUSIVE", "verdict_sentence": "x", "path": [record], "inputs": [],
-            "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
+    record = {
+        "route": route,
+        "needs": [],
+        "status": "decided",
+        "reason": "r",
+        "grants": [],
+        "verdict": "INCONCLUSIVE",
+        "uncapped_verdict": None,
+        "outcome": outcome,
+        "regulation": [],
+    }
+    return {
+        "claim": {
+            "claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}
+        },
+        "model": {
+            "target": {"spec": "tiny", "kind": "causal_lm", "digests": {}},
+            "training_cutoff": None,
+            "released": None,
+            "dtype": "fp32",
+            "max_tokens": 256,
+        },
+        "policy": {
+            "name": "default",
+            "version": 2,
+            "file": "default.yaml",
+            "sha256": "0",
+            "weaker_than_default": [],
+            "other_departures": [],
+            "regulation_map_sha256": "0",
+        },
+        "verdict": "INCONCLUSIVE",
+        "verdict_sentence": "x",
+        "path": [record],
+        "inputs": [],
+        "environment": {"verifier": "0", "python": "3", "packages": {}},
+        "seed": 0,
+    }
 
 
 def test_highlighted_spans_and_notes_render_marked_and_escaped():
@@ -210,8 +266,18 @@ def test_highlighted_spans_and_notes_render_marked_and_escaped():
     from verifier.report import render_html
 
     text = 'Before <script>alert("x")</script> the match, and after.'
-    outcome = RouteOutcome(None, "summary", sections=[Spans("verbatim matches", text, [(7, text.index(" the"), "doc 1 <b>"), (text.index("match"), text.index(","), "doc 2")]),
-                                                      Notes("notes", ["<i>x</i>"])])
+    outcome = RouteOutcome(
+        None,
+        "summary",
+        sections=[
+            Spans(
+                "verbatim matches",
+                text,
+                [(7, text.index(" the"), "doc 1 <b>"), (text.index("match"), text.index(","), "doc 2")],
+            ),
+            Notes("notes", ["<i>x</i>"]),
+        ],
+    )
     html = render_html(findings_with("corpus", json.loads(json.dumps(asdict(outcome)))), "0" * 64)
     assert html.count("<mark title=") == 2 and "<script>" not in html and "<b>" not in html and "<i>" not in html
     assert '<mark title="doc 2">match</mark>' in html and "&lt;script&gt;" in html
@@ -226,4 +292,9 @@ def test_same_population_halves_reach_inconclusive_not_a_verdict(route_context):
     outcome = ROUTES["dataset_inference"]().run(route_context, step.params)
     assert outcome.status == "not_significant", outcome.summary
     assert ROUTES["dataset_inference"].verdict(outcome.status, ClaimKind.NOT_TRAINED_ON) == Verdict.INCONCLUSIVE
-    assert outcome.metrics["not_computable"].keys() == {"reference", "prefix_lcs_word", "prefix_lcs_token", "name_cloze"}  # no reference model; open weights answer no queries
+    assert outcome.metrics["not_computable"].keys() == {
+        "reference",
+        "prefix_lcs_word",
+        "prefix_lcs_token",
+        "name_cloze",
+    }  # no reference model; open weights answer no queries

@@ -27,7 +27,9 @@ def test_same_rows_from_jsonl_csv_and_parquet(tmp_path):
     write_jsonl(tmp_path / "d.jsonl", rows)
     pd.DataFrame(rows).to_csv(tmp_path / "d.csv", index=False)
     pd.DataFrame(rows).to_parquet(tmp_path / "d.parquet")
-    loaded = [load_documents(tmp_path / f"d.{ext}", text_field="body", label_field="y") for ext in ("jsonl", "csv", "parquet")]
+    loaded = [
+        load_documents(tmp_path / f"d.{ext}", text_field="body", label_field="y") for ext in ("jsonl", "csv", "parquet")
+    ]
     for docs in loaded:
         assert docs.texts == [r["body"] for r in rows]
         assert docs.labels.tolist() == [1, 0]

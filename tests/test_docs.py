@@ -14,5 +14,9 @@ def test_generated_reference_pages_match_the_code(capsys):
 
 def test_the_readme_opens_with_the_two_commands_and_stays_short():
     lines = (ROOT / "README.md").read_text().splitlines()
-    assert lines[2:6] == ["```bash", lines[3], lines[4], "```"] and lines[3].startswith("make demo") and lines[4].startswith("make test")
+    assert (
+        lines[2:6] == ["```bash", lines[3], lines[4], "```"]
+        and lines[3].startswith("make demo")
+        and lines[4].startswith("make test")
+    )
     assert len(lines) < 200

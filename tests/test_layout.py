@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "verifier"
 # Imports from a lower floor to a higher one that are allowed, each with its reason (none at present).
 EXCEPTIONS: dict[tuple[str, str], str] = {}
-MAX_FUNCTION_IMPORTS = 12  # internal imports inside functions, outside the CLI (each defers a heavy package; the cap was 60)
+MAX_FUNCTION_IMPORTS = (
+    12  # internal imports inside functions, outside the CLI (each defers a heavy package; the cap was 60)
+)
 
 
 def floors() -> dict[str, int]:
@@ -94,7 +96,9 @@ def imports() -> list[tuple[str, str, bool]]:
                         walk(ast.Module(body=[other], type_ignores=[]), inner)
                     continue
                 if isinstance(child, ast.Import | ast.ImportFrom):
-                    found.extend((module, target, inner) for target in _targets(module, child, path.name == "__init__.py"))
+                    found.extend(
+                        (module, target, inner) for target in _targets(module, child, path.name == "__init__.py")
+                    )
                 if isinstance(child, ast.Call) and (name := _dynamic(child)):
                     while name not in MODULES and "." in name:
                         name = name.rsplit(".", 1)[0]
@@ -115,9 +119,15 @@ def test_every_subsystem_has_a_floor():
 
 def test_no_import_runs_up_a_floor():
     floor = floors()
-    upward = sorted({(a, b) for a, b, _ in imports()
-                     if subsystem(a) != subsystem(b) and floor[subsystem(b)] >= floor[subsystem(a)]
-                     and (subsystem(a), subsystem(b)) not in EXCEPTIONS})
+    upward = sorted(
+        {
+            (a, b)
+            for a, b, _ in imports()
+            if subsystem(a) != subsystem(b)
+            and floor[subsystem(b)] >= floor[subsystem(a)]
+            and (subsystem(a), subsystem(b)) not in EXCEPTIONS
+        }
+    )
     assert not upward, "imports to the same or a higher floor:\n" + "\n".join(f"  {a} -> {b}" for a, b in upward)
 
 
@@ -136,7 +146,7 @@ def test_no_import_circle():
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (circle := visit(nxt)):
                 return circle
         state[node] = 2
@@ -152,4 +162,5 @@ def test_imports_inside_functions_stay_few():
     inside = [(a, b) for a, b, in_function in imports() if in_function and subsystem(a) != "cli"]
     assert len(inside) <= MAX_FUNCTION_IMPORTS, (
         f"{len(inside)} imports of verifier modules inside functions outside cli/ (at most {MAX_FUNCTION_IMPORTS}): "
-        "import at module level unless the import defers a heavy package")
+        "import at module level unless the import defers a heavy package"
+    )

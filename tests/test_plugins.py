@@ -23,8 +23,12 @@ def run(code: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_a_plugin_signal_and_target_kind_are_discovered_conform_and_score_from_the_cli(tmp_path):
     docs = [d for d in read_jsonl(WIKIMIA / "length64.jsonl")][:120]
     members = [d for d in docs if d["label"] == 1]
-    (tmp_path / "counts.txt").write_text("\n".join(d["text"] for d in members))  # the "training data" of the unigram model
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": d["text"], "label": d["label"]}) + "\n" for d in docs))
+    (tmp_path / "counts.txt").write_text(
+        "\n".join(d["text"] for d in members)
+    )  # the "training data" of the unigram model
+    (tmp_path / "docs.jsonl").write_text(
+        "".join(json.dumps({"text": d["text"], "label": d["label"]}) + "\n" for d in docs)
+    )
     code = """
 import json, sys
 from typer.testing import CliRunner
@@ -40,7 +44,8 @@ check_discovery()
 assert kind_of("unigram:counts.txt").name == "unigram" and kind_of("smollm2-135m").name == "causal_lm"
 runner = CliRunner()
 scored = runner.invoke(app, ["score", "--model", "unigram:counts.txt", "--data", "docs.jsonl", "--signal", "loss",
-                             "--signal", "median_logprob", "--signal", "min_k", "--out", "s.parquet", "--cache-dir", "cache"])
+                             "--signal", "median_logprob", "--signal", "min_k", "--out", "s.parquet",
+                             "--cache-dir", "cache"])
 assert scored.exit_code == 0, scored.output
 evaluated = runner.invoke(app, ["evaluate", "s.parquet", "--json"])
 assert evaluated.exit_code == 0, evaluated.output
@@ -48,9 +53,11 @@ from verifier.audit import run_audit
 from verifier.report import render_html
 findings = run_audit("example:corpus-pg19").findings
 plugins = findings["environment"]["plugins"]  # a verdict names the plugin code it could use, part by part
-assert set(plugins) == {"signals", "targets"} and set(plugins["signals"]) == {"median_logprob"} and set(plugins["targets"]) == {"unigram"}
+assert set(plugins) == {"signals", "targets"} and set(plugins["signals"]) == {"median_logprob"}
+assert set(plugins["targets"]) == {"unigram"}
 signal = plugins["signals"]["median_logprob"]
-assert (signal["distribution"], signal["version"], signal["module"]) == ("verifier-example-plugin", "0.1", "verifier_example_plugin.median_logprob")
+assert (signal["distribution"], signal["version"], signal["module"]) == (
+    "verifier-example-plugin", "0.1", "verifier_example_plugin.median_logprob")
 assert len(signal["module_sha256"]) == 64 and "verifier.signals:median_logprob" in signal["entry_point"]
 assert signal["module_sha256"] in render_html(findings, "0" * 64)  # and the report shows it
 print(json.dumps({r["name"]: r.get("auc") for r in json.loads(evaluated.stdout)}))
@@ -69,10 +76,18 @@ def test_a_plugin_that_fails_to_load_is_one_line_naming_it(tmp_path):
     (broken / "broken-0.1.dist-info" / "entry_points.txt").write_text("[verifier.signals]\nbad = broken_signal\n")
     (broken / "broken_signal.py").write_text("raise RuntimeError('oops')\n")
     env = {**os.environ, "PYTHONPATH": str(broken)}
-    result = subprocess.run([sys.executable, "-m", "verifier.cli", "audit", "example:corpus-pg19", "--no-sign", "--out", "out"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "verifier.cli", "audit", "example:corpus-pg19", "--no-sign", "--out", "out"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "plugin 'bad' (verifier.signals entry point broken_signal) failed to load: RuntimeError: oops" in result.stderr
+    assert (
+        "plugin 'bad' (verifier.signals entry point broken_signal) failed to load: RuntimeError: oops" in result.stderr
+    )
 
 
 def fake_plugin(root: Path, entry_points: str, modules: dict[str, str]) -> Path:
@@ -107,9 +122,14 @@ class Grabber:
 def test_a_plugin_cannot_take_the_specs_of_the_built_in_kinds(tmp_path):
     """A prefix that is no scheme ('' or 'smollm2') would take local models' specs: refused in one line."""
     for i, prefix in enumerate(("", "smollm2", "openai-", "openai-compatible:https:")):
-        plugin = fake_plugin(tmp_path / f"p{i}", "[verifier.targets]\ngrab = grab\n", {"grab": KIND.format(prefix=prefix)})
+        plugin = fake_plugin(
+            tmp_path / f"p{i}", "[verifier.targets]\ngrab = grab\n", {"grab": KIND.format(prefix=prefix)}
+        )
         result = run_with(plugin, "from verifier.targets import kind_of; print(kind_of('smollm2-135m').name)", tmp_path)
-        assert result.returncode != 0 and "plugin 'grab' (verifier.targets entry point grab) failed to load: ValueError" in result.stderr, result
+        assert (
+            result.returncode != 0
+            and "plugin 'grab' (verifier.targets entry point grab) failed to load: ValueError" in result.stderr
+        ), result
         assert result.stderr.strip().splitlines()[-1].startswith("verifier.errors.VerifierError: plugin 'grab'")
 
 
@@ -120,12 +140,16 @@ from verifier.routes.base import NoParams, Route, register
 from verifier.verdicts import Verdict
 @register
 class Sneaky(Route):
-    name = "sneaky"; Params = NoParams; requires = frozenset({"suspect"}); claim_kinds = frozenset({ClaimKind.TRAINED_ON})
+    name = "sneaky"; Params = NoParams; requires = frozenset({"suspect"})
+    claim_kinds = frozenset({ClaimKind.TRAINED_ON})
     verdicts = {"always": {ClaimKind.TRAINED_ON: Verdict.SUPPORTED}}
     def run(self, ctx, params): raise NotImplementedError
 """
-    plugin = fake_plugin(tmp_path / "x", "[verifier.signals]\nxg = xg\n\n[verifier.targets]\nnothing = nothing\n",
-                         {"xg": route, "nothing": "X = 1\n"})
+    plugin = fake_plugin(
+        tmp_path / "x",
+        "[verifier.signals]\nxg = xg\n\n[verifier.targets]\nnothing = nothing\n",
+        {"xg": route, "nothing": "X = 1\n"},
+    )
     code = """
 from verifier.routes import ROUTES  # the route registry read first: the signals group's plugin still counts
 assert "sneaky" in ROUTES and ROUTES.plugins["sneaky"].entry_point == "verifier.signals:xg = xg", ROUTES.plugins
@@ -142,9 +166,12 @@ else:
 
 
 def test_a_failing_plugin_leaves_nothing_behind_and_cannot_end_the_program(tmp_path):
-    half = "from verifier.signals.base import Signal, register\nfrom dataclasses import dataclass\n" \
-           "@register\n@dataclass(frozen=True)\nclass Half(Signal):\n    name = 'half'\n    def score(self, doc): return 0.0\n" \
-           "raise RuntimeError('config missing')\n"
+    half = (
+        "from verifier.signals.base import Signal, register\nfrom dataclasses import dataclass\n"
+        "@register\n@dataclass(frozen=True)\nclass Half(Signal):\n    name = 'half'\n    def score(self, doc): return "
+        "0.0\n"
+        "raise RuntimeError('config missing')\n"
+    )
     plugin = fake_plugin(tmp_path / "h", "[verifier.signals]\nhalf = half\n", {"half": half})
     code = """
 from verifier.errors import VerifierError
@@ -158,6 +185,17 @@ assert "half" not in REGISTRY._parts
 """
     assert run_with(plugin, code, tmp_path).returncode == 0
     exiting = fake_plugin(tmp_path / "e", "[verifier.signals]\nbye = bye\n", {"bye": "raise SystemExit(0)\n"})
-    result = subprocess.run([sys.executable, "-m", "verifier.cli", "audit", "example:corpus-pg19", "--no-sign", "--out", "out"], cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": str(exiting)}, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2 and "plugin 'bye'" in result.stderr and "SystemExit" in result.stderr and not (tmp_path / "out").exists()
+    result = subprocess.run(
+        [sys.executable, "-m", "verifier.cli", "audit", "example:corpus-pg19", "--no-sign", "--out", "out"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(exiting)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        result.returncode == 2
+        and "plugin 'bye'" in result.stderr
+        and "SystemExit" in result.stderr
+        and not (tmp_path / "out").exists()
+    )

@@ -38,19 +38,22 @@ def write_policy(folder: Path, policy: dict, name: str = "policy.yaml") -> Path:
     return path
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"alpha": 1.0}, r"routes\.2\.params\.alpha: Input should be less than or equal to 0.2"),
-    ({"condition_on_text": "false"}, r"routes\.2\.params\.condition_on_text: Input should be a valid boolean"),
-    ({"shift_permutations": 19, "shift_alpha": 0.05}, r"routes\.2\.params.*no p-value can fall below 0.05"),
-    ({"margin_cap": 1.0}, r"routes\.2\.params\.margin_cap"),
-    ({"min_set_size": 2}, r"routes\.2\.params\.min_set_size"),
-    ({"blind_threshold": 0.6}, r"routes\.2\.params\.blind_threshold: Extra inputs are not permitted"),
-    ({"target_power": 1.5}, r"routes\.2\.params\.target_power: Input should be less than 1"),
-    ({"signals": ["loss", "lossy"]}, r"routes\.2\.params\.signals: unknown signal\(s\) \['lossy'\]"),
-    ({"signals": None}, r"routes\.2\.params\.signals"),
-    ({"signals": ["loss", "loss"]}, r"routes\.2\.params\.signals: signal\(s\) \['loss'\] listed more than once"),
-    ({"min_set_size": 10**9}, r"routes\.2\.params\.min_set_size: Input should be less than or equal to 100000"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"alpha": 1.0}, r"routes\.2\.params\.alpha: Input should be less than or equal to 0.2"),
+        ({"condition_on_text": "false"}, r"routes\.2\.params\.condition_on_text: Input should be a valid boolean"),
+        ({"shift_permutations": 19, "shift_alpha": 0.05}, r"routes\.2\.params.*no p-value can fall below 0.05"),
+        ({"margin_cap": 1.0}, r"routes\.2\.params\.margin_cap"),
+        ({"min_set_size": 2}, r"routes\.2\.params\.min_set_size"),
+        ({"blind_threshold": 0.6}, r"routes\.2\.params\.blind_threshold: Extra inputs are not permitted"),
+        ({"target_power": 1.5}, r"routes\.2\.params\.target_power: Input should be less than 1"),
+        ({"signals": ["loss", "lossy"]}, r"routes\.2\.params\.signals: unknown signal\(s\) \['lossy'\]"),
+        ({"signals": None}, r"routes\.2\.params\.signals"),
+        ({"signals": ["loss", "loss"]}, r"routes\.2\.params\.signals: signal\(s\) \['loss'\] listed more than once"),
+        ({"min_set_size": 10**9}, r"routes\.2\.params\.min_set_size: Input should be less than or equal to 100000"),
+    ],
+)
 def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     policy = default_policy()
     params = route_of(policy, "dataset_inference")["params"]
@@ -61,17 +64,38 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
         load_policy(write_policy(tmp_path, policy))
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda p: route_of(p, "dataset_inference").update(when="heldot"), r"routes\.2\.when: Extra inputs are not permitted"),
-    (lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"), r"routes\.2\.route: unknown route 'dataset_inferense'"),
-    (lambda p: route_of(p, "dataset_inference").update(grants=["VERIFIED"]), r"routes\.2\.grants: dataset_inference can never reach VERIFIED"),
-    (lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]), r"routes\.4\.grants: date_shift can never reach SUPPORTED"),
-    (lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))), r"routes\.6\.route: 'disclosure' appears twice"),
-    (lambda p: p.pop("routes"), r"routes: Field required"),
-    (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.4\.params\.shift_alpha"),
-    (lambda p: route_of(p, "corpus").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
-    (lambda p: route_of(p, "marks").update(grants=["VERIFIED"]), r"routes\.1\.grants: marks can never reach VERIFIED"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda p: route_of(p, "dataset_inference").update(when="heldot"),
+            r"routes\.2\.when: Extra inputs are not permitted",
+        ),
+        (
+            lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"),
+            r"routes\.2\.route: unknown route 'dataset_inferense'",
+        ),
+        (
+            lambda p: route_of(p, "dataset_inference").update(grants=["VERIFIED"]),
+            r"routes\.2\.grants: dataset_inference can never reach VERIFIED",
+        ),
+        (
+            lambda p: route_of(p, "date_shift").update(grants=["SUPPORTED"]),
+            r"routes\.4\.grants: date_shift can never reach SUPPORTED",
+        ),
+        (
+            lambda p: p["routes"].append(copy.deepcopy(route_of(p, "disclosure"))),
+            r"routes\.6\.route: 'disclosure' appears twice",
+        ),
+        (lambda p: p.pop("routes"), r"routes: Field required"),
+        (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.4\.params\.shift_alpha"),
+        (lambda p: route_of(p, "corpus").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
+        (
+            lambda p: route_of(p, "marks").update(grants=["VERIFIED"]),
+            r"routes\.1\.grants: marks can never reach VERIFIED",
+        ),
+    ],
+)
 def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
     policy = default_policy()
     edit(policy)
@@ -82,45 +106,64 @@ def test_policy_errors_name_the_file_and_key(tmp_path, edit, message):
 def test_bundled_policies_load_and_strict_is_not_weaker():
     assert departures_from_default(load_policy(DEFAULT)) == ([], [])
     strict = load_policy(ROOT / "verifier" / "policies" / "strict.yaml")
-    assert departures_from_default(strict) == ([], ["marks.require_timestamp True (default False)",
-                                                    "dataset_inference.require_control True (default False)"])
+    assert departures_from_default(strict) == (
+        [],
+        ["marks.require_timestamp True (default False)", "dataset_inference.require_control True (default False)"],
+    )
 
 
 def test_weaker_policy_is_named_in_every_way_it_is_weaker(tmp_path):
     policy = default_policy()
     params = route_of(policy, "dataset_inference")["params"]
-    params.update(alpha=0.1, shift_alpha=0.01, margin_cap=0.75, n_permutations=199, method="split_median", min_set_size=500)
+    params.update(
+        alpha=0.1, shift_alpha=0.01, margin_cap=0.75, n_permutations=199, method="split_median", min_set_size=500
+    )
     route_of(policy, "date_shift")["grants"] = []
     route_of(policy, "dataset_inference")["grants"] = ["SUPPORTED", "REJECTED-METHOD"]
     policy["routes"] = [r for r in policy["routes"] if r["route"] != "marks"]
     policy["routes"][-1], policy["routes"][-2] = policy["routes"][-2], policy["routes"][-1]
     looser, other = departures_from_default(load_policy(write_policy(tmp_path, policy)))
-    assert sorted(other) == sorted([
-        "routes reordered: corpus > dataset_inference > identifiers > disclosure > date_shift",
-        "date_shift may not grant REJECTED-METHOD",
-        "dataset_inference may not grant CONTRADICTED",  # can hide an adverse result from a denial
-        "dataset_inference.method split_median (default permutation)",
-        "dataset_inference.min_set_size 500 (default 20)",  # can refuse every claim
-    ])
-    assert sorted(looser) == sorted([
-        "route marks removed",
-        "dataset_inference.alpha 0.1 (default 0.05)",
-        "dataset_inference.n_permutations 199 (default 999)",
-        "dataset_inference.shift_alpha 0.01 (default 0.05)",
-        "dataset_inference.margin_cap 0.75 (default 0.7)",
-    ])
+    assert sorted(other) == sorted(
+        [
+            "routes reordered: corpus > dataset_inference > identifiers > disclosure > date_shift",
+            "date_shift may not grant REJECTED-METHOD",
+            "dataset_inference may not grant CONTRADICTED",  # can hide an adverse result from a denial
+            "dataset_inference.method split_median (default permutation)",
+            "dataset_inference.min_set_size 500 (default 20)",  # can refuse every claim
+        ]
+    )
+    assert sorted(looser) == sorted(
+        [
+            "route marks removed",
+            "dataset_inference.alpha 0.1 (default 0.05)",
+            "dataset_inference.n_permutations 199 (default 999)",
+            "dataset_inference.shift_alpha 0.01 (default 0.05)",
+            "dataset_inference.margin_cap 0.75 (default 0.7)",
+        ]
+    )
 
 
-@pytest.mark.parametrize(("verdict", "grants", "expected"), [
-    (Verdict.INCONCLUSIVE, {Verdict.REJECTED_METHOD}, Verdict.INCONCLUSIVE),  # a cap never asserts a rejection no check made
-    (Verdict.CONTRADICTED, {Verdict.SUPPORTED}, Verdict.INCONCLUSIVE),  # SUPPORTED granted does not let CONTRADICTED through
-    (Verdict.SUPPORTED, {Verdict.CONTRADICTED}, Verdict.INCONCLUSIVE),
-    (Verdict.REJECTED_METHOD, {Verdict.SUPPORTED}, Verdict.INCONCLUSIVE),
-    (Verdict.VERIFIED, set(), Verdict.INCONCLUSIVE),
-    (Verdict.UNVERIFIABLE, set(), Verdict.UNVERIFIABLE),
-    (Verdict.SUPPORTED, {Verdict.SUPPORTED}, Verdict.SUPPORTED),
-    (Verdict.REJECTED_METHOD, {Verdict.REJECTED_METHOD}, Verdict.REJECTED_METHOD),
-])
+@pytest.mark.parametrize(
+    ("verdict", "grants", "expected"),
+    [
+        (
+            Verdict.INCONCLUSIVE,
+            {Verdict.REJECTED_METHOD},
+            Verdict.INCONCLUSIVE,
+        ),  # a cap never asserts a rejection no check made
+        (
+            Verdict.CONTRADICTED,
+            {Verdict.SUPPORTED},
+            Verdict.INCONCLUSIVE,
+        ),  # SUPPORTED granted does not let CONTRADICTED through
+        (Verdict.SUPPORTED, {Verdict.CONTRADICTED}, Verdict.INCONCLUSIVE),
+        (Verdict.REJECTED_METHOD, {Verdict.SUPPORTED}, Verdict.INCONCLUSIVE),
+        (Verdict.VERIFIED, set(), Verdict.INCONCLUSIVE),
+        (Verdict.UNVERIFIABLE, set(), Verdict.UNVERIFIABLE),
+        (Verdict.SUPPORTED, {Verdict.SUPPORTED}, Verdict.SUPPORTED),
+        (Verdict.REJECTED_METHOD, {Verdict.REJECTED_METHOD}, Verdict.REJECTED_METHOD),
+    ],
+)
 def test_caps_only_lower_to_inconclusive(verdict, grants, expected):
     assert cap_verdict(verdict, grants) == expected
 
@@ -132,7 +175,9 @@ def claim_folder(tmp_path, tiny_model_dir):
     return tmp_path
 
 
-def write_claim(folder: Path, model: Path, evidence: dict, kind: str = "trained_on", policy: str = "default", **model_extra) -> Path:
+def write_claim(
+    folder: Path, model: Path, evidence: dict, kind: str = "trained_on", policy: str = "default", **model_extra
+) -> Path:
     claim = {
         "claim": {"id": "t", "statement": "s", "kind": kind, "made_by": "tests"},
         "model": {"target": str(model), **model_extra},
@@ -148,13 +193,18 @@ def never_load(role: str):
     pytest.fail(f"the {role} model was loaded, though no check needed it")
 
 
-OLD_VS_NEW = {"suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
-              "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}}
+OLD_VS_NEW = {
+    "suspect": {"path": "docs.jsonl", "where": {"label": 1}, "year": 2016},
+    "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023},
+}
 
 
 def test_refusal_by_dates_never_queries_the_model(claim_folder, tiny_model_dir, tmp_path):
-    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"),
-                         target_factory=never_load).findings
+    findings = run_audit(
+        write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW),
+        cache=ScoreCache(tmp_path / "c"),
+        target_factory=never_load,
+    ).findings
     assert findings["verdict"] == "REJECTED-METHOD" and findings["decided_by"] == "dataset_inference"
     assert "the model was not queried" in findings["verdict_sentence"]
     assert findings["model"]["target"]["loaded"] is False
@@ -172,8 +222,11 @@ def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path)
     policy = default_policy()
     route_of(policy, "dataset_inference")["grants"] = ["SUPPORTED"]
     write_policy(claim_folder, policy, "narrow.yaml")
-    findings = run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, policy="narrow.yaml"),
-                         cache=ScoreCache(tmp_path / "c"), target_factory=never_load).findings
+    findings = run_audit(
+        write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW, policy="narrow.yaml"),
+        cache=ScoreCache(tmp_path / "c"),
+        target_factory=never_load,
+    ).findings
     route = next(r for r in findings["path"] if r["route"] == "dataset_inference")
     assert (findings["verdict"], route["uncapped_verdict"]) == ("INCONCLUSIVE", "REJECTED-METHOD")
 
@@ -181,17 +234,27 @@ def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path)
 def test_a_failing_route_stops_the_audit_naming_no_private_path(claim_folder, tiny_model_dir, tmp_path):
     evidence = {"suspect": OLD_VS_NEW["suspect"], "heldout": dict(OLD_VS_NEW["heldout"], where={"label": 7})}
     with pytest.raises(AuditIncomplete) as info:
-        run_audit(write_claim(claim_folder, tiny_model_dir, evidence), cache=ScoreCache(tmp_path / "c"), target_factory=never_load)
+        run_audit(
+            write_claim(claim_folder, tiny_model_dir, evidence),
+            cache=ScoreCache(tmp_path / "c"),
+            target_factory=never_load,
+        )
     message = str(info.value)
-    assert message.startswith("the audit did not complete: route dataset_inference failed:") and "no row has 'label' equal to 7" in message
+    assert (
+        message.startswith("the audit did not complete: route dataset_inference failed:")
+        and "no row has 'label' equal to 7" in message
+    )
     assert "<claim folder>/docs.jsonl" in message and str(claim_folder) not in message
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    ({"seed": -1}, r"claim.yaml: seed: Input should be greater than or equal to 0"),
-    ({"policy": "strct"}, r"policy 'strct': no bundled policy of that name; bundled: default, strict"),
-    ({"policy": "regulation"}, r"policy 'regulation': no bundled policy"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"seed": -1}, r"claim.yaml: seed: Input should be greater than or equal to 0"),
+        ({"policy": "strct"}, r"policy 'strct': no bundled policy of that name; bundled: default, strict"),
+        ({"policy": "regulation"}, r"policy 'regulation': no bundled policy"),
+    ],
+)
 def test_claim_level_policy_and_seed_errors(claim_folder, tiny_model_dir, edit, message):
     path = write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW)
     claim = yaml.safe_load(path.read_text()) | edit
@@ -200,29 +263,47 @@ def test_claim_level_policy_and_seed_errors(claim_folder, tiny_model_dir, edit, 
         run_audit(path, target_factory=never_load)
 
 
-def test_a_route_bug_stops_the_audit_instead_of_letting_disclosure_decide(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
+def test_a_route_bug_stops_the_audit_instead_of_letting_disclosure_decide(
+    claim_folder, tiny_model_dir, tmp_path, monkeypatch
+):
     """A route that could not examine its evidence must not let the walk go on to the developer's
     disclosure and hand the claim UNVERIFIABLE (or anything else) about evidence never examined."""
+
     def broken(self, ctx, params):
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(DatasetInferenceRoute, "run", broken)
-    with pytest.raises(AuditIncomplete, match=r"^the audit did not complete: route dataset_inference failed with an internal "
-                                              r"error \(RuntimeError: boom; a bug in verifier\)$"):
-        run_audit(write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW), cache=ScoreCache(tmp_path / "c"), target_factory=never_load)
+    with pytest.raises(
+        AuditIncomplete,
+        match=r"^the audit did not complete: route dataset_inference failed with an internal "
+        r"error \(RuntimeError: boom; a bug in verifier\)$",
+    ):
+        run_audit(
+            write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW),
+            cache=ScoreCache(tmp_path / "c"),
+            target_factory=never_load,
+        )
 
 
 # Two halves of the post-2023 texts: same population, same year (the blind check finds no shift).
-SAME_PERIOD = {"suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 120, "year": 2023},
-               "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 120, "year": 2023}}
+SAME_PERIOD = {
+    "suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 120, "year": 2023},
+    "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 120, "year": 2023},
+}
 
 
-def test_signals_the_target_cannot_compute_are_refused_at_load_or_recorded(claim_folder, tiny_model_dir, tiny_reference_dir, tmp_path):
+def test_signals_the_target_cannot_compute_are_refused_at_load_or_recorded(
+    claim_folder, tiny_model_dir, tiny_reference_dir, tmp_path
+):
     policy = default_policy()
     route_of(policy, "dataset_inference")["params"]["signals"] = ["reference"]
     write_policy(claim_folder, policy, "ref-only.yaml")
-    with pytest.raises(VerifierError, match=r"ref-only.yaml: routes\.2\.params\.signals: target .* can compute none of \['reference'\]"):
-        run_audit(write_claim(claim_folder, tiny_model_dir, SAME_PERIOD, policy="ref-only.yaml"), target_factory=never_load)
+    with pytest.raises(
+        VerifierError, match=r"ref-only.yaml: routes\.2\.params\.signals: target .* can compute none of \['reference'\]"
+    ):
+        run_audit(
+            write_claim(claim_folder, tiny_model_dir, SAME_PERIOD, policy="ref-only.yaml"), target_factory=never_load
+        )
     # With a reference model named in the claim, the reference signal enters the test.
     route_of(policy, "dataset_inference")["params"]["signals"] = ["loss", "reference"]
     write_policy(claim_folder, policy, "ref.yaml")
@@ -252,15 +333,28 @@ def test_date_shift_without_a_shift_passes_the_decision_on(claim_folder, tiny_mo
     assert findings["verdict"] == "UNVERIFIABLE" and findings["decided_by"] == "disclosure"
 
 
-@pytest.mark.parametrize(("evidence", "message"), [
-    ({"suspect": {"path": "missing.jsonl"}}, r"claim.yaml: evidence.suspect.path: file missing.jsonl not found"),
-    ({"suspect": {"path": "docs.jsonl"}, "corpus": {"path": "docs.jsonl"}}, r"claim.yaml: evidence.corpus.index: Field required"),
-    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json", "siblings": "docs.jsonl"}},
-     r"evidence.marks.registration: file reg.json not found"),
-    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl"}}, r"evidence.marks.siblings: Field required"),
-    ({"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl", "siblings": "../x.json"}},
-     r"evidence.marks.siblings: ../x.json must be a path relative to the claim's folder and inside it"),
-])
+@pytest.mark.parametrize(
+    ("evidence", "message"),
+    [
+        ({"suspect": {"path": "missing.jsonl"}}, r"claim.yaml: evidence.suspect.path: file missing.jsonl not found"),
+        (
+            {"suspect": {"path": "docs.jsonl"}, "corpus": {"path": "docs.jsonl"}},
+            r"claim.yaml: evidence.corpus.index: Field required",
+        ),
+        (
+            {"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json", "siblings": "docs.jsonl"}},
+            r"evidence.marks.registration: file reg.json not found",
+        ),
+        (
+            {"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl"}},
+            r"evidence.marks.siblings: Field required",
+        ),
+        (
+            {"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "docs.jsonl", "siblings": "../x.json"}},
+            r"evidence.marks.siblings: ../x.json must be a path relative to the claim's folder and inside it",
+        ),
+    ],
+)
 def test_evidence_is_checked_when_the_claim_is_read(claim_folder, tiny_model_dir, evidence, message):
     with pytest.raises(VerifierError, match=message):
         run_audit(write_claim(claim_folder, tiny_model_dir, evidence), target_factory=never_load)
@@ -272,14 +366,20 @@ def test_claim_dtype_is_validated_with_its_key(claim_folder, tiny_model_dir):
 
 
 @pytest.mark.parametrize("control_path", ["x/../docs.jsonl", "copy-of-docs.jsonl"])
-def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(claim_folder, tiny_model_dir, tmp_path, control_path):
+def test_a_split_of_the_heldout_file_cannot_pass_as_a_control_by_spelling(
+    claim_folder, tiny_model_dir, tmp_path, control_path
+):
     # Respelled, or a byte-identical copy under another name (found by an outside attack from the README).
     (claim_folder / "x").mkdir()
     shutil.copy(claim_folder / "docs.jsonl", claim_folder / "copy-of-docs.jsonl")
-    evidence = {"suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 100, "year": 2023},
-                "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 100, "limit": 80, "year": 2023},
-                "control": {"path": control_path, "where": {"label": "0"}, "offset": 180, "year": 2023}}
-    findings = run_audit(write_claim(claim_folder, tiny_model_dir, evidence, policy="strict"), cache=ScoreCache(tmp_path / "c")).findings
+    evidence = {
+        "suspect": {"path": "docs.jsonl", "where": {"label": 0}, "limit": 100, "year": 2023},
+        "heldout": {"path": "docs.jsonl", "where": {"label": 0}, "offset": 100, "limit": 80, "year": 2023},
+        "control": {"path": control_path, "where": {"label": "0"}, "offset": 180, "year": 2023},
+    }
+    findings = run_audit(
+        write_claim(claim_folder, tiny_model_dir, evidence, policy="strict"), cache=ScoreCache(tmp_path / "c")
+    ).findings
     metrics = next(r for r in findings["path"] if r["route"] == "dataset_inference")["outcome"]["metrics"]
     assert "control" in metrics, metrics["set_test"]["reason"]
     assert metrics["control"]["validated"] is False
@@ -295,7 +395,11 @@ def test_old_names_are_read_for_a_release_and_never_both(tmp_path, claim_folder,
     (tmp_path / "old.yaml").write_text(yaml.safe_dump(policy))
     old = load_policy(tmp_path / "old.yaml")
     assert old.routes[0].name == "corpus" and departures_from_default(old) == ([], [])
-    evidence = {"suspect": SAME_PERIOD["suspect"], "reference": copy.deepcopy(SAME_PERIOD["heldout"]), "dated": copy.deepcopy(SAME_PERIOD["heldout"])}
+    evidence = {
+        "suspect": SAME_PERIOD["suspect"],
+        "reference": copy.deepcopy(SAME_PERIOD["heldout"]),
+        "dated": copy.deepcopy(SAME_PERIOD["heldout"]),
+    }
     with pytest.raises(VerifierError, match="evidence.reference is the old name of evidence.dated: give one of them"):
         run_audit(write_claim(claim_folder, tiny_model_dir, evidence))
 
@@ -305,20 +409,36 @@ def test_strict_is_the_default_with_two_parameters_tightened():
 
     strict = load_policy(resolve_policy_path("strict", Path(".")))
     default = load_policy(resolve_policy_path("default", Path(".")))
-    changed = {(a.name, key) for a, b in zip(strict.routes, default.routes, strict=True)
-               for key in type(a.params).model_fields if getattr(a.params, key) != getattr(b.params, key)}
+    changed = {
+        (a.name, key)
+        for a, b in zip(strict.routes, default.routes, strict=True)
+        for key in type(a.params).model_fields
+        if getattr(a.params, key) != getattr(b.params, key)
+    }
     assert changed == {("marks", "require_timestamp"), ("dataset_inference", "require_control")}
     assert [r.grants for r in strict.routes] == [r.grants for r in default.routes]
     # The bytes the bundle carries are the resolved policy, naming both files by digest.
-    assert strict.raw.startswith(b'# "strict.yaml" resolved: "default.yaml" as resolved (SHA-256 ') and b"extends" not in strict.raw
+    assert (
+        strict.raw.startswith(b'# "strict.yaml" resolved: "default.yaml" as resolved (SHA-256 ')
+        and b"extends" not in strict.raw
+    )
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("name: x\nversion: 1\nextends: default\nroutes:\n  nope:\n    params: {a: 1}\n", "routes.nope: default has no route 'nope'"),
-    ("name: x\nversion: 1\nextends: loop.yaml\n", "extends: more than 4 policies in one chain"),
-    ("name: x\nversion: 1\nextends: default\nroutes:\n  marks:\n    params: {alpha: 0.9}\n", "routes.marks.params.alpha"),
-    ("name: x\nversion: 1\nextends: default\ncolour: red\n", "colour"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "name: x\nversion: 1\nextends: default\nroutes:\n  nope:\n    params: {a: 1}\n",
+            "routes.nope: default has no route 'nope'",
+        ),
+        ("name: x\nversion: 1\nextends: loop.yaml\n", "extends: more than 4 policies in one chain"),
+        (
+            "name: x\nversion: 1\nextends: default\nroutes:\n  marks:\n    params: {alpha: 0.9}\n",
+            "routes.marks.params.alpha",
+        ),
+        ("name: x\nversion: 1\nextends: default\ncolour: red\n", "colour"),
+    ],
+)
 def test_a_policy_that_extends_another_is_checked_in_one_line(tmp_path, body, message):
     (tmp_path / "loop.yaml").write_text(body)
     with pytest.raises(VerifierError, match=re.escape(message)):

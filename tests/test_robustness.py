@@ -109,7 +109,10 @@ def test_testbed_build_into_a_folder_of_another_testbed_is_one_clear_error(tmp_p
 @pytest.mark.parametrize("signal", [MinK, GapK, MinKPlusPlus])
 @pytest.mark.parametrize("k", [2, 0, -0.1, math.nan])
 def test_lowest_k_signals_refuse_k_outside_zero_one(signal, k):
-    with pytest.raises(VerifierError, match=rf"^signal {signal.name}: k: Input should be (greater than 0|less than or equal to 1) \(got {k}\)$"):
+    with pytest.raises(
+        VerifierError,
+        match=rf"^signal {signal.name}: k: Input should be (greater than 0|less than or equal to 1) \(got {k}\)$",
+    ):
         signal(k=k)
     assert signal(k=1).k == 1 and signal().k == 0.2
 
@@ -119,7 +122,11 @@ def year_sets(newer_suspect: bool, separated: bool, n: int = 200) -> tuple[list[
     rng = np.random.default_rng(0)
     labels = np.r_[np.ones(n, dtype=int), np.zeros(n, dtype=int)]
     newer = labels == int(newer_suspect)
-    years = np.where(newer, rng.integers(2019, 2024, 2 * n), rng.integers(2000, 2018, 2 * n)) if separated else rng.integers(2000, 2024, 2 * n)
+    years = (
+        np.where(newer, rng.integers(2019, 2024, 2 * n), rng.integers(2000, 2018, 2 * n))
+        if separated
+        else rng.integers(2000, 2024, 2 * n)
+    )
     return [f"Something happened in {year}." for year in years], labels
 
 

@@ -37,14 +37,22 @@ def test_manifest_records_membership_independent_of_period(small_testbed):
     m = small_testbed.manifest
     docs = m["documents"]
     assert len(docs) == PRESETS["small"].max_docs
-    counts = [[sum(d["member"] == member and d["period"] == period for d in docs) for member in (True, False)] for period in (OLD, NEW)]
+    counts = [
+        [sum(d["member"] == member and d["period"] == period for d in docs) for member in (True, False)]
+        for period in (OLD, NEW)
+    ]
     assert min(min(row) for row in counts) > 50  # same-period held-out sets exist in both periods
     assert chi2_contingency(counts).pvalue > 0.001
     lines = [json.loads(line) for line in small_testbed.documents.read_text().splitlines()]
     assert [bool(r["member"]) for r in lines] == [d["member"] for d in docs]
     assert [d["copies"] for d in m["marks"]] == [1, 4, 16] * 8  # the bundled example's 24 marked documents, in turn
-    carried = [[sum(bool(d["identifier"]) == i and d["member"] == member for d in docs) for member in (True, False)] for i in (True, False)]
-    assert min(min(row) for row in carried) > 40 and chi2_contingency(carried).pvalue > 0.001  # identifiers independent of membership
+    carried = [
+        [sum(bool(d["identifier"]) == i and d["member"] == member for d in docs) for member in (True, False)]
+        for i in (True, False)
+    ]
+    assert (
+        min(min(row) for row in carried) > 40 and chi2_contingency(carried).pvalue > 0.001
+    )  # identifiers independent of membership
     assert all(("Archive record: " in r["text"]) == bool(r["identifier"]) for r in lines)
     assert m["train_loss_per_epoch"][-1] < m["train_loss_per_epoch"][0]
 
@@ -82,9 +90,17 @@ def test_set_test_detects_members_and_passes_its_control(scored):
     old_m = np.flatnonzero(member & (period == OLD))
     old_nm = np.flatnonzero(~member & (period == OLD))
     n = min(len(old_m), len(old_nm) // 2)
-    pick = lambda idx, origin: DocumentSet(texts[idx].tolist(), features[idx], 2016, origin)  # noqa: E731
-    finding = run_set_membership(pick(old_m[:n], "members"), pick(old_nm[:n], "heldout"), table.signal_names,
-                                 control=pick(old_nm[n : 2 * n], "control"), params=SetTestParams(n_permutations=199, shift_permutations=199))
+
+    def pick(idx, origin):
+        return DocumentSet(texts[idx].tolist(), features[idx], 2016, origin)
+
+    finding = run_set_membership(
+        pick(old_m[:n], "members"),
+        pick(old_nm[:n], "heldout"),
+        table.signal_names,
+        control=pick(old_nm[n : 2 * n], "control"),
+        params=SetTestParams(n_permutations=199, shift_permutations=199),
+    )
     assert finding.shift.exchangeable
     assert finding.status == SetStatus.SIGNIFICANT and finding.result.p_value < 0.01
     assert not finding.control.result.significant
@@ -97,15 +113,20 @@ def test_date_shifted_reference_is_refused(scored):
     nonmember = table.labels == 0
     old, new = np.flatnonzero(nonmember & (period == OLD))[:60], np.flatnonzero(nonmember & (period == NEW))[:60]
     params = SetTestParams(n_permutations=199, shift_permutations=199)
-    finding = run_set_membership(DocumentSet(texts[old].tolist(), features[old]), DocumentSet(texts[new].tolist(), features[new]),
-                                 table.signal_names, params=params)
+    finding = run_set_membership(
+        DocumentSet(texts[old].tolist(), features[old]),
+        DocumentSet(texts[new].tolist(), features[new]),
+        table.signal_names,
+        params=params,
+    )
     assert finding.status == SetStatus.SHIFT_DETECTED and finding.result is None
     assert "distribution shift" in finding.reason and finding.shift.ci_low > 0.6
     # Declared years alone suffice, whatever the texts look like and with no cutoff given.
     by_date = run_set_membership(
         DocumentSet(texts[old[:30]].tolist(), features[old[:30]], year=2016),
         DocumentSet(texts[old[30:]].tolist(), features[old[30:]], year=2024),
-        table.signal_names, params=params,
+        table.signal_names,
+        params=params,
     )
     assert by_date.status == SetStatus.DATES_DIFFER
 
@@ -117,7 +138,21 @@ def test_cli_testbed_and_power(small_testbed, scored, tmp_path):
     table, _, _ = scored
     path = tmp_path / "scores.parquet"
     table.write(path)
-    result = runner.invoke(app, ["power", str(path), "--sizes", "25,50,5000", "--trials", "100", "--permutations", "49", "--out", str(tmp_path / "power.json")])
+    result = runner.invoke(
+        app,
+        [
+            "power",
+            str(path),
+            "--sizes",
+            "25,50,5000",
+            "--trials",
+            "100",
+            "--permutations",
+            "49",
+            "--out",
+            str(tmp_path / "power.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "power.json").read_text())
     assert [row["n"] for row in data["rows"]] == [25, 50] and data["skipped_sizes"] == [5000]
@@ -131,13 +166,21 @@ def test_finetune_testbed_memorises_its_members_once_each(finetuned_testbed, smo
     rows = [json.loads(line) for line in finetuned_testbed.documents.read_text().splitlines()]
     assert len(rows) == 64 and {r["period"] for r in rows} == {NEW} and 20 <= sum(r["member"] for r in rows) <= 44
     manifest = finetuned_testbed.manifest
-    assert manifest["config"]["base"] == "smollm2-135m" and manifest["config"]["epochs"] == 1 and len(manifest["train_loss_per_epoch"]) == 1
+    assert (
+        manifest["config"]["base"] == "smollm2-135m"
+        and manifest["config"]["epochs"] == 1
+        and len(manifest["train_loss_per_epoch"]) == 1
+    )
     docs = load_documents(finetuned_testbed.documents, label_field="member")
-    tuned = score_documents(docs, CausalLMTarget(str(finetuned_testbed.model_dir)), signal_names=["loss"]).signal("loss")
+    tuned = score_documents(docs, CausalLMTarget(str(finetuned_testbed.model_dir)), signal_names=["loss"]).signal(
+        "loss"
+    )
     base = score_documents(docs, smollm2, signal_names=["loss"]).signal("loss")
     member = np.array([r["member"] for r in rows]) == 1
     gain = tuned - base
-    assert gain[member].mean() > 2 * gain[~member].mean() > 0  # members gained more; non-members a little (same period, same style)
+    assert (
+        gain[member].mean() > 2 * gain[~member].mean() > 0
+    )  # members gained more; non-members a little (same period, same style)
     assert evaluate_scores("gain", gain, member.astype(int)).auc > 0.75  # 0.90 [0.81, 0.97] when written
 
 
@@ -156,15 +199,27 @@ def test_dataset_inference_through_the_api_on_the_finetuned_testbed(finetuned_te
     monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
     rows = [json.loads(line) for line in finetuned_testbed.documents.read_text().splitlines()]
     for name, member in (("members", 1), ("others", 0)):
-        (tmp_path / f"{name}.jsonl").write_text("".join([json.dumps({"text": r["text"]}) + "\n" for r in rows if r["member"] == member][:20]))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join([json.dumps({"text": r["text"]}) + "\n" for r in rows if r["member"] == member][:20])
+        )
     policy = (resource("examples", "data", "policies") / "api-example.yaml").read_text()
     policy = policy.replace("signals: [prefix_lcs_word, prefix_lcs_token, name_cloze]", "signals: [name_cloze]")
     (tmp_path / "policy.yaml").write_text(policy)
     with start_server(finetuned_testbed.model_dir) as server:
-        claim = {"claim": {"id": "api-di", "statement": "The served model was trained on these texts.", "kind": "trained_on", "made_by": "test"},
-                 "model": {"target": server.spec, "api": {"concurrency": 2}},
-                 "evidence": {"suspect": {"path": "members.jsonl", "year": 2023}, "heldout": {"path": "others.jsonl", "year": 2023}},
-                 "policy": "policy.yaml"}
+        claim = {
+            "claim": {
+                "id": "api-di",
+                "statement": "The served model was trained on these texts.",
+                "kind": "trained_on",
+                "made_by": "test",
+            },
+            "model": {"target": server.spec, "api": {"concurrency": 2}},
+            "evidence": {
+                "suspect": {"path": "members.jsonl", "year": 2023},
+                "heldout": {"path": "others.jsonl", "year": 2023},
+            },
+            "policy": "policy.yaml",
+        }
         (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
         result = run_audit(tmp_path / "claim.yaml", cache=ScoreCache(tmp_path / "cache"))
     record = next(r for r in result.findings["path"] if r["route"] == "dataset_inference")
@@ -172,4 +227,7 @@ def test_dataset_inference_through_the_api_on_the_finetuned_testbed(finetuned_te
     metrics = record["outcome"]["metrics"]
     assert metrics["signals"] == ["name_cloze"] and metrics["not_computable"] == {}
     assert metrics["set_test"]["status"] in ("significant", "not_significant", "exchangeability_not_established")
-    assert 30 <= result.usage["target"]["requests_sent"] <= 40 and result.findings["model"]["target"]["kind"] == "openai_compatible"
+    assert (
+        30 <= result.usage["target"]["requests_sent"] <= 40
+        and result.findings["model"]["target"]["kind"] == "openai_compatible"
+    )

@@ -51,7 +51,12 @@ ess_cert_id_alg = sha256
 
 
 def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "verifier tests"), x509.NameAttribute(NameOID.COMMON_NAME, common)])
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "verifier tests"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common),
+        ]
+    )
 
 
 def make_tsa_ca(folder: Path, name: str = "Test TSA") -> Path:
@@ -59,29 +64,66 @@ def make_tsa_ca(folder: Path, name: str = "Test TSA") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca_key, tsa_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name(f"{name} Root")).issuer_name(_name(f"{name} Root"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False),
-                         critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    tsa = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(ca.subject)
-           .public_key(tsa_key.public_key()).serial_number(x509.random_serial_number())
-           .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-           .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-           .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
-           .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False, data_encipherment=False,
-                                        key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False, decipher_only=False),
-                          critical=True)
-           .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-           .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name(f"{name} Root"))
+        .issuer_name(_name(f"{name} Root"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    tsa = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(ca.subject)
+        .public_key(tsa_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=True,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     (folder / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     (folder / "tsa.crt").write_bytes(tsa.public_bytes(serialization.Encoding.PEM))
-    (folder / "tsa.key").write_bytes(tsa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                           serialization.NoEncryption()))
+    (folder / "tsa.key").write_bytes(
+        tsa_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     (folder / "serial").write_text("01\n")
     (folder / "openssl.cnf").write_text(CONFIG.format(dir=folder))
     return folder
@@ -92,8 +134,11 @@ def openssl_reply(folder: Path, query: bytes) -> bytes:
     with tempfile.TemporaryDirectory() as work:
         q, r = Path(work) / "q.tsq", Path(work) / "r.tsr"
         q.write_bytes(query)
-        run = subprocess.run(["openssl", "ts", "-reply", "-config", str(folder / "openssl.cnf"), "-queryfile", str(q), "-out", str(r)],
-                             capture_output=True, timeout=30)
+        run = subprocess.run(
+            ["openssl", "ts", "-reply", "-config", str(folder / "openssl.cnf"), "-queryfile", str(q), "-out", str(r)],
+            capture_output=True,
+            timeout=30,
+        )
         if run.returncode != 0:
             raise RuntimeError(run.stderr.decode(errors="replace"))
         return r.read_bytes()
@@ -104,8 +149,12 @@ def other_query() -> bytes:
     with tempfile.TemporaryDirectory() as work:
         data = Path(work) / "other"
         data.write_bytes(os.urandom(32))
-        return subprocess.run(["openssl", "ts", "-query", "-data", str(data), "-sha256", "-cert"], capture_output=True,
-                              check=True, timeout=30).stdout
+        return subprocess.run(
+            ["openssl", "ts", "-query", "-data", str(data), "-sha256", "-cert"],
+            capture_output=True,
+            check=True,
+            timeout=30,
+        ).stdout
 
 
 REJECTION = bytes.fromhex("3003020102")  # TimeStampResp { status PKIStatusInfo { status 2 (rejection) } }
@@ -123,7 +172,7 @@ class LoopbackTSA:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 query = self.rfile.read(length)
                 owner.requests.append(query)
@@ -178,8 +227,12 @@ def openssl_verify(token: Path, data: bytes, ca: Path) -> subprocess.CompletedPr
     with tempfile.TemporaryDirectory() as work:
         stamped = Path(work) / "data"
         stamped.write_bytes(data)
-        return subprocess.run(["openssl", "ts", "-verify", "-in", str(token), "-data", str(stamped), "-CAfile", str(ca)],
-                              capture_output=True, text=True, timeout=30)
+        return subprocess.run(
+            ["openssl", "ts", "-verify", "-in", str(token), "-data", str(stamped), "-CAfile", str(ca)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -191,5 +244,10 @@ def stamping(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("stamped")
     claim = write_refused_claim(folder, "stamped")
     generate_key(folder / "signing.key")
-    return {"claim": claim, "key": folder / "signing.key", "pub": folder / "signing.key.pub",
-            "tsa": make_tsa_ca(folder / "tsa"), "rogue": make_tsa_ca(folder / "rogue", "Rogue TSA")}
+    return {
+        "claim": claim,
+        "key": folder / "signing.key",
+        "pub": folder / "signing.key.pub",
+        "tsa": make_tsa_ca(folder / "tsa"),
+        "rogue": make_tsa_ca(folder / "rogue", "Rogue TSA"),
+    }

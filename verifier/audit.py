@@ -59,7 +59,17 @@ if TYPE_CHECKING:
     from verifier.scoring.ray import RayOptions
     from verifier.trust.certificates import PdfSigning
 
-PACKAGES = ("torch", "transformers", "numpy", "scipy", "scikit-learn", "pandas", "tokenizers", "weasyprint", "cryptography")
+PACKAGES = (
+    "torch",
+    "transformers",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "tokenizers",
+    "weasyprint",
+    "cryptography",
+)
 
 
 def run_audit(
@@ -93,12 +103,21 @@ def run_audit(
     check_against_claim(policy, claim)
     planned = read_plan(Path(plan)) if isinstance(plan, Path | str) else plan
     pinned_tsa = load_tsa_certificates([]) if planned and planned.tokens else []
-    preregistration = check_plan(planned, loaded, policy, f"--plan {planned.name}", pinned_tsa) if planned else NOT_REGISTERED
+    preregistration = (
+        check_plan(planned, loaded, policy, f"--plan {planned.name}", pinned_tsa) if planned else NOT_REGISTERED
+    )
     inputs = input_digests(loaded)  # before anything runs: the digests of the very bytes the routes then read
     access = access or PeerAccess()
-    ctx = RouteContext(claim=claim, base_dir=base, cache=cache or ScoreCache(), progress=progress,
-                       target_factory=target_factory or _claim_targets(claim, base, access), access=access,
-                       family_size=family_size, files=loaded.files)
+    ctx = RouteContext(
+        claim=claim,
+        base_dir=base,
+        cache=cache or ScoreCache(),
+        progress=progress,
+        target_factory=target_factory or _claim_targets(claim, base, access),
+        access=access,
+        family_size=family_size,
+        files=loaded.files,
+    )
     records = walk(policy, ctx)
     decided = decision(records)
     summary = decided.outcome.summary if decided.outcome else decided.reason
@@ -107,9 +126,15 @@ def run_audit(
         "format": FINDINGS_FORMAT,
         "claim": public_claim(claim, base),
         "model": _model_identity(claim, ctx, base),
-        "policy": {"name": policy.name, "version": policy.version, "file": policy.file, "sha256": policy.sha256,
-                   "weaker_than_default": looser, "other_departures": other,
-                   "regulation_map_sha256": hashlib.sha256(resource("policies", "regulation.yaml").read_bytes()).hexdigest()},
+        "policy": {
+            "name": policy.name,
+            "version": policy.version,
+            "file": policy.file,
+            "sha256": policy.sha256,
+            "weaker_than_default": looser,
+            "other_departures": other,
+            "regulation_map_sha256": hashlib.sha256(resource("policies", "regulation.yaml").read_bytes()).hexdigest(),
+        },
         "verdict": decided.verdict,
         "decided_by": decided.route,
         "verdict_sentence": _sentence(claim, decided.verdict, summary),
@@ -117,18 +142,37 @@ def run_audit(
         "failure_reasons": dict(ctx.failure_reasons),
         "signal_runs": dict(ctx.signal_runs),
         "path": [record_to_dict(r) for r in records],
-        "method_validation": for_audit(decided.route if decided.outcome and decided.outcome.status else None,
-                                       decided.outcome.size if decided.outcome else None),
+        "method_validation": for_audit(
+            decided.route if decided.outcome and decided.outcome.status else None,
+            decided.outcome.size if decided.outcome else None,
+        ),
         "preregistration": preregistration,
         "inputs": inputs,
         "environment": _environment(),
         "seed": claim.seed,
     }
-    scores = pd.concat(ctx.scored_rows, ignore_index=True) if ctx.scored_rows else pd.DataFrame({"role": [], "text_sha256": []})
-    claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(findings["claim"], sort_keys=False)
-    usage = {role: target.usage for role, target in ctx.loaded.items() if (target_kind := kind_of_target(target)) and target_kind.remote}
-    return AuditResult(findings=findings, scores=scores, claim_bytes=claim_yaml.encode("utf-8"), policy_bytes=policy.raw, usage=usage,
-                       plan_bytes=planned.raw if planned else None, plan_tokens=planned.tokens if planned else ())
+    scores = (
+        pd.concat(ctx.scored_rows, ignore_index=True)
+        if ctx.scored_rows
+        else pd.DataFrame({"role": [], "text_sha256": []})
+    )
+    claim_yaml = "# The validated claim (local model paths reduced to their names).\n" + yaml.safe_dump(
+        findings["claim"], sort_keys=False
+    )
+    usage = {
+        role: target.usage
+        for role, target in ctx.loaded.items()
+        if (target_kind := kind_of_target(target)) and target_kind.remote
+    }
+    return AuditResult(
+        findings=findings,
+        scores=scores,
+        claim_bytes=claim_yaml.encode("utf-8"),
+        policy_bytes=policy.raw,
+        usage=usage,
+        plan_bytes=planned.raw if planned else None,
+        plan_tokens=planned.tokens if planned else (),
+    )
 
 
 def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Callable[[str], Target]:
@@ -148,9 +192,14 @@ def _sentence(claim: ClaimManifest, verdict: str, summary: str) -> str:
 def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict[str, Any]:
     """The loaded models' identities; a model never loaded is named by its spec (and weight digest
     where it is a local file), so no private path enters a bundle."""
-    identity: dict[str, Any] = {"training_cutoff": claim.model.training_cutoff,
-                                "released": claim.model.released.isoformat() if claim.model.released else None, "dtype": claim.model.dtype,
-                                "max_tokens": claim.model.max_tokens, "max_chars": claim.model.max_chars, "stride": claim.model.stride}
+    identity: dict[str, Any] = {
+        "training_cutoff": claim.model.training_cutoff,
+        "released": claim.model.released.isoformat() if claim.model.released else None,
+        "dtype": claim.model.dtype,
+        "max_tokens": claim.model.max_tokens,
+        "max_chars": claim.model.max_chars,
+        "stride": claim.model.stride,
+    }
     for role in ("target", "reference"):
         spec = getattr(claim.model, role)
         if spec is None:
@@ -173,8 +222,11 @@ def _environment() -> dict[str, Any]:
     # Parts other packages added (entry points), each with the code it came from: named only when
     # there are any, so a plain install's findings keep their form.
     discover()
-    if plugins := {registry.kind: {name: plugin.as_finding() for name, plugin in registry.plugins.items()}
-                   for registry in REGISTRIES if registry.plugins}:
+    if plugins := {
+        registry.kind: {name: plugin.as_finding() for name, plugin in registry.plugins.items()}
+        for registry in REGISTRIES
+        if registry.plugins
+    }:
         environment["plugins"] = plugins
     return environment
 
@@ -217,20 +269,28 @@ def audit_to_bundle(
 
     check_tsa(tsa, sign, access)
     key, created = signing_key(sign_key) if sign else (None, None)
-    document, issued = (pdf_signing or PdfSigning()).signer(sign_key or default_key_path(), key) if key is not None else (None, None)
+    document, issued = (
+        (pdf_signing or PdfSigning()).signer(sign_key or default_key_path(), key) if key is not None else (None, None)
+    )
 
     planned = read_plan(Path(plan)) if plan is not None else None
     if planned is not None and key is not None and planned.signer != key_id(public_pem(key.public_key())):
-        raise VerifierError(f"--plan {planned.name}: signed by key {planned.signer[:16]}, not by the key that signs this audit; "
-                            "a plan counts only as the auditor's own commitment")
+        raise VerifierError(
+            f"--plan {planned.name}: signed by key {planned.signer[:16]}, not by the key that signs this audit; "
+            "a plan counts only as the auditor's own commitment"
+        )
     loaded = load_claim(claim)
     prescored = prescore_claim(loaded, cache_dir, ray) if ray is not None else None
     cache = ScoreCache(cache_dir)
     result = run_audit(loaded, cache=cache, progress=progress, access=access, plan=planned)
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
-    run = {"cache": asdict(cache.counts), "api_cache": asdict(cache.responses), "api": result.usage,
-           **({"prescored": prescored} if prescored else {})}
+    run = {
+        "cache": asdict(cache.counts),
+        "api_cache": asdict(cache.responses),
+        "api": result.usage,
+        **({"prescored": prescored} if prescored else {}),
+    }
     digest = findings_digest(result.findings)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None
@@ -242,4 +302,6 @@ def audit_to_bundle(
         pdf = sign_pdf(pdf, document, result.findings["claim"]["claim"]["id"], digest, tsa[0] if tsa else None, access)
     pdf_s = time.perf_counter() - started
     folder = write_bundle(result, html, pdf, out_dir, key, force=force, run=run, tsa=tsa, access=access)
-    return BundleResult(folder, result.findings, key is not None, created, html_s, pdf_s, document.subject if document else None, issued)
+    return BundleResult(
+        folder, result.findings, key is not None, created, html_s, pdf_s, document.subject if document else None, issued
+    )

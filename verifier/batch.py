@@ -4,7 +4,8 @@ A rights holder with 200 books, or a regulator with every field of one summary, 
 claims at once, and at alpha 0.05 one claim in twenty is "significant" by chance. A batch
 manifest lists the claims (all under one policy: the policy names the error control); each claim
 is audited as on its own (except that a permutation test runs enough relabellings for its p-value
-to reach alpha / claims, the strictest level the adjustment applies), its result kept in a part file under the output folder as soon as it is
+to reach alpha / claims, the strictest level the adjustment applies), its result kept in a part file under the output
+folder as soon as it is
 done (authenticated under the cache secret: a part edited on disk is refused and the claim audited
 again), so an interrupted batch resumes where it stopped. Then the p-values of the claims decided
 by a statistical test are adjusted together (``trust.error_control``: Holm by default, for the
@@ -122,7 +123,9 @@ def load_batch(path: str | Path) -> Batch:
         loaded = load_claim(claim_path)
         claim, base = loaded.manifest, loaded.base
         if claim.claim.id in ids:
-            raise VerifierError(f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}")
+            raise VerifierError(
+                f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}"
+            )
         ids[claim.claim.id] = i
         policy = load_policy(resolve_policy_path(claim.policy, base))
         check_against_claim(policy, claim)
@@ -130,13 +133,16 @@ def load_batch(path: str | Path) -> Batch:
         claims.append(loaded)
     if len(policies) > 1:
         (_, (i, first)), (_, (j, other)) = list(policies.items())[:2]
-        raise VerifierError(f"{path}: claims.{j}: its policy ({other.file}) is not the policy of claims.{i} ({first.file}); "
-                            "a batch's error control is one policy's, so every claim must name the same policy")
-    (_, policy), = policies.values()
+        raise VerifierError(
+            f"{path}: claims.{j}: its policy ({other.file}) is not the policy of claims.{i} ({first.file}); "
+            "a batch's error control is one policy's, so every claim must name the same policy"
+        )
+    ((_, policy),) = policies.values()
     return Batch(manifest, path, claims, policy.error_control, policy.sha256)
 
 
 # -- parts: one finished claim, kept until the batch is written -----------------------------------
+
 
 def _part_key(loaded: LoadedClaim, policy_sha256: str, family_size: int) -> dict[str, Any]:
     """What a part must have been computed from: the claim file, every input it reads, the policy,
@@ -144,23 +150,36 @@ def _part_key(loaded: LoadedClaim, policy_sha256: str, family_size: int) -> dict
     audit records without loading it: for a local model, its weights' digest), and this verifier."""
 
     spec = claim_model_spec(loaded.manifest, loaded.base)
-    return {"claim_sha256": loaded.sha256, "inputs": input_digests(loaded),
-            "policy_sha256": policy_sha256, "family_size": family_size, "findings_format": FINDINGS_FORMAT, "model": kind_of(spec).cls.unloaded_identity(spec, loaded.base), "verifier": __version__}
+    return {
+        "claim_sha256": loaded.sha256,
+        "inputs": input_digests(loaded),
+        "policy_sha256": policy_sha256,
+        "family_size": family_size,
+        "findings_format": FINDINGS_FORMAT,
+        "model": kind_of(spec).cls.unloaded_identity(spec, loaded.base),
+        "verifier": __version__,
+    }
 
 
-def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:  # noqa: ANN401
+def _save_part(folder: Path, name: str, secret: bytes, key: dict[str, Any], result: Any, run: dict[str, Any]) -> None:
 
     scores = io.BytesIO()
     result.scores.to_parquet(scores, index=False)
-    body = {"key": key, "findings": result.findings, "scores": base64.b64encode(scores.getvalue()).decode(),
-            "claim": base64.b64encode(result.claim_bytes).decode(), "policy": base64.b64encode(result.policy_bytes).decode(),
-            "usage": result.usage, "run": run}
+    body = {
+        "key": key,
+        "findings": result.findings,
+        "scores": base64.b64encode(scores.getvalue()).decode(),
+        "claim": base64.b64encode(result.claim_bytes).decode(),
+        "policy": base64.b64encode(result.policy_bytes).decode(),
+        "usage": result.usage,
+        "run": run,
+    }
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_output(folder / f"{name}.json") as tmp:
         tmp.write_bytes(canonical_json({"body": body, "tag": tag(secret, canonical_json(body))}))
 
 
-def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:  # noqa: ANN401
+def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
     """The part's result, if it is ours (its tag holds) and was computed from these inputs; else None."""
 
     try:
@@ -168,9 +187,13 @@ def _load_part(path: Path, secret: bytes, key: dict[str, Any]) -> tuple[Any, dic
         body = data["body"]
         if not holds(data.get("tag"), secret, canonical_json(body)) or body["key"] != key:
             return None
-        result = AuditResult(findings=body["findings"], scores=pd.read_parquet(io.BytesIO(base64.b64decode(body["scores"]))),
-                             claim_bytes=base64.b64decode(body["claim"]), policy_bytes=base64.b64decode(body["policy"]),
-                             usage=body["usage"])
+        result = AuditResult(
+            findings=body["findings"],
+            scores=pd.read_parquet(io.BytesIO(base64.b64decode(body["scores"]))),
+            claim_bytes=base64.b64decode(body["claim"]),
+            policy_bytes=base64.b64decode(body["policy"]),
+            usage=body["usage"],
+        )
         return result, body["run"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -192,6 +215,7 @@ def _batch_of(folder: Path) -> str | None:
 
 # -- the adjustment -------------------------------------------------------------------------------
 
+
 def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: str) -> list[dict[str, Any]]:
     """Each claim's findings with the batch's record, verdicts weakened where the adjusted p-value
     no longer reaches the level (new dicts; the inputs are not changed)."""
@@ -203,9 +227,15 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
     out = []
     for i, findings in enumerate(findings_list):
         findings = json.loads(json.dumps(findings))
-        record: dict[str, Any] = {"id": batch_id, "error_control": error_control, "method": CONTROLS[error_control],
-                                  "claims": len(findings_list), "tested": len(family), "in_family": i in by_claim,
-                                  "unadjusted_verdict": findings["verdict"]}
+        record: dict[str, Any] = {
+            "id": batch_id,
+            "error_control": error_control,
+            "method": CONTROLS[error_control],
+            "claims": len(findings_list),
+            "tested": len(family),
+            "in_family": i in by_claim,
+            "unadjusted_verdict": findings["verdict"],
+        }
         if i in by_claim:
             p, alpha = tests[i]  # type: ignore[misc]
             adj = float(by_claim[i])
@@ -217,9 +247,11 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
                     ROUTES[decided["route"]].withdraw(decided["outcome"])
                 findings["verdict_sentence"] = (
                     f"INCONCLUSIVE: tested as one of {len(family)} claims of batch {batch_id}, this claim's p-value "
-                    f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its own it "
-                    f"would be {record['unadjusted_verdict']}, and the findings below are that claim's own, unadjusted. "
-                    + findings["verdict_sentence"].split(": ", 1)[-1])
+                    f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its "
+                    "own it "
+                    f"would be {record['unadjusted_verdict']}, and the findings below are that claim's own, "
+                    "unadjusted. " + findings["verdict_sentence"].split(": ", 1)[-1]
+                )
         record["verdict"] = findings["verdict"]
         findings["batch"] = record
         out.append(findings)
@@ -238,14 +270,14 @@ class BatchResult:
 def run_batch(
     path: str | Path,
     out_dir: Path,
-    key: Any = None,  # noqa: ANN401 - an Ed25519PrivateKey, or None for unsigned bundles
+    key: Any = None,  # an Ed25519PrivateKey, or None for unsigned bundles
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     force: bool = False,
-    access: Any = None,  # noqa: ANN401 - PeerAccess
+    access: Any = None,  # PeerAccess
     audit: Callable[..., Any] | None = None,
     tsa: list[str] | None = None,
-    pdf_signer: Any = None,  # noqa: ANN401 - a trust.certificates.DocumentSigner: signs each report.pdf
+    pdf_signer: Any = None,  # a trust.certificates.DocumentSigner: signs each report.pdf
 ) -> BatchResult:
     """Audit every claim of the batch at ``path`` into ``out_dir/<batch id>/`` (see the module
     docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
@@ -254,7 +286,9 @@ def run_batch(
     batch = load_batch(path)
     folder = out_dir / batch.manifest.batch.id
     if (folder / INDEX).exists() and not force:
-        raise VerifierError(f"{folder}: this batch's bundles and index exist; refusing to replace them (--force replaces them)")
+        raise VerifierError(
+            f"{folder}: this batch's bundles and index exist; refusing to replace them (--force replaces them)"
+        )
     cache = ScoreCache(cache_dir)
     secret = cache.secret
     parts = folder / PARTS
@@ -270,9 +304,14 @@ def run_batch(
             resumed += 1
         else:
             before = (asdict(cache.counts), asdict(cache.responses))
-            result = (audit or run_audit)(loaded, cache=cache, progress=progress, access=access, family_size=len(batch.claims))
-            run = {"cache": _since(before[0], asdict(cache.counts)), "api_cache": _since(before[1], asdict(cache.responses)),
-                   "api": result.usage}
+            result = (audit or run_audit)(
+                loaded, cache=cache, progress=progress, access=access, family_size=len(batch.claims)
+            )
+            run = {
+                "cache": _since(before[0], asdict(cache.counts)),
+                "api_cache": _since(before[1], asdict(cache.responses)),
+                "api": result.usage,
+            }
             _save_part(parts, name, secret, part_key, result, run)
             results.append((result, run))
         loaded.files.release()  # its digests stay (the part key holds them); its bytes and rows go
@@ -287,12 +326,24 @@ def run_batch(
         html = render_html(findings, findings_digest(findings), signer, run)
         pdf = render_pdf(html)
         if pdf_signer is not None:
-            pdf = sign_pdf(pdf, pdf_signer, findings["claim"]["claim"]["id"], findings_digest(findings), tsa[0] if tsa else None, access)
+            pdf = sign_pdf(
+                pdf,
+                pdf_signer,
+                findings["claim"]["claim"]["id"],
+                findings_digest(findings),
+                tsa[0] if tsa else None,
+                access,
+            )
         bundles.append(write_bundle(result, html, pdf, folder, key, force=True, run=run, tsa=tsa, access=access))
         if render:
             render(1)
     for stale in folder.iterdir():  # bundles of an earlier run of this batch, whose findings changed since
-        if stale.is_dir() and not stale.is_symlink() and stale not in bundles and _batch_of(stale) == batch.manifest.batch.id:
+        if (
+            stale.is_dir()
+            and not stale.is_symlink()
+            and stale not in bundles
+            and _batch_of(stale) == batch.manifest.batch.id
+        ):
             shutil.rmtree(stale)
     if key is not None:
         write_index(folder, bundles, adjusted, batch, key)
@@ -300,16 +351,30 @@ def run_batch(
     return BatchResult(folder, bundles, adjusted, resumed, key is not None)
 
 
-def write_index(folder: Path, bundles: list[Path], findings: list[dict[str, Any]], batch: Batch, key: Any) -> None:  # noqa: ANN401
+def write_index(folder: Path, bundles: list[Path], findings: list[dict[str, Any]], batch: Batch, key: Any) -> None:
     """The batch index: every bundle by its envelope's digest, with its claim, verdicts and p-values, signed."""
 
-    entries = [{"claim_id": f["claim"]["claim"]["id"], "bundle": b.name, "verdict": f["verdict"],
-                "unadjusted_verdict": f["batch"]["unadjusted_verdict"], "in_family": f["batch"]["in_family"],
-                "p_value": f["batch"].get("p_value"), "adjusted_p_value": f["batch"].get("adjusted_p_value")}
-               for b, f in zip(bundles, findings)]
-    predicate = {"batch_id": batch.manifest.batch.id, "statement": batch.manifest.batch.statement,
-                 "error_control": batch.error_control, "policy_sha256": batch.policy_sha256,
-                 "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(), "claims": entries, "verifier": __version__}
+    entries = [
+        {
+            "claim_id": f["claim"]["claim"]["id"],
+            "bundle": b.name,
+            "verdict": f["verdict"],
+            "unadjusted_verdict": f["batch"]["unadjusted_verdict"],
+            "in_family": f["batch"]["in_family"],
+            "p_value": f["batch"].get("p_value"),
+            "adjusted_p_value": f["batch"].get("adjusted_p_value"),
+        }
+        for b, f in zip(bundles, findings)
+    ]
+    predicate = {
+        "batch_id": batch.manifest.batch.id,
+        "statement": batch.manifest.batch.statement,
+        "error_control": batch.error_control,
+        "policy_sha256": batch.policy_sha256,
+        "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(),
+        "claims": entries,
+        "verifier": __version__,
+    }
     subjects = {b.name: sha256((b / ENVELOPE).read_bytes()) for b in bundles}
     body = canonical_json(statement(subjects, predicate, BATCH_PREDICATE))
     with atomic_output(folder / INDEX) as tmp:

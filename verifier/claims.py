@@ -51,7 +51,10 @@ class Strict(BaseModel):
 
 
 class ClaimStatement(Strict):
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="names the bundle folder: starts with a letter or digit")
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        description="names the bundle folder: starts with a letter or digit",
+    )
     statement: str = Field(min_length=1, max_length=2000)
     kind: ClaimKind
     made_by: str = Field(min_length=1, max_length=300)
@@ -67,7 +70,7 @@ class ClaimStatement(Strict):
 
 
 @functools.cache
-def public_suffix_list():
+def public_suffix_list() -> Any:  # publicsuffixlist.PublicSuffixList (imported when first asked)
     """The Public Suffix List as the installed ``publicsuffixlist`` package ships it (never fetched)."""
     from publicsuffixlist import PublicSuffixList
 
@@ -87,10 +90,16 @@ def hostname(name: str) -> str:
 class DeclaredSummary(Strict):
     """What the developer's EU public summary declares, where a declared corpus can check it."""
 
-    crawled_domains: list[str] | None = Field(None, max_length=100_000, description="section 2.3: the most relevant domain names")
+    crawled_domains: list[str] | None = Field(
+        None, max_length=100_000, description="section 2.3: the most relevant domain names"
+    )
     sme: bool = Field(False, description="an SME lists the top 5% or 1,000 domains instead of the top 10%")
-    size_band: Literal["<1B", "1B-10T", ">10T"] | None = Field(None, description="section 1.3: text size band, in tokens")
-    latest_collection: str | None = Field(None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="section 1.3: latest date of data collection, YYYY-MM")
+    size_band: Literal["<1B", "1B-10T", ">10T"] | None = Field(
+        None, description="section 1.3: text size band, in tokens"
+    )
+    latest_collection: str | None = Field(
+        None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="section 1.3: latest date of data collection, YYYY-MM"
+    )
 
     @field_validator("crawled_domains")
     @classmethod
@@ -105,23 +114,35 @@ class DeclaredSummary(Strict):
         # cover every site under it. The Public Suffix List ships with publicsuffixlist (offline).
         suffixes = [d for d, f in zip(domains, forms) if public_suffix_list().privatesuffix(f) is None]
         if suffixes:
-            raise ValueError(f"not registrable domain names (public suffixes under the Public Suffix List): {suffixes[:3]}")
+            raise ValueError(
+                f"not registrable domain names (public suffixes under the Public Suffix List): {suffixes[:3]}"
+            )
         return forms
 
 
 class ModelUnderTest(Strict):
-    target: str = Field(description="model SPEC: smollm2-135m, a .gguf file, a model folder, a hub id[@revision], "
-                        "or openai-compatible:http(s)://host/v1#model for a model behind an API")
+    target: str = Field(
+        description="model SPEC: smollm2-135m, a .gguf file, a model folder, a hub id[@revision], "
+        "or openai-compatible:http(s)://host/v1#model for a model behind an API"
+    )
     reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
-    released: date | None = Field(None, description="declared date the model was released (its weights fixed), YYYY-MM-DD")
+    released: date | None = Field(
+        None, description="declared date the model was released (its weights fixed), YYYY-MM-DD"
+    )
     declared_summary: DeclaredSummary | None = None
     max_tokens: int = Field(256, ge=2, le=32_768)
     max_chars: int = Field(2500, ge=1, le=10_000_000, description="characters of each document given to the model")
-    stride: int | None = Field(None, ge=1, description="score whole documents (up to max_chars) in windows of max_tokens advancing "
-                               "by stride tokens, stitched; default: cut at max_tokens")
+    stride: int | None = Field(
+        None,
+        ge=1,
+        description="score whole documents (up to max_chars) in windows of max_tokens advancing "
+        "by stride tokens, stitched; default: cut at max_tokens",
+    )
     dtype: Literal["fp32", "bf16"] = "fp32"
-    api: ApiOptions | None = Field(None, description="how an API target is called: key variable, timeout, retries, concurrency, rate limit")
+    api: ApiOptions | None = Field(
+        None, description="how an API target is called: key variable, timeout, retries, concurrency, rate limit"
+    )
 
     @model_validator(mode="after")
     def _api_target(self) -> ModelUnderTest:
@@ -131,13 +152,19 @@ class ModelUnderTest(Strict):
         except VerifierError as exc:
             raise ValueError(str(exc)) from None
         if kind.remote and {"max_chars", "stride"} & self.model_fields_set:
-            raise ValueError("model.max_chars and model.stride apply to open-weight targets; an API target's cut is model.api.max_chars")
+            raise ValueError(
+                "model.max_chars and model.stride apply to open-weight targets; an API target's cut is "
+                "model.api.max_chars"
+            )
         if self.api is not None and kind.options is not type(self.api):
             raise ValueError(f"model.api applies only to an openai-compatible: target, not to a {kind.name} target")
         if self.reference and PROMPT_LOGPROBS not in kind_of(self.reference).capabilities:
             raise ValueError("model.reference must be a local or hub model (its prompt log-probs are read)")
         if self.stride is not None and self.stride >= self.max_tokens:
-            raise ValueError(f"stride {self.stride} must be below max_tokens ({self.max_tokens}): each window needs context from the one before")
+            raise ValueError(
+                f"stride {self.stride} must be below max_tokens ({self.max_tokens}): each window needs context from "
+                "the one before"
+            )
         return self
 
 
@@ -155,13 +182,25 @@ class DocumentRef(Strict):
 class CorpusRef(Strict):
     """The corpus a developer declared as training data: where to look it up, and its digest."""
 
-    index: str = Field(min_length=1, max_length=300, description="a local index folder, or the corpus files or folder "
-                       "(indexed at audit time), relative to the claim; with `api`, the index name there")
-    api: str | None = Field(None, pattern=r"^https?://[^\s@?#;=%]+$", max_length=300,
-                            description="an infini-gram-style index API (no credentials, parameters or query string: the claim "
-                            "enters the bundle)")
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier corpus digest')")
-    index_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)")
+    index: str = Field(
+        min_length=1,
+        max_length=300,
+        description="a local index folder, or the corpus files or folder "
+        "(indexed at audit time), relative to the claim; with `api`, the index name there",
+    )
+    api: str | None = Field(
+        None,
+        pattern=r"^https?://[^\s@?#;=%]+$",
+        max_length=300,
+        description="an infini-gram-style index API (no credentials, parameters or query string: the claim "
+        "enters the bundle)",
+    )
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="the corpus digest the developer declared ('verifier corpus digest')"
+    )
+    index_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)"
+    )
     version: str | None = Field(None, max_length=100)
 
 
@@ -173,20 +212,33 @@ class MarksRef(Strict):
     registration: Path = Field(description="the signed registration envelope (DSSE JSON), relative to the claim")
     siblings: Path = Field(description="the private siblings file the registration commits to, relative to the claim")
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="pins the registration file's SHA-256")
-    rephraser: str | None = Field(None, max_length=300, description="the rephrasing model (SPEC, or a folder relative to the claim) "
-                                  "when it is not where the registration names it; regenerates the rephrasings")
+    rephraser: str | None = Field(
+        None,
+        max_length=300,
+        description="the rephrasing model (SPEC, or a folder relative to the claim) "
+        "when it is not where the registration names it; regenerates the rephrasings",
+    )
 
 
 class Evidence(Strict):
     suspect: DocumentRef
     heldout: DocumentRef | None = Field(None, description="private same-period set certainly not trained on")
-    dated: DocumentRef | None = Field(None, description="a set with declared dates (often text published after the cutoff); "
-                                       "its old name 'reference' is read too, for a release")
+    dated: DocumentRef | None = Field(
+        None,
+        description="a set with declared dates (often text published after the cutoff); "
+        "its old name 'reference' is read too, for a release",
+    )
     control: DocumentRef | None = Field(None, description="known non-members of the suspect's period")
-    prefix: DocumentRef | None = Field(None, description="known non-members that prefixed signals (recall) put before every "
-                                       "scored text; never tested (default: documents drawn from the held-out set)")
-    token_frequencies: Path | None = Field(None, description="a token frequency table of the target's tokenizer for dc_pdd "
-                                           "('verifier frequencies'; default: the bundled one, where it matches)")
+    prefix: DocumentRef | None = Field(
+        None,
+        description="known non-members that prefixed signals (recall) put before every "
+        "scored text; never tested (default: documents drawn from the held-out set)",
+    )
+    token_frequencies: Path | None = Field(
+        None,
+        description="a token frequency table of the target's tokenizer for dc_pdd "
+        "('verifier frequencies'; default: the bundled one, where it matches)",
+    )
     corpus: CorpusRef | None = Field(None, description="a published corpus or index")
     marks: MarksRef | None = Field(None, description="canaries, traps or rephrasings registered before training")
 
@@ -210,7 +262,9 @@ class ClaimManifest(Strict):
     model: ModelUnderTest
     evidence: Evidence
     policy: Path = Path("default")
-    seed: int = Field(0, ge=0, lt=2**32, description="seed of the bootstrap, the blind classifier's folds and relabellings")
+    seed: int = Field(
+        0, ge=0, lt=2**32, description="seed of the bootstrap, the blind classifier's folds and relabellings"
+    )
 
 
 class ClaimFiles:
@@ -285,7 +339,9 @@ def load_claim(path: str | Path) -> LoadedClaim:
     for role, ref in claim.evidence.documents().items():
         _inside(path, f"evidence.{role}.path", ref.path)
         if not (path.parent / ref.path).is_file():
-            raise VerifierError(f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)")
+            raise VerifierError(
+                f"{path}: evidence.{role}.path: file {ref.path} not found (paths are relative to the claim's folder)"
+            )
     if (table := claim.evidence.token_frequencies) is not None:
         _inside(path, "evidence.token_frequencies", table)
         if not (path.parent / table).is_file():
@@ -294,7 +350,10 @@ def load_claim(path: str | Path) -> LoadedClaim:
     if corpus is not None and corpus.api is None:
         _inside(path, "evidence.corpus.index", Path(corpus.index))
         if not (path.parent / corpus.index).exists():
-            raise VerifierError(f"{path}: evidence.corpus.index: {corpus.index} not found (an index folder or corpus files, relative to the claim)")
+            raise VerifierError(
+                f"{path}: evidence.corpus.index: {corpus.index} not found (an index folder or corpus files, relative "
+                "to the claim)"
+            )
     if claim.evidence.marks is not None:
         for key in ("registration", "siblings"):
             ref = getattr(claim.evidence.marks, key)
@@ -304,7 +363,10 @@ def load_claim(path: str | Path) -> LoadedClaim:
         if claim.evidence.marks.rephraser and (path.parent / claim.evidence.marks.rephraser).exists():
             _inside(path, "evidence.marks.rephraser", Path(claim.evidence.marks.rephraser))
         elif claim.evidence.marks.rephraser and Path(claim.evidence.marks.rephraser).is_absolute():
-            raise VerifierError(f"{path}: evidence.marks.rephraser: a model folder must be a path relative to the claim's folder and inside it")
+            raise VerifierError(
+                f"{path}: evidence.marks.rephraser: a model folder must be a path relative to the claim's folder and "
+                "inside it"
+            )
     return LoadedClaim(claim, path.parent, path, hashlib.sha256(data).hexdigest(), ClaimFiles(path.parent))
 
 
@@ -318,13 +380,18 @@ def _inside(claim_path: Path, key: str, ref: Path) -> None:
 
 # --- facts of a loaded claim every consumer shares (the audit, plans, prescoring, marks) --------------
 
+
 def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
     """The claim as the findings and the bundle carry it: a local model named by its folder or
     file name, never by where it lies on the auditor's disk (evidence paths are relative already)."""
     data = claim.model_dump(mode="json")
     for role in ("target", "reference"):
         spec = data["model"].get(role)
-        if spec and spec not in BUNDLED and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", "."))):
+        if (
+            spec
+            and spec not in BUNDLED
+            and (Path(spec).is_absolute() or (base / spec).exists() or spec.startswith(("~", ".")))
+        ):
             data["model"][role] = Path(spec).name
     # A policy may live anywhere (shared by many claims): named, and digested elsewhere. (Corpus
     # evidence is inside the claim folder, or an API URL without credentials or query.)
@@ -344,5 +411,9 @@ def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> 
 
 def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
     """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
-    return ScoringOptions(dtype=claim.model.dtype, max_tokens=claim.model.max_tokens, max_chars=claim.model.max_chars,
-                          stride=claim.model.stride)
+    return ScoringOptions(
+        dtype=claim.model.dtype,
+        max_tokens=claim.model.max_tokens,
+        max_chars=claim.model.max_chars,
+        stride=claim.model.stride,
+    )

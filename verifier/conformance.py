@@ -42,8 +42,16 @@ from verifier.targets import CAPABILITIES, KINDS, TargetKind, kind_of
 from verifier.targets.token_scores import TokenScores
 from verifier.verdicts import Verdict
 
-WEAKER = {"higher", "lower", "false", "true", "either"}  # the directions a route parameter may declare (see RouteParams)
-VIEWS = frozenset({LOWER, REFERENCE, NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES})  # what a signal may need besides target capabilities
+WEAKER = {
+    "higher",
+    "lower",
+    "false",
+    "true",
+    "either",
+}  # the directions a route parameter may declare (see RouteParams)
+VIEWS = frozenset(
+    {LOWER, REFERENCE, NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES}
+)  # what a signal may need besides target capabilities
 
 
 class NonConformance(AssertionError):
@@ -81,7 +89,9 @@ def check_route(cls: type[Route]) -> None:
     if not issubclass(cls, Route):
         problems.append("must subclass verifier.routes.base.Route")
     if unknown := set(getattr(cls, "requires", set())) - set(Evidence.model_fields):
-        problems.append(f"requires evidence no claim can give: {sorted(unknown)} (claims give {sorted(Evidence.model_fields)})")
+        problems.append(
+            f"requires evidence no claim can give: {sorted(unknown)} (claims give {sorted(Evidence.model_fields)})"
+        )
     kinds = set(getattr(cls, "claim_kinds", set()))
     if not kinds or not kinds <= set(ClaimKind):
         problems.append(f"claim_kinds must be a non-empty set of ClaimKind, got {sorted(map(str, kinds))}")
@@ -112,12 +122,23 @@ def synthetic_document(seed: int, shift: float = 0.0, n: int = 60) -> ScoredDocu
     def arrays(rng: np.random.Generator, raise_by: float = 0.0) -> TokenScores:
         top1 = -rng.uniform(0.1, 1.0, n)
         logprob = np.minimum(top1, top1 - rng.exponential(2.0, n) + raise_by)
-        return TokenScores(token_ids=rng.integers(0, 500, n + 1), logprob=logprob, mu=top1 - rng.uniform(3, 6, n),
-                           sigma=rng.uniform(0.5, 2.0, n), top1=top1, char_start=0, char_end=4 * n)
+        return TokenScores(
+            token_ids=rng.integers(0, 500, n + 1),
+            logprob=logprob,
+            mu=top1 - rng.uniform(3, 6, n),
+            sigma=rng.uniform(0.5, 2.0, n),
+            top1=top1,
+            char_start=0,
+            char_end=4 * n,
+        )
 
     rng = np.random.default_rng(seed)
-    return ScoredDocument(text="An ordinary sentence about an event in 2016. " * 5, target=arrays(rng, shift),
-                          lower=arrays(np.random.default_rng(seed + 1000)), reference=arrays(np.random.default_rng(seed + 2000)))
+    return ScoredDocument(
+        text="An ordinary sentence about an event in 2016. " * 5,
+        target=arrays(rng, shift),
+        lower=arrays(np.random.default_rng(seed + 1000)),
+        reference=arrays(np.random.default_rng(seed + 2000)),
+    )
 
 
 def check_signal(cls: type[Signal]) -> None:
@@ -149,14 +170,21 @@ def check_signal(cls: type[Signal]) -> None:
     # Orientation is tested on one document's token scores alone: signals that read other passes
     # (prefixed, perturbed) or a run's data are tested against their papers' formulas instead.
     single_pass = cls.views is Signal.views and not cls.needs & {NONMEMBER_PREFIX, MEMBER_PREFIX, TOKEN_FREQUENCIES}
-    if not issubclass(cls, QueryingSignal) and single_pass and cls.needs <= CAPABILITIES | VIEWS and cls.score is not Signal.score:
+    if (
+        not issubclass(cls, QueryingSignal)
+        and single_pass
+        and cls.needs <= CAPABILITIES | VIEWS
+        and cls.score is not Signal.score
+    ):
         scores = np.array([signal.score(synthetic_document(seed)) for seed in range(20)])
         raised = np.array([signal.score(synthetic_document(seed, shift=1.0)) for seed in range(20)])
         if not np.isfinite(scores).all():
             problems.append("gives no finite score on a document of 60 scored tokens")
         elif not ((raised >= scores - 1e-12).all() and raised.mean() > scores.mean()):
-            problems.append("raising the log p of the actual tokens made documents less member-like: scores must be "
-                            "oriented higher = more member-like")
+            problems.append(
+                "raising the log p of the actual tokens made documents less member-like: scores must be "
+                "oriented higher = more member-like"
+            )
     _report(f"signal {name!r}", problems)
 
 
@@ -171,7 +199,9 @@ def check_target(kind: TargetKind) -> None:
     elif KINDS.get(cls.kind) is not kind:
         problems.append(f"not registered as {cls.kind!r} (decorate it with verifier.targets.registry.register)")
     if not kind.capabilities or not set(kind.capabilities) <= CAPABILITIES:
-        problems.append(f"capabilities must be a non-empty subset of {sorted(CAPABILITIES)}, got {sorted(kind.capabilities)}")
+        problems.append(
+            f"capabilities must be a non-empty subset of {sorted(CAPABILITIES)}, got {sorted(kind.capabilities)}"
+        )
     if not isinstance(kind.limitations, tuple) or not all(isinstance(s, str) and s.strip() for s in kind.limitations):
         problems.append("limitations must be a tuple of sentences")
     if not isinstance(kind.remote, bool):
@@ -219,12 +249,30 @@ def _renders(identity: dict) -> str | None:
     """Why the report template fails on findings holding ``identity`` as the audited target (None
     when it renders): every kind's identity reaches the report, whatever fields it has."""
 
-    findings = {"claim": {"claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}},
-                "model": {"target": identity, "training_cutoff": None, "released": None},
-                "policy": {"name": "default", "version": 2, "file": "default.yaml", "sha256": "0", "weaker_than_default": [],
-                           "other_departures": [], "regulation_map_sha256": "0"},
-                "verdict": "UNVERIFIABLE", "verdict_sentence": "s", "failed_items": {}, "failure_reasons": {}, "signal_runs": {},
-                "path": [], "inputs": [], "environment": {"verifier": "0", "python": "3", "packages": {}}, "seed": 0}
+    findings = {
+        "claim": {
+            "claim": {"id": "c", "statement": "s", "kind": "trained_on", "made_by": "m", "regulation_fields": []}
+        },
+        "model": {"target": identity, "training_cutoff": None, "released": None},
+        "policy": {
+            "name": "default",
+            "version": 2,
+            "file": "default.yaml",
+            "sha256": "0",
+            "weaker_than_default": [],
+            "other_departures": [],
+            "regulation_map_sha256": "0",
+        },
+        "verdict": "UNVERIFIABLE",
+        "verdict_sentence": "s",
+        "failed_items": {},
+        "failure_reasons": {},
+        "signal_runs": {},
+        "path": [],
+        "inputs": [],
+        "environment": {"verifier": "0", "python": "3", "packages": {}},
+        "seed": 0,
+    }
     try:
         render_html(findings, "0" * 64)
     except Exception as exc:  # noqa: BLE001 - any failure of the template is the finding
@@ -243,14 +291,18 @@ def check_discovery() -> None:
         found = {registry.module_of(part) for part in registry.values()}
         modules = registry.modules()
         if silent := sorted(set(modules) - found):
-            problems.append(f"{registry.kind}: {', '.join(silent)} registered nothing (a part folder holds parts only; "
-                            "shared code goes in base.py or beside the folder)")
+            problems.append(
+                f"{registry.kind}: {', '.join(silent)} registered nothing (a part folder holds parts only; "
+                "shared code goes in base.py or beside the folder)"
+            )
         for folder in sorted({m.rsplit(".", 1)[0] for m in modules}):
             root = Path(sys.modules[folder].__file__).parent
             for child in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"):
                 name = f"{folder}.{child.name}"
                 if not (child / "__init__.py").exists() and any(child.glob("*.py")):
-                    problems.append(f"{registry.kind}: {name} holds Python files but no __init__.py: discovery cannot see them")
+                    problems.append(
+                        f"{registry.kind}: {name} holds Python files but no __init__.py: discovery cannot see them"
+                    )
                 elif (child / "__init__.py").exists() and name not in sys.modules:
                     problems.append(f"{registry.kind}: {name} is imported by no part: its modules escape discovery")
     if plugins.silent:
@@ -258,5 +310,12 @@ def check_discovery() -> None:
     _report("discovery", problems)
 
 
-__all__ = ["NonConformance", "check_discovery", "check_loaded_target", "check_route", "check_signal", "check_target",
-           "synthetic_document"]
+__all__ = [
+    "NonConformance",
+    "check_discovery",
+    "check_loaded_target",
+    "check_route",
+    "check_signal",
+    "check_target",
+    "synthetic_document",
+]

@@ -59,8 +59,15 @@ def load_documents(
 Rows = list[tuple[str, dict[str, Any]]]  # (where in the file, e.g. "line 3", the row)
 
 
-def select_documents(path: Path, rows: Rows, text_field: str = "text", label_field: str | None = None,
-                     where: dict[str, Any] | None = None, offset: int = 0, limit: int | None = None) -> Documents:
+def select_documents(
+    path: Path,
+    rows: Rows,
+    text_field: str = "text",
+    label_field: str | None = None,
+    where: dict[str, Any] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> Documents:
     """The documents of ``rows`` (read from ``path``, which errors name) that ``where``, ``offset``
     and ``limit`` select, validated row by row (see ``load_documents``)."""
     if where and rows:
@@ -113,8 +120,10 @@ def load_identified(path: str | Path, text_field: str = "text", id_field: str = 
     rows = _rows(path)
     if not rows:
         raise VerifierError(f"{path}: no rows")
-    found = [(str(row[id_field]) if row.get(id_field) not in (None, "") else f"row-{i}", _text(path, where, row, text_field))
-             for i, (where, row) in enumerate(rows)]
+    found = [
+        (str(row[id_field]) if row.get(id_field) not in (None, "") else f"row-{i}", _text(path, where, row, text_field))
+        for i, (where, row) in enumerate(rows)
+    ]
     ids = [doc_id for doc_id, _ in found]
     if len(set(ids)) != len(ids):
         repeated = next(doc_id for doc_id in ids if ids.count(doc_id) > 1)
@@ -122,7 +131,9 @@ def load_identified(path: str | Path, text_field: str = "text", id_field: str = 
     return found
 
 
-def _filter(path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _filter(
+    path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
     """The rows matching every ``where`` pair; a key that is no column, or a value no row holds, is refused by name."""
     columns = {key for _, row in rows for key in row}
     wanted = {key: normalised_value(value) for key, value in where.items()}
@@ -131,7 +142,11 @@ def _filter(path: Path, rows: list[tuple[str, dict[str, Any]]], where: dict[str,
             raise VerifierError(f"{path}: where key {key!r} is not a column (columns: {', '.join(sorted(columns))})")
         if not any(key in row and normalised_value(row[key]) == wanted[key] for _, row in rows):
             raise VerifierError(f"{path}: no row has {key!r} equal to {value!r}")
-    kept = [(at, row) for at, row in rows if all(key in row and normalised_value(row[key]) == value for key, value in wanted.items())]
+    kept = [
+        (at, row)
+        for at, row in rows
+        if all(key in row and normalised_value(row[key]) == value for key, value in wanted.items())
+    ]
     if not kept:
         raise VerifierError(f"{path}: no row matches all of where {where}")
     return kept
@@ -178,7 +193,9 @@ def _iter_jsonl(path: Path, source: BinaryIO | None = None) -> Iterator[tuple[st
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise VerifierError(f"{path} line {number}: bytes that are not UTF-8 (at byte {offset + exc.start})") from None
+                raise VerifierError(
+                    f"{path} line {number}: bytes that are not UTF-8 (at byte {offset + exc.start})"
+                ) from None
             offset += len(raw)
             if not line.strip():
                 continue
@@ -190,7 +207,7 @@ def _iter_jsonl(path: Path, source: BinaryIO | None = None) -> Iterator[tuple[st
                 raise VerifierError(f"{path} line {number}: JSON nested too deeply") from None
             except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
                 raise VerifierError(f"{path} line {number}: holds a number too long to read") from None
-            except ValueError as exc:  # e.g. an integer past Python's digit limit
+            except ValueError as exc:  # noqa: B025 - e.g. an integer past Python's digit limit
                 raise VerifierError(f"{path} line {number}: not valid JSON ({str(exc)[:200]})") from None
             if not isinstance(row, dict):
                 raise VerifierError(f"{path} line {number}: expected a JSON object, got {type(row).__name__}")
@@ -212,8 +229,11 @@ def _read_csv(path: Path, raw: bytes | None = None) -> Rows:
         csv.field_size_limit(limit)
 
 
-def _iter_parquet(path: Path, columns: list[str] | None = None, source: BinaryIO | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Rows a record batch at a time (of ``source``, else of the file; ``columns``: only those, where the file has them)."""
+def _iter_parquet(
+    path: Path, columns: list[str] | None = None, source: BinaryIO | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows a record batch at a time (of ``source``, else of the file; ``columns``: only those, where the file has
+    them)."""
     try:
         handle = pq.ParquetFile(source or path)
         wanted = [c for c in columns if c in handle.schema_arrow.names] if columns is not None else None
@@ -226,8 +246,9 @@ def _iter_parquet(path: Path, columns: list[str] | None = None, source: BinaryIO
         raise VerifierError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def iter_documents(path: str | Path, text_field: str = "text", label_field: str | None = None,
-                   rows: int = 8192) -> Iterator[Documents]:
+def iter_documents(
+    path: str | Path, text_field: str = "text", label_field: str | None = None, rows: int = 8192
+) -> Iterator[Documents]:
     """Read a JSONL or Parquet document set ``rows`` documents at a time, validated as ``load_documents``
     does, for sets too large to hold in memory (CSV is read whole)."""
     path = Path(path)
@@ -269,7 +290,9 @@ def _text(path: Path, where: str, row: dict[str, Any], field: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from a "\ud800" JSON escape
-        raise VerifierError(f"{path} {where}: field {field!r} holds a lone surrogate (U+{ord(value[exc.start]):04X}), not text") from None
+        raise VerifierError(
+            f"{path} {where}: field {field!r} holds a lone surrogate (U+{ord(value[exc.start]):04X}), not text"
+        ) from None
     return value
 
 

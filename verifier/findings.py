@@ -88,6 +88,10 @@ class AuditResult:
     scores: pd.DataFrame  # one row per scored document: role, text digest, signals (no text)
     claim_bytes: bytes  # the validated claim as YAML, local model paths reduced to names
     policy_bytes: bytes  # the policy file as read and validated
-    usage: dict[str, Any] = field(default_factory=dict)  # API targets' request counters by role (run record, not findings)
+    usage: dict[str, Any] = field(
+        default_factory=dict
+    )  # API targets' request counters by role (run record, not findings)
     plan_bytes: bytes | None = None  # the signed plan the audit was checked against, if any (carried in the bundle)
-    plan_tokens: tuple[tuple[str, bytes], ...] = ()  # the plan's timestamps (plan.timestamp-<n>.tsr), carried and signed with it
+    plan_tokens: tuple[
+        tuple[str, bytes], ...
+    ] = ()  # the plan's timestamps (plan.timestamp-<n>.tsr), carried and signed with it

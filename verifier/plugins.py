@@ -37,7 +37,11 @@ from typing import Generic, TypeVar
 
 from verifier.errors import VerifierError
 
-GROUPS = {"routes": "verifier.routes", "signals": "verifier.signals", "targets": "verifier.targets"}  # part kind -> entry-point group
+GROUPS = {
+    "routes": "verifier.routes",
+    "signals": "verifier.signals",
+    "targets": "verifier.targets",
+}  # part kind -> entry-point group
 CONTRACT_MODULE = "base"  # the module of a part folder that holds the contract, not a part
 # The modules that define the three registries: imported before discovery, so that all three exist.
 REGISTRY_MODULES = ("verifier.routes.base", "verifier.signals.base", "verifier.targets.registry")
@@ -56,16 +60,24 @@ class Plugin:
     sha256: str | None  # of the module's file, as loaded
 
     def as_finding(self) -> dict[str, str | None]:
-        return {"entry_point": self.entry_point, "module": self.module, "distribution": self.distribution, "version": self.version,
-                "module_sha256": self.sha256}
+        return {
+            "entry_point": self.entry_point,
+            "module": self.module,
+            "distribution": self.distribution,
+            "version": self.version,
+            "module_sha256": self.sha256,
+        }
 
 
 def part_modules(package: str) -> list[str]:
     """The modules of ``package`` that are parts: every one but ``base`` and private helpers shared by
     parts (a leading underscore); subpackages are data or families."""
     found = importlib.import_module(package)
-    return sorted(info.name for info in pkgutil.iter_modules(found.__path__, f"{package}.")
-                  if not info.ispkg and (short := info.name.rsplit(".", 1)[1]) != CONTRACT_MODULE and not short.startswith("_"))
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(found.__path__, f"{package}.")
+        if not info.ispkg and (short := info.name.rsplit(".", 1)[1]) != CONTRACT_MODULE and not short.startswith("_")
+    )
 
 
 def subpackages(package: str) -> list[str]:
@@ -115,15 +127,21 @@ def _load_plugin(point, group: str) -> None:  # noqa: ANN001 - an importlib.meta
     before = {id(registry): set(registry._parts) for registry in REGISTRIES}
     try:
         point.load()
-    except (Exception, SystemExit) as exc:  # a third party's code: any failure is theirs, named in one line
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a third party's code: any failure is theirs, named in one line
         for registry in REGISTRIES:
             for name in set(registry._parts) - before[id(registry)]:
                 del registry._parts[name]
-        raise VerifierError(f"plugin {point.name!r} ({group} entry point {point.value}) failed to load: "
-                            f"{type(exc).__name__}: {exc}") from None
+        raise VerifierError(
+            f"plugin {point.name!r} ({group} entry point {point.value}) failed to load: {type(exc).__name__}: {exc}"
+        ) from None
     dist = point.dist
-    plugin = Plugin(f"{group}:{point.name} = {point.value}", point.module, dist.name if dist else None,
-                    dist.version if dist else None, _file_sha256(point.module))
+    plugin = Plugin(
+        f"{group}:{point.name} = {point.value}",
+        point.module,
+        dist.name if dist else None,
+        dist.version if dist else None,
+        _file_sha256(point.module),
+    )
     added = False
     for registry in REGISTRIES:
         for name in set(registry._parts) - before[id(registry)]:
@@ -142,7 +160,12 @@ class Registry(Mapping[str, Part], Generic[Part]):
     discovery, then in the order each module registers them, whatever order the modules happened
     to be imported in."""
 
-    def __init__(self, kind: str, modules: Callable[[], list[str]], module_of: Callable[[Part], str] = lambda part: part.__module__) -> None:
+    def __init__(
+        self,
+        kind: str,
+        modules: Callable[[], list[str]],
+        module_of: Callable[[Part], str] = lambda part: part.__module__,
+    ) -> None:
         self.kind = kind
         self._modules = modules
         self._module_of = module_of
@@ -160,7 +183,9 @@ class Registry(Mapping[str, Part], Generic[Part]):
     def add(self, name: str, part: Part) -> None:
         """Register ``part`` (the decorators call this; it never triggers discovery)."""
         if not isinstance(name, str) or not NAME.match(name):
-            raise ValueError(f"{self.kind[:-1]} name {name!r}: lower-case letters, digits and underscores, starting with a letter")
+            raise ValueError(
+                f"{self.kind[:-1]} name {name!r}: lower-case letters, digits and underscores, starting with a letter"
+            )
         if name in self._parts:
             raise ValueError(f"{self.kind[:-1]} {name!r} registered twice")
         self._parts[name] = part
@@ -168,7 +193,9 @@ class Registry(Mapping[str, Part], Generic[Part]):
     def sort(self) -> None:
         modules = self._modules()
         rank = {name: i for i, name in enumerate(modules + sorted({p.module for p in self.plugins.values()}))}
-        order = sorted(self._parts, key=lambda name: rank.get(self._module_of(self._parts[name]), len(rank)))  # stable: in-module order kept
+        order = sorted(
+            self._parts, key=lambda name: rank.get(self._module_of(self._parts[name]), len(rank))
+        )  # stable: in-module order kept
         self._parts = {name: self._parts[name] for name in order}
 
     def load(self) -> Registry[Part]:

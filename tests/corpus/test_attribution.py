@@ -53,11 +53,15 @@ def test_trace_attributes_memorised_outputs_to_their_documents(memorising_model,
         assert item.lookup.longest_words >= 12, item.output
         top = max(item.lookup.spans, key=lambda s: s.words)
         assert [h.meta["id"] for h in top.documents] == [doc["id"]]
-        assert item.lookup.text[top.start:top.end] in normalise(doc["text"])  # the span really is in that document
-    by_id = {json.loads(line)["id"]: json.loads(line)["text"] for f in CORPUS.glob("*.jsonl") for line in f.read_text().splitlines()}
+        assert item.lookup.text[top.start : top.end] in normalise(doc["text"])  # the span really is in that document
+    by_id = {
+        json.loads(line)["id"]: json.loads(line)["text"]
+        for f in CORPUS.glob("*.jsonl")
+        for line in f.read_text().splitlines()
+    }
     for item in found:  # whatever the prompt, every reported span is verbatim in the documents it names
         for span in item.lookup.spans:
-            piece = item.lookup.text[span.start:span.end]
+            piece = item.lookup.text[span.start : span.end]
             assert all(piece in normalise(by_id[h.meta["id"]]) for h in span.documents)
 
 

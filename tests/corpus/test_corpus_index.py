@@ -84,7 +84,7 @@ def test_count_and_find_match_brute_force(index: CorpusIndex, frames: list[str],
         words = rng.choice(frames).split()
         k = rng.randint(1, 6)
         i = rng.randrange(max(1, len(words) - k))
-        queries.append(" ".join(words[i:i + k]))
+        queries.append(" ".join(words[i : i + k]))
     for r in rows(WIKIMIA64)[:30]:
         words = r["text"].split()
         queries.append(" ".join(words[5:15]))
@@ -104,7 +104,7 @@ def test_batched_counts_equal_one_by_one(index: CorpusIndex, frames: list[str], 
         words = rng.choice(frames).split()
         k = rng.randint(1, 4)
         i = rng.randrange(max(1, len(words) - k))
-        batch.append(f" {' '.join(words[i:i + k])} ".encode())
+        batch.append(f" {' '.join(words[i : i + k])} ".encode())
     batch.append(b" zzqx absent ")
     assert index.count_frames(batch).tolist() == [int(index.count_frames([f])[0]) for f in batch]
     assert index.count_frames(batch)[:5].tolist() == [brute_count(texts, f.decode()) for f in batch[:5]]
@@ -115,20 +115,38 @@ def test_ascii_fast_path_equals_the_general_normalisation(corpus_texts: list[str
 
     from verifier.corpus.normalise import normalise_unicode
 
-    samples = [t for t in corpus_texts if t.isascii()][:300] + ["A_b\x0bC\x1fd  e--F\tg\r\nH~1_2", "___", "", " x ", "&#101;x &amp; y"]
+    samples = [t for t in corpus_texts if t.isascii()][:300] + [
+        "A_b\x0bC\x1fd  e--F\tg\r\nH~1_2",
+        "___",
+        "",
+        " x ",
+        "&#101;x &amp; y",
+    ]
     assert len(samples) > 250
     assert all(normalise(t) == normalise_unicode(html.unescape(t)) for t in samples)
 
 
-@pytest.mark.parametrize(("text", "compared"), [
-    ("Caf\u00e9 \u200bZERO\u200bwidth \ufb01ne", "café zerowidth fine"),
-    ("ze\U000E0020ro wi\u034fdth se\ufe0fle\u17b4ct \u3164x q\U0001D173r", "zero width select x qr"),  # tags, CGJ, selectors, fillers
-    ("Cafe\u0301 \u0130stanbul", "caf\u00e9 istanbul"),  # combining marks composed or deleted, dotted capital I
-    ("&#101;ntity&nbsp;text", "entity text"),
-    ("新闻报道。今天", "新 闻 报 道 今 天"),  # scripts without spaces: a character is a word
-    ("\u0e44\u0e21\u0e48 \u0e44\u0e21\u0e49", "\u0e44 \u0e21\u0e48 \u0e44 \u0e21\u0e49"),  # Thai "not" and "wood": marks kept, units apart
-    ("\u0645\u064e\u0646 \u092e\u0948\u0902", "\u0645\u0646 \u092e\u0948\u0902"),  # Arabic vowel points deleted, Hindi signs kept
-])
+@pytest.mark.parametrize(
+    ("text", "compared"),
+    [
+        ("Caf\u00e9 \u200bZERO\u200bwidth \ufb01ne", "café zerowidth fine"),
+        (
+            "ze\U000e0020ro wi\u034fdth se\ufe0fle\u17b4ct \u3164x q\U0001d173r",
+            "zero width select x qr",
+        ),  # tags, CGJ, selectors, fillers
+        ("Cafe\u0301 \u0130stanbul", "caf\u00e9 istanbul"),  # combining marks composed or deleted, dotted capital I
+        ("&#101;ntity&nbsp;text", "entity text"),
+        ("新闻报道。今天", "新 闻 报 道 今 天"),  # scripts without spaces: a character is a word
+        (
+            "\u0e44\u0e21\u0e48 \u0e44\u0e21\u0e49",
+            "\u0e44 \u0e21\u0e48 \u0e44 \u0e21\u0e49",
+        ),  # Thai "not" and "wood": marks kept, units apart
+        (
+            "\u0645\u064e\u0646 \u092e\u0948\u0902",
+            "\u0645\u0646 \u092e\u0948\u0902",
+        ),  # Arabic vowel points deleted, Hindi signs kept
+    ],
+)
 def test_disguises_normalise_away(text: str, compared: str) -> None:
     assert normalise(text) == compared
 
@@ -140,31 +158,35 @@ def test_count_is_whole_word(index: CorpusIndex, texts: list[str]) -> None:
 
 def test_lookup_matches_brute_force(index: CorpusIndex, texts: list[str], corpus_texts: list[str]) -> None:
     grams = {}
-    suspects = corpus_texts[:3] + [r["text"] for r in rows(WIKIMIA64)[:25]] + ["no word here is zzqx in any corpus document at all ok"]
+    suspects = (
+        corpus_texts[:3]
+        + [r["text"] for r in rows(WIKIMIA64)[:25]]
+        + ["no word here is zzqx in any corpus document at all ok"]
+    )
     results = lookup(index, suspects, ngram=13, min_span_words=8, characters=True)
     joined = "\xff".join(texts)
     for text, result in zip(suspects, results):
         words = normalise(text).split()
         n = min(13, len(words))
-        present = [f" {' '.join(words[i:i + n])} " in joined for i in range(len(words) - n + 1)]
+        present = [f" {' '.join(words[i : i + n])} " in joined for i in range(len(words) - n + 1)]
         assert result.ngrams == len(present) and result.ngrams_found == sum(present), text[:40]
         assert result.verbatim == (f" {' '.join(words)} " in joined)
         longest = 0
         for i in range(len(words)):
             k = longest
-            while i + k < len(words) and f" {' '.join(words[i:i + k + 1])} " in joined:
+            while i + k < len(words) and f" {' '.join(words[i : i + k + 1])} " in joined:
                 k += 1
             longest = max(longest, k)
         assert result.longest_words == longest
         norm = normalise(text)
         best = 0
         for i in range(len(norm)):
-            while i + best < len(norm) and norm[i:i + best + 1] in joined:
+            while i + best < len(norm) and norm[i : i + best + 1] in joined:
                 best += 1
         assert result.longest_chars == best
         assert result.fifty_char == (best >= 50)
         for span in result.spans:
-            piece = result.text[span.start:span.end]
+            piece = result.text[span.start : span.end]
             assert len(piece.split()) == span.words >= 8
             assert span.count == brute_count(texts, piece) > 0
             assert all(piece in h.snippet for h in span.documents)
@@ -187,7 +209,10 @@ def test_near_duplicates_survive_edits(index: CorpusIndex, corpus_texts: list[st
 
 def test_digest_is_the_files_and_index_records_it(index: CorpusIndex, tmp_path: Path) -> None:
     digest, files = digest_files([CORPUS])
-    assert digest == index.corpus_sha256 and [n for n, _ in files] == ["demo-v1/pg19-openings.jsonl", "demo-v1/wikipedia-events.jsonl"]
+    assert digest == index.corpus_sha256 and [n for n, _ in files] == [
+        "demo-v1/pg19-openings.jsonl",
+        "demo-v1/wikipedia-events.jsonl",
+    ]
     renamed = tmp_path / "other"
     renamed.mkdir()
     for name, _ in files:
@@ -210,7 +235,9 @@ def small_copy(index: CorpusIndex, tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("damage", ["flip-text", "truncate-sa", "drop-meta", "edit-manifest", "manifest-not-json", "link"])
+@pytest.mark.parametrize(
+    "damage", ["flip-text", "truncate-sa", "drop-meta", "edit-manifest", "manifest-not-json", "link"]
+)
 def test_damaged_index_is_refused_in_one_line(small_copy: Path, damage: str) -> None:
     shard = small_copy / "shard-00000"
     if damage == "flip-text":
@@ -236,10 +263,16 @@ def test_damaged_index_is_refused_in_one_line(small_copy: Path, damage: str) -> 
     assert "\n" not in str(info.value) and str(small_copy.parent) not in str(info.value)
 
 
-@pytest.mark.parametrize(("url", "host"), [
-    ("https://www.Example.org/a", "example.org"), ("www.hidden-a.com/page", "hidden-a.com"),
-    ("https://hidden-b.com\\@d01.com/", "hidden-b.com"), ("https://user:pw@site.net:8080/x", "site.net"), ("not a url", ""),
-])
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://www.Example.org/a", "example.org"),
+        ("www.hidden-a.com/page", "hidden-a.com"),
+        ("https://hidden-b.com\\@d01.com/", "hidden-b.com"),
+        ("https://user:pw@site.net:8080/x", "site.net"),
+        ("not a url", ""),
+    ],
+)
 def test_url_hosts_as_browsers_read_them(url: str, host: str) -> None:
     from verifier.corpus.sources import url_host
 
@@ -248,7 +281,10 @@ def test_url_hosts_as_browsers_read_them(url: str, host: str) -> None:
 
 def test_inputs_every_format_and_every_refusal(tmp_path: Path) -> None:
     texts = [r["text"] for r in rows(CORPUS / "wikipedia-events.jsonl")[:6]]
-    lines = "".join(json.dumps({"text": t, "url": f"https://www.example{i}.org/a", "date": "2016"}) + "\n" for i, t in enumerate(texts))
+    lines = "".join(
+        json.dumps({"text": t, "url": f"https://www.example{i}.org/a", "date": "2016"}) + "\n"
+        for i, t in enumerate(texts)
+    )
     (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(lines[: len(lines) // 2].encode()))
     import zstandard
 
@@ -306,7 +342,7 @@ def test_long_texts_in_pieces_count_exactly(index: CorpusIndex, texts: list[str]
     result = lookup(index, [mixed], characters=True)[0]
     joined = "\xff".join(texts)
     norm = normalise(mixed).split()
-    present = [f" {' '.join(norm[i:i + 13])} " in joined for i in range(len(norm) - 12)]
+    present = [f" {' '.join(norm[i : i + 13])} " in joined for i in range(len(norm) - 12)]
     assert result.ngrams == len(present) and result.ngrams_found == sum(present)
     assert not result.verbatim and result.fifty_char
     whole = lookup(index, [corpus_texts[5] * 1])[0]
@@ -328,12 +364,22 @@ def test_edited_copy_found_wherever_probes_hit_first(tmp_path: Path, corpus_text
     item = " ".join(corpus_texts[600].split()[:40])
     words = item.split()
     copy = " ".join(w + (" indeed" if i % 4 == 3 else "") for i, w in enumerate(words))
-    decoy = lambda k: " ".join(" ".join(words[i:i + 3]) for i in random.Random(k).sample(range(0, 37, 3), 12))  # noqa: E731
-    rows = [{"text": " ".join(words[:3]) + " filler " * 50 + copy}] + [{"text": decoy(k)} for k in range(25)] + [{"text": copy}]
+
+    def decoy(k):
+        return " ".join(" ".join(words[i : i + 3]) for i in random.Random(k).sample(range(0, 37, 3), 12))
+
+    rows = (
+        [{"text": " ".join(words[:3]) + " filler " * 50 + copy}]
+        + [{"text": decoy(k)} for k in range(25)]
+        + [{"text": copy}]
+    )
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     build_index([tmp_path / "c.jsonl"], tmp_path / "ix")
     ix = CorpusIndex.open(tmp_path / "ix")
-    found = {h.document: (contained, close) for h, contained, close in lookup(ix, [item], near_duplicates=0.7)[0].near_duplicates}
+    found = {
+        h.document: (contained, close)
+        for h, contained, close in lookup(ix, [item], near_duplicates=0.7)[0].near_duplicates
+    }
     assert found.get(0, (0,))[0] == 1.0 and found.get(26, (0,))[0] == 1.0
     # every word is there in order, but a quarter more words lie between them: contained, not close
     assert 0.7 < found[26][1] < 0.9

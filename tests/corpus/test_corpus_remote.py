@@ -37,7 +37,11 @@ def api(demo_index: CorpusIndex) -> Iterator[str]:
 
 def texts(demo_index: CorpusIndex) -> list[str]:
     shard = demo_index.shards[0]
-    return [shard.words_of(3), shard.words_of(40)[:300] + " plus words never seen zzqx", "nothing of this is in it zzqx qqq"]
+    return [
+        shard.words_of(3),
+        shard.words_of(40)[:300] + " plus words never seen zzqx",
+        "nothing of this is in it zzqx qqq",
+    ]
 
 
 def test_remote_answers_equal_local(api: str, demo_index: CorpusIndex) -> None:
@@ -46,26 +50,36 @@ def test_remote_answers_equal_local(api: str, demo_index: CorpusIndex) -> None:
     sample = texts(demo_index)
     for text in sample + ["of the", "project gutenberg"]:
         assert remote.count(text) == local.count(text)
-        r, l = remote.find(text, 5), local.find(text, 5)
-        # whole hits: the document, its metadata (the ids a report names; the remote answers once lost them), offset and snippet
-        assert (r.count, r.documents, r.documents_total) == (l.count, l.documents, l.documents_total)
+        r, loc = remote.find(text, 5), local.find(text, 5)
+        # whole hits: the document, its metadata (the ids a report names; the remote answers once lost them), offset and
+        # snippet
+        assert (r.count, r.documents, r.documents_total) == (loc.count, loc.documents, loc.documents_total)
     got = remote.lookup(sample, ngram=13, min_span_words=8)
     want = lookup(demo_index, sample, ngram=13, min_span_words=8)
     for g, w in zip(got, want):
         assert (g.ngrams, g.ngrams_found, g.verbatim) == (w.ngrams, w.ngrams_found, w.verbatim)
-        assert [(s.start, s.end, s.words, s.count, s.documents) for s in g.spans] == [(s.start, s.end, s.words, s.count, s.documents) for s in w.spans]
+        assert [(s.start, s.end, s.words, s.count, s.documents) for s in g.spans] == [
+            (s.start, s.end, s.words, s.count, s.documents) for s in w.spans
+        ]
         assert g.fifty_char is None and g.near_duplicates is None  # need the index itself: not claimed remotely
     assert got[0].verbatim and got[2].ngrams_found == 0
 
 
 def test_server_refuses_bad_requests(api: str) -> None:
-    for body in ({"index": "other", "query_type": "count", "query": "x"}, {"index": "demo", "query_type": "drop", "query": "x"},
-                 {"index": "demo", "query_type": "count", "query": 5}, {"index": "demo", "query_type": "search_docs", "query": "x", "maxnum": 10**9},
-                 [1, 2]):
+    for body in (
+        {"index": "other", "query_type": "count", "query": "x"},
+        {"index": "demo", "query_type": "drop", "query": "x"},
+        {"index": "demo", "query_type": "count", "query": 5},
+        {"index": "demo", "query_type": "search_docs", "query": "x", "maxnum": 10**9},
+        [1, 2],
+    ):
         response = requests.post(api, json=body, timeout=5)
         assert response.status_code == 400 and "error" in response.json()
     assert requests.post(api, data=b"{nope", timeout=5).status_code == 400
-    assert requests.post(api, json={"index": "demo", "query_type": "count", "query": "x " * 20_000}, timeout=5).status_code == 400
+    assert (
+        requests.post(api, json={"index": "demo", "query_type": "count", "query": "x " * 20_000}, timeout=5).status_code
+        == 400
+    )
     import socket
 
     with socket.create_connection(("127.0.0.1", int(api.rsplit(":", 1)[1].strip("/")))) as raw:  # a malformed header
@@ -86,7 +100,7 @@ class Faults:
         faults = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 fault = faults.plan.pop(0) if faults.plan else "forward"
                 faults.seen.append(fault)
@@ -99,21 +113,23 @@ class Faults:
                     self.end_headers()
                     return
                 if fault == "garbled":
-                    data = b"{\"count\": 12"
+                    data = b'{"count": 12'
                 elif fault == "nan":
-                    data = b"{\"count\": NaN}"
+                    data = b'{"count": NaN}'
                 elif fault == "deep":
                     data = b"[" * 100_000 + b"]" * 100_000
                 elif fault == "dropped":
                     self.send_response(200)
                     self.send_header("Content-Length", "1000")
                     self.end_headers()
-                    self.wfile.write(b"{\"count\"")
+                    self.wfile.write(b'{"count"')
                     self.wfile.flush()
                     self.close_connection = True
                     return
                 else:
-                    data = requests.post(faults.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=5).content
+                    data = requests.post(
+                        faults.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=5
+                    ).content
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

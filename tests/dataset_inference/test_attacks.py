@@ -19,12 +19,16 @@ from verifier.signals.output_only.prefix_probe import PrefixLcsToken, PrefixLcsW
 from verifier.signals.output_only.samia import SaMIA, rouge1_f1
 from verifier.targets.queries import CHAT, TEXT, Answer, Query
 
-PASSAGE = ("During the summer of 1887 the famous painter Vincent Morrow travelled with his brother Theo to the small city of "
-           "Arles, where Morrow later painted many of his most important works. The brothers used a simple studio near the "
-           "river, and Theo wrote that Vincent worked very quickly, often finishing several canvases in a single week before "
-           "the autumn rains began.")
-UNRELATED = ("Quarterly revenue at the shipping firm fell sharply as fuel costs rose and two container vessels were held in "
-             "port for repairs, analysts said on Tuesday")
+PASSAGE = (
+    "During the summer of 1887 the famous painter Vincent Morrow travelled with his brother Theo to the small city of "
+    "Arles, where Morrow later painted many of his most important works. The brothers used a simple studio near the "
+    "river, and Theo wrote that Vincent worked very quickly, often finishing several canvases in a single week before "
+    "the autumn rains began."
+)
+UNRELATED = (
+    "Quarterly revenue at the shipping firm fell sharply as fuel costs rose and two container vessels were held in "
+    "port for repairs, analysts said on Tuesday"
+)
 FAILED = Answer(error="server error after 3 retries")
 REFUSED = Answer(error="refusal")
 ATTACKS = ["decop", "name_cloze", "prefix_lcs_word", "prefix_lcs_token", "familiarity", "samia", "cdd"]
@@ -74,13 +78,27 @@ def test_document_score_is_the_mean_of_scored_passages():
     assert math.isnan(score(signal, text, [FAILED]))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: DeCop(passage_words=7), lambda: DeCop(passages=0), lambda: DeCop(passages=101), lambda: DeCop(orders="random"),
-    lambda: PrefixLcsWord(mode="completion"), lambda: PrefixLcsToken(mode="CHAT"),
-    lambda: Familiarity(scale="1-5"), lambda: SaMIA(samples=0), lambda: SaMIA(samples=101), lambda: SaMIA(samples=2.5),
-    lambda: SaMIA(mode="raw"), lambda: CDD(samples=0), lambda: CDD(alpha=-0.1), lambda: CDD(alpha=1.5),
-    lambda: CDD(alpha=float("nan")), lambda: CDD(mode="x"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DeCop(passage_words=7),
+        lambda: DeCop(passages=0),
+        lambda: DeCop(passages=101),
+        lambda: DeCop(orders="random"),
+        lambda: PrefixLcsWord(mode="completion"),
+        lambda: PrefixLcsToken(mode="CHAT"),
+        lambda: Familiarity(scale="1-5"),
+        lambda: SaMIA(samples=0),
+        lambda: SaMIA(samples=101),
+        lambda: SaMIA(samples=2.5),
+        lambda: SaMIA(mode="raw"),
+        lambda: CDD(samples=0),
+        lambda: CDD(alpha=-0.1),
+        lambda: CDD(alpha=1.5),
+        lambda: CDD(alpha=float("nan")),
+        lambda: CDD(mode="x"),
+    ],
+)
 def test_parameters_out_of_range_are_refused(make):
     with pytest.raises(VerifierError):
         make()
@@ -124,7 +142,9 @@ def test_decop_scores_the_share_of_verbatim_choices_among_readable_answers():
     queries = signal.queries(PASSAGE)
     right = [verbatim_letter(q, PASSAGE) for q in queries]
     styles = ["{}", "({})", "Answer: {}", "{})"]  # the last one lowercased: "b)"
-    memorised = [Answer(styles[i % 4].format(letter.lower() if i % 4 == 3 else letter)) for i, letter in enumerate(right)]
+    memorised = [
+        Answer(styles[i % 4].format(letter.lower() if i % 4 == 3 else letter)) for i, letter in enumerate(right)
+    ]
     assert score(signal, PASSAGE, memorised) == 1.0
     wrong = [Answer(LETTERS[(LETTERS.index(letter) + 1) % 4]) for letter in right]  # always a paraphrase
     assert score(signal, PASSAGE, wrong) == 0.0
@@ -142,11 +162,26 @@ def test_decop_asks_nothing_when_the_passage_cannot_be_paraphrased():
     assert math.isnan(DeCop().score(ScoredDocument(text=plain)))
 
 
-@pytest.mark.parametrize(("reply", "index"), [
-    ("B", 1), ("(B)", 1), ("Answer: B", 1), ("b)", 1), ("B.", 1), ("**C**", 2), ("The answer is D.", 3),
-    ("Answer: (c)", 2), ("Option A", 0), ("Passage B is the original.", 1), ("I think it is C", 2),
-    ("B and C", None), ("maybe", None), ("The answer is a passage", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("reply", "index"),
+    [
+        ("B", 1),
+        ("(B)", 1),
+        ("Answer: B", 1),
+        ("b)", 1),
+        ("B.", 1),
+        ("**C**", 2),
+        ("The answer is D.", 3),
+        ("Answer: (c)", 2),
+        ("Option A", 0),
+        ("Passage B is the original.", 1),
+        ("I think it is C", 2),
+        ("B and C", None),
+        ("maybe", None),
+        ("The answer is a passage", None),
+        ("", None),
+    ],
+)
 def test_decop_reads_a_letter_robustly(reply, index):
     assert parse_letter(reply) == index
 

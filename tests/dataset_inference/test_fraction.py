@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rules import FAST, SIGNALS, periods, sets  # noqa: F401, F811 - periods is a fixture
+from test_rules import FAST, SIGNALS, sets  # periods is a fixture
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson
@@ -51,8 +51,10 @@ def test_the_lower_bound_holds_whatever_the_members_look_like(kind, share):
 def test_member_free_and_reversed_suspects_get_a_zero_bound_and_no_documents():
     rng = np.random.default_rng(3)
     heldout_members = rng.normal(size=(TRIALS, 100, 3)) + 1.0  # the held-out set is the member-like one
-    for suspect, heldout in ((rng.normal(size=(TRIALS, 100, 3)), rng.normal(size=(TRIALS, 100, 3))),
-                             (rng.normal(size=(TRIALS, 100, 3)), heldout_members)):
+    for suspect, heldout in (
+        (rng.normal(size=(TRIALS, 100, 3)), rng.normal(size=(TRIALS, 100, 3))),
+        (rng.normal(size=(TRIALS, 100, 3)), heldout_members),
+    ):
         found = bounds(suspect, heldout)
         assert (found == 0).mean() >= 0.95
         folds = fold_scores(suspect, heldout, np.random.default_rng(1))
@@ -84,7 +86,7 @@ def test_conformal_p_values_belong_to_their_documents():
     assert p[17] == pytest.approx(1 / 31) == p.min() and set(fold_of) == {0, 1} and len(p) == 60
 
 
-def test_the_route_states_a_fraction_only_under_a_significant_test(periods):  # noqa: F811 - the fixture
+def test_the_route_states_a_fraction_only_under_a_significant_test(periods):  # the fixture
     suspect, heldout, _ = sets(periods, 150, seed=0, member_shift=1.5)
     finding = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
     assert finding.status == SetStatus.SIGNIFICANT and finding.documents.stated

@@ -16,7 +16,9 @@ def every_fifth_word_replaced(text: str) -> str:
 
 def test_edited_copies_of_heldout_documents_leave_every_set(wikimia64):
     texts = [r["text"] for r in wikimia64 if r["label"] == 1]
-    texts = [texts[i] for i in np.random.default_rng(0).permutation(len(texts))]  # neighbours in the file share an article
+    texts = [
+        texts[i] for i in np.random.default_rng(0).permutation(len(texts))
+    ]  # neighbours in the file share an article
     suspect, heldout = texts[:60], texts[60:120]
     prefix = [every_fifth_word_replaced(t) for t in heldout[:5]]
     relation = prefix_relation(prefix, {"suspect": suspect, "heldout": heldout})
@@ -63,10 +65,22 @@ def test_verbatim_runs_of_heldout_documents_hidden_among_suspect_word_pairs_are_
     suspect, heldout = texts[:30], texts[30:60]
     prefix = []
     for k in range(10):
-        runs = [" ".join(w[i : i + 5]) for t in heldout[3 * k : 3 * k + 3] for w in [t.split()] for i in range(0, len(w), 5) if rng.random() < 0.4]
-        pairs = [" ".join(w[i : i + 2]) for t in suspect[3 * k : 3 * k + 3] for w in [t.split()] for i in range(0, len(w), 2) if rng.random() < 0.5]
+        runs = [
+            " ".join(w[i : i + 5])
+            for t in heldout[3 * k : 3 * k + 3]
+            for w in [t.split()]
+            for i in range(0, len(w), 5)
+            if rng.random() < 0.4
+        ]
+        pairs = [
+            " ".join(w[i : i + 2])
+            for t in suspect[3 * k : 3 * k + 3]
+            for w in [t.split()]
+            for i in range(0, len(w), 2)
+            if rng.random() < 0.5
+        ]
         rng.shuffle(pairs)
-        prefix.append(" ".join(x for pair in zip(runs, pairs) for x in pair) + " " + " ".join(pairs[len(runs):]))
+        prefix.append(" ".join(x for pair in zip(runs, pairs) for x in pair) + " " + " ".join(pairs[len(runs) :]))
     relation = prefix_relation(prefix, {"suspect": suspect, "heldout": heldout})
     assert not relation.balanced and relation.p_values["copy_coverage"] < 1e-4, relation
     assert "closer to the held-out documents" in relation.reason() and "copy_coverage" in relation.reason()

@@ -65,7 +65,9 @@ def test_matched_sets_with_a_real_difference_are_significant(periods):
 
 SURFACE_SHIFTS = {
     "lowercased": str.lower,
-    "typographic quotes and apostrophes": lambda t: t.replace('"', "\u201c").replace("'", "\u2019").replace(" - ", " \u2013 "),
+    "typographic quotes and apostrophes": lambda t: (
+        t.replace('"', "\u201c").replace("'", "\u2019").replace(" - ", " \u2013 ")
+    ),
     "doubled spaces": lambda t: t.replace(". ", ".  "),
     "boilerplate prepended": lambda t: "Retrieved from the online encyclopedia. " + t,
     "cut at 40 words": lambda t: " ".join(t.split()[:40]),
@@ -115,7 +117,11 @@ def test_check_is_calibrated_on_exchangeable_sets(periods):
     checks = []
     for trial in range(60):
         order = rng.permutation(len(old))[:60]
-        checks.append(check_exchangeable([old[i] for i in order[:30]], [old[i] for i in order[30:]], n_permutations=199, seed=trial))
+        checks.append(
+            check_exchangeable(
+                [old[i] for i in order[:30]], [old[i] for i in order[30:]], n_permutations=199, seed=trial
+            )
+        )
     covered = np.mean([c.ci_low <= 0.5 <= c.ci_high for c in checks])
     detected = np.mean([c.detected for c in checks])
     assert covered >= 0.9 and detected <= 0.1
@@ -127,7 +133,10 @@ def test_column_aucs_match_sklearn():
     from sklearn.metrics import roc_auc_score
 
     rng = np.random.default_rng(5)
-    scores, labels = rng.normal(size=(40, 3)), np.stack([rng.permutation(np.r_[np.ones(15), np.zeros(25)]) for _ in range(3)], axis=1)
+    scores, labels = (
+        rng.normal(size=(40, 3)),
+        np.stack([rng.permutation(np.r_[np.ones(15), np.zeros(25)]) for _ in range(3)], axis=1),
+    )
     scores[:, 2] = np.round(scores[:, 2])  # ties
     want = [roc_auc_score(labels[:, j], scores[:, j]) for j in range(3)]
     np.testing.assert_allclose(column_aucs(scores, labels), want)
@@ -135,9 +144,16 @@ def test_column_aucs_match_sklearn():
 
 def test_duplicates_and_near_duplicates_are_removed_from_the_heldout_set(periods):
     suspect, heldout, rng = sets(periods, 100, seed=6, member_shift=0.6)
-    natural = find_overlap(suspect.texts, heldout.texts[4:])  # templated pages ("... elections in Texas") are near duplicates too
+    natural = find_overlap(
+        suspect.texts, heldout.texts[4:]
+    )  # templated pages ("... elections in Texas") are near duplicates too
     assert natural.exact == natural.prefix == 0 and natural.near <= 5
-    planted = [suspect.texts[0], suspect.texts[1].upper(), " ".join(suspect.texts[2].split()[:30]), suspect.texts[3][:10] + "#" + suspect.texts[3][11:]]
+    planted = [
+        suspect.texts[0],
+        suspect.texts[1].upper(),
+        " ".join(suspect.texts[2].split()[:30]),
+        suspect.texts[3][:10] + "#" + suspect.texts[3][11:],
+    ]
     texts = planted + list(heldout.texts[4:])
     overlap = find_overlap(suspect.texts, texts)
     assert overlap.removed == [0, 1, 2, 3] + [4 + i for i in natural.removed]
@@ -149,7 +165,9 @@ def test_duplicates_and_near_duplicates_are_removed_from_the_heldout_set(periods
     assert seen.exact == 2 and seen.prefix == 1 and seen.near >= 1
     assert finding.n_heldout == 100 - seen.count - finding.duplicates_removed["heldout"]
     assert finding.n_suspect == 100 - len(seen.removed_suspect) - finding.duplicates_removed["suspect"]
-    assert any(f"{seen.count} held-out and {len(seen.removed_suspect)} suspect documents" in note for note in finding.notes)
+    assert any(
+        f"{seen.count} held-out and {len(seen.removed_suspect)} suspect documents" in note for note in finding.notes
+    )
 
 
 def test_order_of_rows_does_not_change_the_outcome(periods):
@@ -161,9 +179,13 @@ def test_order_of_rows_does_not_change_the_outcome(periods):
 
 def test_duplicates_within_a_set_are_removed(periods):
     suspect, heldout, _ = sets(periods, 60, seed=13)
-    repeated = DocumentSet(list(suspect.texts[:50]) + [t.upper() for t in suspect.texts[:10]], suspect.features, 2016, "s")
+    repeated = DocumentSet(
+        list(suspect.texts[:50]) + [t.upper() for t in suspect.texts[:10]], suspect.features, 2016, "s"
+    )
     finding = run_set_membership(repeated, heldout, SIGNALS, params=FAST)
-    assert finding.duplicates_removed["suspect"] >= 10 and any("suspect documents repeat" in note for note in finding.notes)
+    assert finding.duplicates_removed["suspect"] >= 10 and any(
+        "suspect documents repeat" in note for note in finding.notes
+    )
 
 
 def test_too_few_left_after_removing_overlap_is_refused(periods):
@@ -194,7 +216,10 @@ def test_control(periods):
     finding = run_set_membership(suspect, heldout, SIGNALS, control=vacuous, params=FAST)
     assert not finding.control.validated and "split of the held-out population" in finding.control.problems[0]
     strict = SetTestParams(n_permutations=199, shift_permutations=199, require_control=True)
-    assert run_set_membership(suspect, heldout, SIGNALS, control=vacuous, params=strict).status == SetStatus.CONTROL_REQUIRED
+    assert (
+        run_set_membership(suspect, heldout, SIGNALS, control=vacuous, params=strict).status
+        == SetStatus.CONTROL_REQUIRED
+    )
     assert run_set_membership(suspect, heldout, SIGNALS, params=strict).status == SetStatus.CONTROL_REQUIRED
     assert run_set_membership(suspect, heldout, SIGNALS, control=control, params=strict).status == SetStatus.SIGNIFICANT
     # A control from another period is not the suspect's population.
@@ -204,7 +229,9 @@ def test_control(periods):
     assert not shifted.control.validated and shifted.status == SetStatus.CONTROL_REQUIRED
     # A control that scores like the suspect set flags the method: the held-out set is what differs.
     flagged = DocumentSet(control.texts, features(rng, 100, 0.6), 2016, "c.jsonl")
-    assert run_set_membership(suspect, heldout, SIGNALS, control=flagged, params=FAST).status == SetStatus.CONTROL_FLAGGED
+    assert (
+        run_set_membership(suspect, heldout, SIGNALS, control=flagged, params=FAST).status == SetStatus.CONTROL_FLAGGED
+    )
 
 
 def test_conditional_test_removes_what_text_form_explains(periods):
@@ -222,7 +249,14 @@ def test_conditional_test_removes_what_text_form_explains(periods):
 
 
 def test_surface_features_are_finite_on_hostile_text():
-    texts = ["", " ", "\u202eevil\u200b", "A" * 10_000, "\t\n\r", "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace")]
+    texts = [
+        "",
+        " ",
+        "\u202eevil\u200b",
+        "A" * 10_000,
+        "\t\n\r",
+        "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+    ]
     values = surface_features(texts)
     assert values.shape == (len(texts), len(SURFACE_FEATURES)) and np.isfinite(values).all()
 
@@ -253,7 +287,9 @@ def test_sets_matched_in_pairs_by_the_model_are_refused(periods):
     finding = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
     assert finding.status == SetStatus.MIRRORED and finding.shift.auc_corrected < 0.4
     assert "look matched" in finding.reason
-    assert dataset_inference_of(suspect, heldout).significant  # what the rules would have granted without the lower tail
+    assert dataset_inference_of(
+        suspect, heldout
+    ).significant  # what the rules would have granted without the lower tail
 
 
 def dataset_inference_of(suspect: DocumentSet, heldout: DocumentSet):
@@ -272,8 +308,12 @@ def test_uneven_failures_cannot_make_a_verdict(periods):
         s = (rng.random((60, 1)) < 0.35).astype(float)
         h = (rng.random((60, 1)) < 0.35).astype(float)
         h[rng.random(60) < 0.45] = np.nan  # refused
-        finding = run_set_membership(DocumentSet(suspect.texts, s, 2016, "s"), DocumentSet(heldout.texts, h, 2016, "h"), ["name_cloze"],
-                                     params=FAST)
+        finding = run_set_membership(
+            DocumentSet(suspect.texts, s, 2016, "s"),
+            DocumentSet(heldout.texts, h, 2016, "h"),
+            ["name_cloze"],
+            params=FAST,
+        )
         hits += finding.status == SetStatus.SIGNIFICANT
         if finding.shift.exchangeable:
             assert finding.status == SetStatus.NOT_ESTABLISHED and "fail unevenly" in finding.reason
@@ -287,13 +327,17 @@ def test_a_detection_carried_by_failed_items_is_not_significant(periods):
     suspect, heldout, rng = sets(periods, 120, seed=3)
     s, h = features(rng, 120, 0.7), features(rng, 120)
     s[:30], h[:30] = np.nan, np.nan  # even, so the failure-rate check passes
-    finding = run_set_membership(DocumentSet(suspect.texts, s, 2016, "s"), DocumentSet(heldout.texts, h, 2016, "h"), SIGNALS, params=FAST)
+    finding = run_set_membership(
+        DocumentSet(suspect.texts, s, 2016, "s"), DocumentSet(heldout.texts, h, 2016, "h"), SIGNALS, params=FAST
+    )
     assert finding.status == SetStatus.NOT_SIGNIFICANT and "filled least favourably" in finding.reason
     assert finding.result.significant  # the median-filled test alone would have decided
     assert any("failed query" in note for note in finding.notes)
     strong, few = features(rng, 120, 1.5), features(rng, 120)
     strong[:8], few[:8] = np.nan, np.nan
-    kept = run_set_membership(DocumentSet(suspect.texts, strong, 2016, "s"), DocumentSet(heldout.texts, few, 2016, "h"), SIGNALS, params=FAST)
+    kept = run_set_membership(
+        DocumentSet(suspect.texts, strong, 2016, "s"), DocumentSet(heldout.texts, few, 2016, "h"), SIGNALS, params=FAST
+    )
     assert kept.status == SetStatus.SIGNIFICANT  # a strong effect with few failures survives the least favourable fill
 
 
@@ -320,9 +364,16 @@ def test_a_text_driven_shift_the_check_cannot_exclude_is_not_read_as_training(pe
         rng = np.random.default_rng(seed)
         low, high = rng.permutation(order[: len(order) // 2])[:30], rng.permutation(order[len(order) // 2 :])[:30]
         s_texts, h_texts = [old[i] for i in high], [old[i] for i in low]
-        signal = lambda texts: (40 * digit_share(texts))[:, None] + 0.3 * rng.normal(size=(len(texts), len(SIGNALS)))  # noqa: E731
-        finding = run_set_membership(DocumentSet(s_texts, signal(s_texts), 2016), DocumentSet(h_texts, signal(h_texts), 2016), SIGNALS,
-                                     params=OPT_IN)
+
+        def signal(texts):
+            return (40 * digit_share(texts))[:, None] + 0.3 * rng.normal(size=(len(texts), len(SIGNALS)))  # noqa: B023
+
+        finding = run_set_membership(
+            DocumentSet(s_texts, signal(s_texts), 2016),
+            DocumentSet(h_texts, signal(h_texts), 2016),
+            SIGNALS,
+            params=OPT_IN,
+        )
         assert finding.status != SetStatus.SIGNIFICANT or not finding.on_blind
         granted += finding.status == SetStatus.SIGNIFICANT
     assert granted <= 1  # the few the margin established are the test's own alpha
@@ -333,16 +384,43 @@ def test_a_subtle_vocabulary_shift_never_gets_a_verdict_under_the_default_rules(
     # of twenty common words, and signals that follow that share. Kernel ridge shrinks such a weak direction
     # without removing it, so the opt-in test can be fooled; the default rules (the margin alone) never grant it.
     old, _ = periods
-    words = ["the", "of", "and", "in", "a", "to", "was", "on", "by", "for", "with", "at", "as", "from", "is", "that", "were",
-             "which", "an", "his"]
+    words = [
+        "the",
+        "of",
+        "and",
+        "in",
+        "a",
+        "to",
+        "was",
+        "on",
+        "by",
+        "for",
+        "with",
+        "at",
+        "as",
+        "from",
+        "is",
+        "that",
+        "were",
+        "which",
+        "an",
+        "his",
+    ]
     share = np.array([sum(w in words for w in t.lower().split()) / max(1, len(t.split())) for t in old])
     order = np.argsort(share)
     for seed in range(8):
         rng = np.random.default_rng(seed)
         low, high = rng.permutation(order[: len(order) // 2])[:40], rng.permutation(order[len(order) // 2 :])[:40]
-        features = lambda rows: (30 * share[rows])[:, None] + 0.5 * rng.normal(size=(len(rows), len(SIGNALS)))  # noqa: E731
-        finding = run_set_membership(DocumentSet([old[i] for i in high], features(high), 2016),
-                                     DocumentSet([old[i] for i in low], features(low), 2016), SIGNALS, params=FAST)
+
+        def features(rows):
+            return (30 * share[rows])[:, None] + 0.5 * rng.normal(size=(len(rows), len(SIGNALS)))  # noqa: B023
+
+        finding = run_set_membership(
+            DocumentSet([old[i] for i in high], features(high), 2016),
+            DocumentSet([old[i] for i in low], features(low), 2016),
+            SIGNALS,
+            params=FAST,
+        )
         assert finding.status != SetStatus.SIGNIFICANT, finding.reason
 
 
@@ -353,17 +431,38 @@ def test_where_the_margin_cannot_be_met_the_opt_in_test_finds_a_real_effect(peri
     margin_only = run_set_membership(suspect, heldout, SIGNALS, params=FAST)
     now = run_set_membership(suspect, heldout, SIGNALS, params=OPT_IN)
     assert margin_only.status == SetStatus.NOT_ESTABLISHED and "would let the check establish it" in margin_only.reason
-    assert now.status == SetStatus.SIGNIFICANT and now.on_blind and "beyond everything the blind classifier's text features explain" in now.reason
+    assert (
+        now.status == SetStatus.SIGNIFICANT
+        and now.on_blind
+        and "beyond everything the blind classifier's text features explain" in now.reason
+    )
 
 
 def test_the_size_that_would_establish_exchangeability():
     from verifier.baselines.exchangeability import ExchangeabilityCheck, size_to_establish
 
     def check(corrected: float, spread: float, n: int) -> ExchangeabilityCheck:
-        return ExchangeabilityCheck(auc=corrected, auc_corrected=corrected, ci_low=corrected - spread, ci_high=corrected + spread,
-                                    p_value=0.5, p_value_mirrored=0.5, null_median=0.45, smallest_detectable=0.7, margin=margin_for(n),
-                                    alpha=0.05, detected=False, mirrored=False, exchangeable=False, n_first=n, n_second=n,
-                                    n_checked_first=n, n_checked_second=n, n_permutations=199, seed=0)
+        return ExchangeabilityCheck(
+            auc=corrected,
+            auc_corrected=corrected,
+            ci_low=corrected - spread,
+            ci_high=corrected + spread,
+            p_value=0.5,
+            p_value_mirrored=0.5,
+            null_median=0.45,
+            smallest_detectable=0.7,
+            margin=margin_for(n),
+            alpha=0.05,
+            detected=False,
+            mirrored=False,
+            exchangeable=False,
+            n_first=n,
+            n_second=n,
+            n_checked_first=n,
+            n_checked_second=n,
+            n_permutations=199,
+            seed=0,
+        )
 
     found = size_to_establish(check(0.5, 0.21, 50))  # the null's spread shrinks as 1/sqrt(n): just above 50 suffices
     assert found is not None and 50 < found < 60 and 0.5 + 0.21 * np.sqrt(50 / found) < margin_for(found)
@@ -381,8 +480,9 @@ def test_a_claim_of_a_batch_can_reach_the_strictest_adjusted_level(claims, alpha
     family = params.for_family(claims)
     assert 1 / (family.n_permutations + 1) <= alpha / claims / 10 + 1e-12
     assert family.n_permutations >= params.n_permutations
-    assert {k: v for k, v in family.model_dump().items() if k != "n_permutations"} == \
-        {k: v for k, v in params.model_dump().items() if k != "n_permutations"}
+    assert {k: v for k, v in family.model_dump().items() if k != "n_permutations"} == {
+        k: v for k, v in params.model_dump().items() if k != "n_permutations"
+    }
 
 
 def test_a_single_claim_and_a_finer_policy_keep_their_relabellings():

@@ -45,8 +45,14 @@ def test_nonnegative_logistic_equals_bounded_lbfgs():
         return np.sum(np.logaddexp(0, z) - labels * z) + 0.5 * theta[:-1] @ theta[:-1]
 
     for t in range(6):
-        ref = minimize(objective, np.zeros(6), args=(x[t], y[t]), method="L-BFGS-B", bounds=[(0, None)] * 5 + [(None, None)],
-                       options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000})
+        ref = minimize(
+            objective,
+            np.zeros(6),
+            args=(x[t], y[t]),
+            method="L-BFGS-B",
+            bounds=[(0, None)] * 5 + [(None, None)],
+            options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000},
+        )
         np.testing.assert_allclose(w[t], ref.x[:-1], atol=1e-5)
         assert b[t] == pytest.approx(ref.x[-1], abs=1e-5)
     assert (w >= 0).all() and (w[:, 1] == 0).all()
@@ -60,7 +66,9 @@ def test_less_member_like_suspect_is_never_evidence(method):
     # *below* the held-out set was "significant" in 181 of 200 trials.
     rng = np.random.default_rng(2)
     suspect, heldout = correlated_pool(rng, 2000, shift=-0.5), correlated_pool(rng, 2000)
-    p = trial_p_values(draw(suspect, 200, 100, rng), draw(heldout, 200, 100, rng), rng, method=method, n_permutations=99)
+    p = trial_p_values(
+        draw(suspect, 200, 100, rng), draw(heldout, 200, 100, rng), rng, method=method, n_permutations=99
+    )
     assert (p < 0.05).mean() <= 0.01
     one = dataset_inference(suspect[:100], heldout[:100], FEATURES, method=method, n_permutations=99)
     assert not one.significant and all(v == 0 for fold in one.weights for v in fold.values())
@@ -74,7 +82,9 @@ def test_permutation_false_positive_rate_is_alpha_not_below():
     table = simulate_power(pool[:10], pool, FEATURES, sizes=[50], trials=600, n_permutations=99, seed=4)
     fpr = table.rows[0].fpr
     assert 0.03 <= fpr.value <= 0.065, fpr
-    median = simulate_power(pool[:10], pool, FEATURES, sizes=[50], trials=600, method="split_median", seed=4).rows[0].fpr
+    median = (
+        simulate_power(pool[:10], pool, FEATURES, sizes=[50], trials=600, method="split_median", seed=4).rows[0].fpr
+    )
     assert median.value < 0.03  # the conservative aggregation the permutation test replaces
 
 
@@ -90,7 +100,9 @@ def test_power_grows_with_set_size_and_beats_the_split_median():
 
 def test_sizes_the_pools_cannot_fill_are_skipped():
     rng = np.random.default_rng(7)
-    table = simulate_power(correlated_pool(rng, 60), correlated_pool(rng, 90), FEATURES, sizes=[25, 50, 100], trials=20, n_permutations=19)
+    table = simulate_power(
+        correlated_pool(rng, 60), correlated_pool(rng, 90), FEATURES, sizes=[25, 50, 100], trials=20, n_permutations=19
+    )
     assert [r.n for r in table.rows] == [25, 50] and table.skipped_sizes == [100]
     assert table.rows[1].fpr is None and table.rows[1].power is not None  # 2 x 50 > 90 non-members
 
@@ -100,10 +112,16 @@ def test_single_test_detects_a_shift_records_weights_and_refuses_small_sets():
     result = dataset_inference(correlated_pool(rng, 300, shift=0.5), correlated_pool(rng, 300), FEATURES, seed=0)
     assert result.significant and result.p_value == pytest.approx(1 / 1000) and result.effect_size > 0.2
     assert result.method == "permutation" and result.n_permutations == 999
-    assert len(result.weights) == 2 and all(set(w) == set(FEATURES) and min(w.values()) >= 0 and max(w.values()) > 0 for w in result.weights)
+    assert len(result.weights) == 2 and all(
+        set(w) == set(FEATURES) and min(w.values()) >= 0 and max(w.values()) > 0 for w in result.weights
+    )
     same = dataset_inference(correlated_pool(rng, 300), correlated_pool(rng, 300), FEATURES, seed=0)
-    assert same.p_value > 0.01 and round(same.p_value * 1000) == pytest.approx(same.p_value * 1000)  # a multiple of 1/1000
-    again = dataset_inference(correlated_pool(np.random.default_rng(8), 300, shift=0.5), correlated_pool(rng, 300), FEATURES, seed=1)
+    assert same.p_value > 0.01 and round(same.p_value * 1000) == pytest.approx(
+        same.p_value * 1000
+    )  # a multiple of 1/1000
+    again = dataset_inference(
+        correlated_pool(np.random.default_rng(8), 300, shift=0.5), correlated_pool(rng, 300), FEATURES, seed=1
+    )
     assert again.weights != result.weights  # another seed, other halves
     with pytest.raises(VerifierError, match="at least 20 suspect documents, got 19"):
         dataset_inference(correlated_pool(rng, 19), correlated_pool(rng, 300), FEATURES)
@@ -119,7 +137,11 @@ def test_quantile_aggregation():
 
 def test_wilson_interval():
     rate = wilson(25, 500)
-    assert rate.value == 0.05 and rate.ci_low == pytest.approx(0.0341, abs=1e-3) and rate.ci_high == pytest.approx(0.0728, abs=1e-3)
+    assert (
+        rate.value == 0.05
+        and rate.ci_low == pytest.approx(0.0341, abs=1e-3)
+        and rate.ci_high == pytest.approx(0.0728, abs=1e-3)
+    )
 
 
 def test_batched_welch_equals_scipy():
@@ -135,7 +157,9 @@ def test_batched_welch_equals_scipy():
     mean, std = a.mean(0), a.std(0)
     w = test.weights[0, 0]
     assert (w >= 0).all() and w.max() > 0
-    want = ttest_ind(((s[30:] - mean) / std) @ w, ((v[25:] - mean) / std) @ w, equal_var=False, alternative="greater").pvalue
+    want = ttest_ind(
+        ((s[30:] - mean) / std) @ w, ((v[25:] - mean) / std) @ w, equal_var=False, alternative="greater"
+    ).pvalue
     assert test.p_values[0, 0] == pytest.approx(want, rel=1e-3)
 
 
@@ -153,6 +177,12 @@ def test_nonnegative_fit_converges_on_small_correlated_problems():
         return np.sum(np.logaddexp(0, z) - labels * z) + 0.5 * theta[:-1] @ theta[:-1]
 
     for t in range(0, 300, 10):
-        ref = minimize(objective, np.zeros(6), args=(x[t], y[t]), method="L-BFGS-B", bounds=[(0, None)] * 5 + [(None, None)],
-                       options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000})
+        ref = minimize(
+            objective,
+            np.zeros(6),
+            args=(x[t], y[t]),
+            method="L-BFGS-B",
+            bounds=[(0, None)] * 5 + [(None, None)],
+            options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000},
+        )
         assert objective(np.r_[w[t], b[t]], x[t], y[t]) <= ref.fun + 1e-8

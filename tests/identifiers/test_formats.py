@@ -17,30 +17,47 @@ from verifier.identifiers.formats import (
 
 
 def test_identifiers_are_found_once_and_known_constants_set_aside():
-    texts = ["Commit 69bf4a41ef5074b584091640af915260b50dc450 fixed it; see bit.ly/3xK9qPz.",
-             "Again 69bf4a41ef5074b584091640af915260b50dc450, and the empty hash e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
-             "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
-             "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
-             "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
-             "uuid4 hex 7c9e6679742540de944be07fc1f90ae7 is not uniform hex",
-             "A DeepSeek-style key sk-7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a is tested once, as its random hex."]
+    texts = [
+        "Commit 69bf4a41ef5074b584091640af915260b50dc450 fixed it; see bit.ly/3xK9qPz.",
+        "Again 69bf4a41ef5074b584091640af915260b50dc450, and the empty hash "
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
+        "Key AKIAIOSFODNN7EXAMPLE and id 0f8fad5b-d9cb-469f-a165-70867728950e in a log.",
+        "Vanity link bit.ly/summerbook is not random; tinyurl.com/ab12cd9x is.",
+        "Short hash 9c2e4f1 of 9c2e4f1a0b3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f.",  # the context gives it away
+        "uuid4 hex 7c9e6679742540de944be07fc1f90ae7 is not uniform hex",
+        "A DeepSeek-style key sk-7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a is tested once, as its random hex.",
+    ]
     found, dropped = find_identifiers(texts, 4)
     assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4", "short_url", "hex_digest"]
     assert found[-1].identifier == "7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a" and found[-1].context.endswith("key sk-")
     assert found[0].context == "Commit " and found[2].context == "Key AKIAIOSFODNN7EXAMPLE and id "
-    assert dropped == {"not random-looking": 3, "repeated": 1, "context holds part of it": 1}  # AKIA keys are no format here
+    assert dropped == {
+        "not random-looking": 3,
+        "repeated": 1,
+        "context holds part of it": 1,
+    }  # AKIA keys are no format here
     assert all(not random_looking(c) for c in KNOWN_CONSTANTS)
-    assert find_identifiers(["x " * 10 + "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 end"], 0)[0][0].context == ""
+    assert (
+        find_identifiers(["x " * 10 + "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 end"], 0)[0][0].context == ""
+    )
 
 
 def test_fresh_draws_match_the_format_and_pass_the_same_filter():
-    found, _ = find_identifiers(["id 0F8FAD5B-D9CB-469F-A165-70867728950E, tinyurl.com/q8x2k4m7 and 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"], 4)
+    found, _ = find_identifiers(
+        [
+            "id 0F8FAD5B-D9CB-469F-A165-70867728950E, tinyurl.com/q8x2k4m7 and "
+            "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"
+        ],
+        4,
+    )
     upper, tiny, key = found
     for item in found:
         draws = fresh_draws(item, 200)
         assert len(set(draws)) == 200 and item.identifier not in draws and all(random_looking(d) for d in draws)
         assert fresh_draws(item, 200) == draws  # seeded by the identifier alone
-    assert all(d.isupper() or not d.isalpha() for d in fresh_draws(upper, 50)) and all(d[14] == "4" for d in fresh_draws(upper, 50))
+    assert all(d.isupper() or not d.isalpha() for d in fresh_draws(upper, 50)) and all(
+        d[14] == "4" for d in fresh_draws(upper, 50)
+    )
     assert all(d.startswith("tinyurl.com/") and d[12:].islower() or d[12:].isdigit() for d in fresh_draws(tiny, 50))
     assert all(d[23:31] == "T3BlbkFJ" and len(d) == len(key.identifier) for d in fresh_draws(key, 50))
 
@@ -52,7 +69,11 @@ def _classes(text: str) -> str:
 def test_fresh_draws_keep_each_character_class_so_a_models_taste_for_digits_or_lower_case_cancels():
     """An outside attack: digit-only 'digests' and lower-case short links against mixed draws came out
     'memorised' on a model that never saw them (p = 0.0006 and 0.002). Draws now keep the class pattern."""
-    texts = ["see bit.ly/efr4edt now", "ref 7d1e0c9a4B2f8e6d3c5a1b9f0e2d4c6a", "id 3f9A1c2b-7d4e-4f60-9182-93a4b5c6d7e8 x"]
+    texts = [
+        "see bit.ly/efr4edt now",
+        "ref 7d1e0c9a4B2f8e6d3c5a1b9f0e2d4c6a",
+        "id 3f9A1c2b-7d4e-4f60-9182-93a4b5c6d7e8 x",
+    ]
     found, _ = find_identifiers(texts, 2)
     for item in found:
         assert {_classes(d) for d in fresh_draws(item, 100)} == {_classes(item.identifier)}
@@ -67,7 +88,7 @@ def test_copies_in_context_and_variants_of_one_value_are_caught():
     made SmolLM2 'recognise' 15 fresh keys (p = 7e-8: it copied them); and one value written five ways
     counted five times in Fisher's combination."""
     key = "358d7f7117e1166867a1bd2f4df77c3a4c19b5d8"
-    grouped = " ".join(key.upper()[i:i + 4] for i in range(0, 40, 4))
+    grouped = " ".join(key.upper()[i : i + 4] for i in range(0, 40, 4))
     assert find_identifiers([f"Fingerprint: {grouped}. The key id is {key}."], 32)[1]["context holds part of it"] == 1
     spaced = "\u200b".join(key[:12])
     fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in key[:10])
@@ -78,15 +99,18 @@ def test_copies_in_context_and_variants_of_one_value_are_caught():
     found, dropped = find_identifiers([f"Record {v} filed." for v in variants], 4)
     assert [f.identifier for f in found] == [value] and dropped["repeated"] == 4
     item = find_identifiers([f"Fingerprint {key[:2]}: filed under {key}."], 4)[0][0]
-    assert all(not any(d[i:i + 6] in "filed under" for i in range(35)) for d in fresh_draws(item, 50))
+    assert all(not any(d[i : i + 6] in "filed under" for i in range(35)) for d in fresh_draws(item, 50))
 
 
-@pytest.mark.parametrize("identifier", [
-    "4c123b" * 6 + "4c12",                                    # a 6-character block repeated (the attack: p = 2e-9 on SmolLM2)
-    "9f3e21" + "12e3f9" + "69bf4a41ef5074b584091640af91",  # a block and its mirror
-    "e7b2a913579c04d8f6a1e3b5c7d9f0a2",                       # a progression of one step (13579)
-    "bit.ly/Ab3XyAb3X",                                       # a short link repeating itself
-])
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "4c123b" * 6 + "4c12",  # a 6-character block repeated (the attack: p = 2e-9 on SmolLM2)
+        "9f3e21" + "12e3f9" + "69bf4a41ef5074b584091640af91",  # a block and its mirror
+        "e7b2a913579c04d8f6a1e3b5c7d9f0a2",  # a progression of one step (13579)
+        "bit.ly/Ab3XyAb3X",  # a short link repeating itself
+    ],
+)
 def test_identifiers_whose_parts_predict_each_other_are_not_tested(identifier):
     """A model that copies from its context continues these from their first part without training;
     fresh draws keeping only each position's class cannot be continued, so the null fails for them."""

@@ -28,7 +28,7 @@ CARRIERS = resource("examples", "data", "arxiv-carriers", "abstracts.jsonl")
 
 def carriers(n: int, start: int = 0) -> list[tuple[str, str]]:
     rows = [json.loads(line) for line in CARRIERS.read_text().splitlines()]
-    return [(r["id"], r["text"]) for r in rows[start:start + n]]
+    return [(r["id"], r["text"]) for r in rows[start : start + n]]
 
 
 # --- the statistics ------------------------------------------------------------------------------
@@ -64,7 +64,9 @@ def test_combined_false_positive_rate_stays_below_alpha_across_independent_draws
 def test_smallest_p_refuses_designs_that_cannot_reach_alpha():
     assert smallest_p([19], "fisher", 0.05) == pytest.approx(0.05)
     assert smallest_p([9], "fisher", 0.05) == pytest.approx(0.1)
-    assert smallest_p([9, 9], "fisher", 0.05) > 0.05 > smallest_p([9, 9, 9], "fisher", 0.05)  # Fisher of 0.1s: 0.056, 0.032
+    assert (
+        smallest_p([9, 9], "fisher", 0.05) > 0.05 > smallest_p([9, 9, 9], "fisher", 0.05)
+    )  # Fisher of 0.1s: 0.056, 0.032
     assert smallest_p([9, 9], "binomial", 0.05) == 1.0  # 1/10 never reaches a per-mark level of 0.05
     assert smallest_p([], "fisher", 0.05) == 1.0
 
@@ -90,46 +92,66 @@ def test_paired_tests_find_a_shift_and_not_its_absence():
 
 def test_rank_tests_refuse_a_too_small_design_without_scoring():
     trials = [Trial(f"m{i}", "canary", "words", "x", ["a", "b", "c"]) for i in range(2)]
-    finding = run_rank_tests(trials, lambda *a: pytest.fail("the model was queried"), "H0", "fisher", 0.01, 0.05, 0.8, 0)
+    finding = run_rank_tests(
+        trials, lambda *a: pytest.fail("the model was queried"), "H0", "fisher", 0.01, 0.05, 0.8, 0
+    )
     assert finding.status == "design_too_small" and finding.p_value is None and finding.smallest_p > 0.01
 
 
 def test_rank_tests_in_both_directions():
     """Marks scored above all their siblings are significant; scored below them, never."""
-    trials = [Trial(f"m{i}", "canary", "words", f"published {i}", [f"sibling {i} {j}" for j in range(19)]) for i in range(5)]
+    trials = [
+        Trial(f"m{i}", "canary", "words", f"published {i}", [f"sibling {i} {j}" for j in range(19)]) for i in range(5)
+    ]
 
     def scorer(role, texts, signal):
         return np.array([1.0 if t.startswith("published") else 0.0 for t in texts]) * direction
 
     direction = 1
     up = run_rank_tests(trials, scorer, "H0", "fisher", 0.05, 0.05, 0.8, 0)
-    assert up.status == "significant" and up.p_value == pytest.approx(stats.chi2.sf(-10 * np.log(0.05), 10)) and all(r.p_value == 0.05 for r in up.results)
+    assert (
+        up.status == "significant"
+        and up.p_value == pytest.approx(stats.chi2.sf(-10 * np.log(0.05), 10))
+        and all(r.p_value == 0.05 for r in up.results)
+    )
     direction = -1
     down = run_rank_tests(trials, scorer, "H0", "fisher", 0.05, 0.05, 0.8, 0)
     assert down.status == "not_significant" and down.p_value == 1.0 and down.marks_needed is None
 
 
 # --- generators -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("spec, check", [
-    (MarkSpec(kind="canary", format="words"), lambda s: len(s.split()) == 8 and all(w in word_list() for w in s.split())),
-    (MarkSpec(kind="canary", format="hex"), lambda s: len(s) == 32 and set(s) <= set("0123456789abcdef")),
-    (MarkSpec(kind="canary", format="base32", length=20), lambda s: len(s) == 20 and s.isalnum() and s.upper() == s),
-    (MarkSpec(kind="canary", format="sentence"), lambda s: s.endswith(".") and " the " in s),
-    (MarkSpec(kind="trap", length=30), lambda s: len(s.split()) == 30 and s[0].isupper() and s.endswith(".")),
-])
+@pytest.mark.parametrize(
+    "spec, check",
+    [
+        (
+            MarkSpec(kind="canary", format="words"),
+            lambda s: len(s.split()) == 8 and all(w in word_list() for w in s.split()),
+        ),
+        (MarkSpec(kind="canary", format="hex"), lambda s: len(s) == 32 and set(s) <= set("0123456789abcdef")),
+        (
+            MarkSpec(kind="canary", format="base32", length=20),
+            lambda s: len(s) == 20 and s.isalnum() and s.upper() == s,
+        ),
+        (MarkSpec(kind="canary", format="sentence"), lambda s: s.endswith(".") and " the " in s),
+        (MarkSpec(kind="trap", length=30), lambda s: len(s.split()) == 30 and s[0].isupper() and s.endswith(".")),
+    ],
+)
 def test_generators_draw_their_format(spec, check):
     rng = np.random.default_rng(3)
     marks = draw_distinct(spec, rng, 50)
     assert len(set(marks)) == 50 and all(check(m) for m in marks)
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"kind": "canary"}, "needs a format"),
-    ({"kind": "trap", "format": "hex"}, "canaries only"),
-    ({"kind": "canary", "format": "hex", "repeats": 3}, "traps only"),
-    ({"kind": "rephrasing", "length": 5}, "does not apply"),
-    ({"kind": "canary", "format": "words", "siblings": 0}, "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"kind": "canary"}, "needs a format"),
+        ({"kind": "trap", "format": "hex"}, "canaries only"),
+        ({"kind": "canary", "format": "hex", "repeats": 3}, "traps only"),
+        ({"kind": "rephrasing", "length": 5}, "does not apply"),
+        ({"kind": "canary", "format": "words", "siblings": 0}, "greater than or equal to 1"),
+    ],
+)
 def test_mark_specs_are_checked(fields, message):
     with pytest.raises(ValueError, match=message):
         MarkSpec(**fields)
@@ -160,8 +182,11 @@ def registrant(tmp_path, monkeypatch):
     trust.mkdir()
     (trust / "registrant.pem").write_bytes(public_pem(key.public_key()))
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
-    specs = [MarkSpec(kind="canary", format="words", siblings=9), MarkSpec(kind="trap", siblings=9, repeats=2),
-             MarkSpec(kind="rephrasing", siblings=9)] * 2
+    specs = [
+        MarkSpec(kind="canary", format="words", siblings=9),
+        MarkSpec(kind="trap", siblings=9, repeats=2),
+        MarkSpec(kind="rephrasing", siblings=9),
+    ] * 2
     marked = make_marks(carriers(6), specs, "unit", seed=987654321, rephraser=OfflineRephraser())
     paths = write_marks(marked, tmp_path / "marks", key)
     return key, paths, marked
@@ -187,26 +212,53 @@ def _envelope(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def _resign(path: Path, key: Ed25519PrivateKey, edit) -> None:  # noqa: ANN001
+def _resign(path: Path, key: Ed25519PrivateKey, edit) -> None:
     envelope = _envelope(path)
     body = json.loads(base64.b64decode(envelope["payload"]))
     edit(body)
     path.write_text(json.dumps(sign_envelope(json.dumps(body).encode(), key)))
 
 
-@pytest.mark.parametrize("forge, message", [
-    (lambda p, k: p.write_text(json.dumps(dict(_envelope(p), signatures=[]))), "is not signed"),
-    (lambda p, k: p.write_text(json.dumps(dict(_envelope(p), payload=base64.b64encode(
-        base64.b64decode(_envelope(p)["payload"]).replace(b'"unit"', b'"UNIT"')).decode()))), "altered"),
-    (lambda p, k: _resign(p, Ed25519PrivateKey.generate(), lambda b: None), "not pinned"),
-    (lambda p, k: _resign(p, k, lambda b: b.update(predicateType="https://github.com/verifier/verifier/audit/v1")), "not a marks registration"),
-    (lambda p, k: _resign(p, k, lambda b: b["predicate"]["marks"][0].update(siblings=[])), "siblings"),
-    (lambda p, k: _resign(p, k, lambda b: b["predicate"]["marks"][1].update(document_sha256=b["predicate"]["marks"][0]["document_sha256"],
-                                                                            document=b["predicate"]["marks"][0]["document"])),
-     "share a published document"),
-    (lambda p, k: _resign(p, k, lambda b: b["predicate"].update(created="2020-01-01T00:00:00")), "time zone"),
-    (lambda p, k: p.write_text("{not json"), "not JSON"),
-])
+@pytest.mark.parametrize(
+    "forge, message",
+    [
+        (lambda p, k: p.write_text(json.dumps(dict(_envelope(p), signatures=[]))), "is not signed"),
+        (
+            lambda p, k: p.write_text(
+                json.dumps(
+                    dict(
+                        _envelope(p),
+                        payload=base64.b64encode(
+                            base64.b64decode(_envelope(p)["payload"]).replace(b'"unit"', b'"UNIT"')
+                        ).decode(),
+                    )
+                )
+            ),
+            "altered",
+        ),
+        (lambda p, k: _resign(p, Ed25519PrivateKey.generate(), lambda b: None), "not pinned"),
+        (
+            lambda p, k: _resign(
+                p, k, lambda b: b.update(predicateType="https://github.com/verifier/verifier/audit/v1")
+            ),
+            "not a marks registration",
+        ),
+        (lambda p, k: _resign(p, k, lambda b: b["predicate"]["marks"][0].update(siblings=[])), "siblings"),
+        (
+            lambda p, k: _resign(
+                p,
+                k,
+                lambda b: b["predicate"]["marks"][1].update(
+                    document_sha256=b["predicate"]["marks"][0]["document_sha256"],
+                    document=b["predicate"]["marks"][0]["document"],
+                ),
+            ),
+            "share a published document",
+        ),
+        (lambda p, k: _resign(p, k, lambda b: b["predicate"].update(created="2020-01-01T00:00:00")), "time zone"),
+        (lambda p, k: p.write_text("{not json"), "not JSON"),
+    ],
+)
 def test_forged_registrations_are_refused_with_one_line(registrant, forge, message):
     key, paths, _ = registrant
     forge(paths[REGISTRATION], key)
@@ -221,10 +273,13 @@ def test_a_pinned_digest_must_match(registrant):
         read_registration(paths[REGISTRATION], pinned_sha256="0" * 64)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda s: s["marks"][0]["siblings"].pop(), "not the siblings file"),
-    (lambda s: s["marks"].pop(), "not the siblings file"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda s: s["marks"][0]["siblings"].pop(), "not the siblings file"),
+        (lambda s: s["marks"].pop(), "not the siblings file"),
+    ],
+)
 def test_an_edited_siblings_file_is_refused(registrant, edit, message):
     _, paths, _ = registrant
     secrets = json.loads(paths[SECRETS].read_text())
@@ -276,7 +331,7 @@ def test_a_model_rephraser_samples_distinct_rephrasings_and_names_its_weights(ti
         make_rephraser("gpt-4")
 
 
-def _recommit(paths: dict, key: Ed25519PrivateKey, edit_secrets) -> None:  # noqa: ANN001
+def _recommit(paths: dict, key: Ed25519PrivateKey, edit_secrets) -> None:
     """A registrant's own forgery: edit the secrets, then re-commit and re-sign everything consistently."""
     import hashlib
 
@@ -306,17 +361,22 @@ def _published_picked(secrets: dict) -> None:
     mark["published"]["text"], mark["siblings"][0]["text"] = mark["siblings"][0]["text"], mark["published"]["text"]
 
 
-@pytest.mark.parametrize("forge, message", [
-    (_longer_siblings, "mark-0: the published mark and its siblings are not what the registered generator draws"),
-    (_published_picked, "mark-0: the published mark and its siblings are not what the registered generator draws"),
-    (lambda s: s.update(seed=s["seed"] + 1), "seed in the siblings file does not match"),
-    (lambda s: s["marks"][2].update(original=s["marks"][2]["original"] + " Extra."), "mark-2"),
-])
+@pytest.mark.parametrize(
+    "forge, message",
+    [
+        (_longer_siblings, "mark-0: the published mark and its siblings are not what the registered generator draws"),
+        (_published_picked, "mark-0: the published mark and its siblings are not what the registered generator draws"),
+        (lambda s: s.update(seed=s["seed"] + 1), "seed in the siblings file does not match"),
+        (lambda s: s["marks"][2].update(original=s["marks"][2]["original"] + " Extra."), "mark-2"),
+    ],
+)
 def test_siblings_made_or_chosen_by_hand_are_refused_even_when_consistently_signed(registrant, forge, message):
     from verifier.marks.make import regenerate
 
     key, paths, _ = registrant
-    regenerate(read_registration(paths[REGISTRATION]), read_secrets(paths[SECRETS], read_registration(paths[REGISTRATION])))
+    regenerate(
+        read_registration(paths[REGISTRATION]), read_secrets(paths[SECRETS], read_registration(paths[REGISTRATION]))
+    )
     _recommit(paths, key, forge)
     registration = read_registration(paths[REGISTRATION])
     secrets = read_secrets(paths[SECRETS], registration)  # every commitment holds...
@@ -345,8 +405,13 @@ def test_model_rephrasings_regenerate_only_with_the_registered_model(tiny_model_
     key = Ed25519PrivateKey.generate()
     (tmp_path / "trust").mkdir()
     (tmp_path / "trust" / "k.pem").write_bytes(public_pem(key.public_key()))
-    marked = make_marks(carriers(1), [MarkSpec(kind="rephrasing", siblings=2)], "model", seed=3,
-                        rephraser=ModelRephraser(str(tiny_model_dir), max_new_tokens=8))
+    marked = make_marks(
+        carriers(1),
+        [MarkSpec(kind="rephrasing", siblings=2)],
+        "model",
+        seed=3,
+        rephraser=ModelRephraser(str(tiny_model_dir), max_new_tokens=8),
+    )
     paths = write_marks(marked, tmp_path / "m", key)
     registration = read_registration(paths[REGISTRATION], trust_dir=tmp_path / "trust")
     secrets = read_secrets(paths[SECRETS], registration)
@@ -355,5 +420,3 @@ def test_model_rephrasings_regenerate_only_with_the_registered_model(tiny_model_
     regenerate(registration, secrets, str(tiny_model_dir))
     with pytest.raises(VerifierError, match="differs from the registered one"):
         regenerate(registration, secrets, str(tiny_reference_dir))
-
-

@@ -62,14 +62,26 @@ def released_after(path: Path) -> str:
     return (registered_on(path) + timedelta(days=1)).isoformat()
 
 
-def audit(folder: Path, name: str, kind: str = "trained_on", model: dict | None = None, suspect: dict | None = None,
-          marks: dict | None = None, policy: str | None = None) -> dict:
+def audit(
+    folder: Path,
+    name: str,
+    kind: str = "trained_on",
+    model: dict | None = None,
+    suspect: dict | None = None,
+    marks: dict | None = None,
+    policy: str | None = None,
+) -> dict:
     registration = folder / (marks or {}).get("registration", "marks/registration.dsse.json")
-    claim = {"claim": {"id": name, "statement": "s", "kind": kind, "made_by": "tests"},
-             "model": {"target": "testbed/model", "released": released_after(registration)} | (model or {}),
-             "evidence": {"suspect": suspect or {"path": "marks/published.jsonl"}}}
+    claim = {
+        "claim": {"id": name, "statement": "s", "kind": kind, "made_by": "tests"},
+        "model": {"target": "testbed/model", "released": released_after(registration)} | (model or {}),
+        "evidence": {"suspect": suspect or {"path": "marks/published.jsonl"}},
+    }
     if marks is not False:
-        claim["evidence"]["marks"] = marks or {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json"}
+        claim["evidence"]["marks"] = marks or {
+            "registration": "marks/registration.dsse.json",
+            "siblings": "marks/siblings.json",
+        }
     claim["model"] = {k: v for k, v in claim["model"].items() if v is not None}
     if policy:
         claim["policy"] = policy
@@ -100,7 +112,9 @@ def test_a_siblings_file_others_can_read_is_said_in_the_report(trusted):
     for mode, said in ((0o600, False), (0o644, True)):
         siblings.chmod(mode)
         record = route(audit(trusted, f"siblings-{mode:o}"), "marks")
-        assert any("siblings file was readable by other accounts" in x for x in record["outcome"]["limitations"]) == said
+        assert (
+            any("siblings file was readable by other accounts" in x for x in record["outcome"]["limitations"]) == said
+        )
         assert record["outcome"]["metrics"].get("siblings_file_private", True) is not said
 
 
@@ -112,24 +126,56 @@ def test_marks_never_trained_on_give_uniform_p_values_and_never_support(trusted,
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
     specs = [MarkSpec(kind="canary", format="words", siblings=19), MarkSpec(kind="trap", siblings=19)] * 30
     write_marks(make_marks(carriers(60, 100), specs, "control", seed=11), trusted / "control", key)
-    findings = audit(trusted, "control", marks={"registration": "control/registration.dsse.json", "siblings": "control/private/siblings.json"},
-                     suspect={"path": "control/published.jsonl"})
+    findings = audit(
+        trusted,
+        "control",
+        marks={"registration": "control/registration.dsse.json", "siblings": "control/private/siblings.json"},
+        suspect={"path": "control/published.jsonl"},
+    )
     assert route(findings, "marks")["status"] in ("ran", "decided")
     p = [r["p_value"] for r in route(findings, "marks")["outcome"]["metrics"]["test"]["results"]]
     assert len(p) == 60 and stats.kstest(p, "uniform").pvalue > 1e-3 and np.mean(np.array(p) <= 0.05) <= 0.2
-    assert findings["verdict"] != "SUPPORTED" or route(findings, "marks")["outcome"]["metrics"]["test"]["p_value"] <= 0.05
+    assert (
+        findings["verdict"] != "SUPPORTED" or route(findings, "marks")["outcome"]["metrics"]["test"]["p_value"] <= 0.05
+    )
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"model": {"released": registered_on(EXAMPLE / REGISTRATION).isoformat()}}, "not before the model's declared release"),  # its own day
-    ({"model": {"released": None, "training_cutoff": 2026}}, "not before the year of the model's declared training cutoff"),
-    ({"model": {"released": None}}, "declares neither"),
-    ({"suspect": {"path": "marks/published.jsonl", "limit": 20}}, "4 of the 24 registered documents are not in the suspect set"),
-    ({"suspect": {"path": "testbed/documents.jsonl", "where": {"identifier": 0}}}, "registration is for other documents"),
-    ({"marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/siblings.json", "sha256": "0" * 64}},
-     "not the registration the claim pins"),
-    ({"marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/published.jsonl"}}, "not the siblings file"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (
+            {"model": {"released": registered_on(EXAMPLE / REGISTRATION).isoformat()}},
+            "not before the model's declared release",
+        ),  # its own day
+        (
+            {"model": {"released": None, "training_cutoff": 2026}},
+            "not before the year of the model's declared training cutoff",
+        ),
+        ({"model": {"released": None}}, "declares neither"),
+        (
+            {"suspect": {"path": "marks/published.jsonl", "limit": 20}},
+            "4 of the 24 registered documents are not in the suspect set",
+        ),
+        (
+            {"suspect": {"path": "testbed/documents.jsonl", "where": {"identifier": 0}}},
+            "registration is for other documents",
+        ),
+        (
+            {
+                "marks": {
+                    "registration": "marks/registration.dsse.json",
+                    "siblings": "marks/siblings.json",
+                    "sha256": "0" * 64,
+                }
+            },
+            "not the registration the claim pins",
+        ),
+        (
+            {"marks": {"registration": "marks/registration.dsse.json", "siblings": "marks/published.jsonl"}},
+            "not the siblings file",
+        ),
+    ],
+)
 def test_registrations_that_cannot_be_evidence_are_refused_and_decide_nothing(trusted, change, reason):
     findings = audit(trusted, "refused", **change)
     record = route(findings, "marks")
@@ -146,15 +192,31 @@ def test_an_unpinned_registrant_is_refused(workspace, monkeypatch, tmp_path):
 
 def test_rephrasings_made_by_the_target_are_refused(trusted, monkeypatch, tmp_path):
     class TargetAsRephraser(OfflineRephraser):
-        identity = {"rephraser": "model", "digests": {"weights": resolve_model(str(trusted / "testbed" / "model")).digest()}}
+        identity = {
+            "rephraser": "model",
+            "digests": {"weights": resolve_model(str(trusted / "testbed" / "model")).digest()},
+        }
 
     key = Ed25519PrivateKey.generate()
     (tmp_path / "k.pem").write_bytes(public_pem(key.public_key()))
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(tmp_path))
-    write_marks(make_marks(carriers(3, 5), [MarkSpec(kind="rephrasing", siblings=19)] * 3, "self", seed=3, rephraser=TargetAsRephraser()),
-                trusted / "self", key)
-    findings = audit(trusted, "self", marks={"registration": "self/registration.dsse.json", "siblings": "self/private/siblings.json"},
-                     suspect={"path": "self/published.jsonl"})
+    write_marks(
+        make_marks(
+            carriers(3, 5),
+            [MarkSpec(kind="rephrasing", siblings=19)] * 3,
+            "self",
+            seed=3,
+            rephraser=TargetAsRephraser(),
+        ),
+        trusted / "self",
+        key,
+    )
+    findings = audit(
+        trusted,
+        "self",
+        marks={"registration": "self/registration.dsse.json", "siblings": "self/private/siblings.json"},
+        suspect={"path": "self/published.jsonl"},
+    )
     assert "made by the model under test" in route(findings, "marks")["outcome"]["summary"]
 
 
@@ -169,37 +231,65 @@ def test_a_mark_missing_from_its_document_is_reported_and_a_too_small_design_ref
 
     marked.predicate["marks"][0]["document_sha256"] = text_digest(marked.published[0]["text"])
     write_marks(marked, trusted / "small", key)
-    findings = audit(trusted, "small", marks={"registration": "small/registration.dsse.json", "siblings": "small/private/siblings.json"},
-                     suspect={"path": "small/published.jsonl"})
+    findings = audit(
+        trusted,
+        "small",
+        marks={"registration": "small/registration.dsse.json", "siblings": "small/private/siblings.json"},
+        suspect={"path": "small/published.jsonl"},
+    )
     outcome = route(findings, "marks")["outcome"]
     assert outcome["status"] == "design_too_small" and "cannot reach alpha 0.05" in outcome["summary"]
-    assert outcome["metrics"]["test"]["excluded"] == {"mark-0": "the mark does not occur in its published document '" + marked.published[0]["id"] + "'"}
+    assert outcome["metrics"]["test"]["excluded"] == {
+        "mark-0": "the mark does not occur in its published document '" + marked.published[0]["id"] + "'"
+    }
 
 
 @pytest.mark.slow
 def test_natural_identifiers_detect_members_and_not_non_members(trusted):
     """No registration, no held-out set: the identifiers route tests the suspect set's own identifiers."""
-    members = audit(trusted, "ids-members", marks=False,
-                    suspect={"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}, "year": 2024})
+    members = audit(
+        trusted,
+        "ids-members",
+        marks=False,
+        suspect={"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}, "year": 2024},
+    )
     assert members["decided_by"] == "identifiers" and members["verdict"] == "SUPPORTED"
     test = route(members, "identifiers")["outcome"]["metrics"]["test"]
-    assert test["n_marks"] > 40 and test["p_value"] < 0.05 and test["null_hypothesis"].startswith("the model was not trained on text containing")
-    others = audit(trusted, "ids-others", marks=False,
-                   suspect={"path": "testbed/documents.jsonl", "where": {"member": 0, "identifier": 1}, "year": 2024})
+    assert (
+        test["n_marks"] > 40
+        and test["p_value"] < 0.05
+        and test["null_hypothesis"].startswith("the model was not trained on text containing")
+    )
+    others = audit(
+        trusted,
+        "ids-others",
+        marks=False,
+        suspect={"path": "testbed/documents.jsonl", "where": {"member": 0, "identifier": 1}, "year": 2024},
+    )
     p = [r["p_value"] for r in route(others, "identifiers")["outcome"]["metrics"]["test"]["results"]]
     assert stats.kstest(p, "uniform").pvalue > 1e-3
-    none = audit(trusted, "ids-none", marks=False, suspect={"path": "testbed/documents.jsonl", "where": {"identifier": 0}, "year": 2024})
+    none = audit(
+        trusted,
+        "ids-none",
+        marks=False,
+        suspect={"path": "testbed/documents.jsonl", "where": {"identifier": 0}, "year": 2024},
+    )
     assert route(none, "identifiers")["outcome"]["status"] == "no_marks" and none["decided_by"] == "disclosure"
 
 
-@pytest.mark.parametrize("year, model, reason", [
-    (None, {}, "declares no year"),
-    (2026, {}, "not before the model's release"),
-    (2024, {"released": None, "training_cutoff": 2023}, "after the model's training cutoff"),
-    (2024, {"released": None}, "declares neither"),
-])
+@pytest.mark.parametrize(
+    "year, model, reason",
+    [
+        (None, {}, "declares no year"),
+        (2026, {}, "not before the model's release"),
+        (2024, {"released": None, "training_cutoff": 2023}, "after the model's training cutoff"),
+        (2024, {"released": None}, "declares neither"),
+    ],
+)
 def test_identifiers_of_documents_not_shown_to_predate_the_model_are_not_tested(trusted, year, model, reason):
-    suspect = {"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}} | ({"year": year} if year else {})
+    suspect = {"path": "testbed/documents.jsonl", "where": {"member": 1, "identifier": 1}} | (
+        {"year": year} if year else {}
+    )
     findings = audit(trusted, "ids-undated", marks=False, suspect=suspect, model=model)
     outcome = route(findings, "identifiers")["outcome"]
     assert outcome["status"] == "undated" and reason in outcome["summary"] and findings["decided_by"] == "disclosure"
@@ -210,23 +300,73 @@ def test_cli_marks_make_test_and_identifiers(trusted, tmp_path):
     docs.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in carriers(4, 20)))
     key = tmp_path / "k.key"
     assert runner.invoke(app, ["keys", "generate", "--out", str(key)]).exit_code == 0
-    made = runner.invoke(app, ["marks", "make", str(docs), "--out", str(tmp_path / "m"), "--kind", "canary", "--format", "hex",
-                               "--siblings", "19", "--sign-key", str(key), "--seed", "1"])
+    made = runner.invoke(
+        app,
+        [
+            "marks",
+            "make",
+            str(docs),
+            "--out",
+            str(tmp_path / "m"),
+            "--kind",
+            "canary",
+            "--format",
+            "hex",
+            "--siblings",
+            "19",
+            "--sign-key",
+            str(key),
+            "--seed",
+            "1",
+        ],
+    )
     assert made.exit_code == 0, made.output
-    assert (tmp_path / "m" / PUBLISHED).is_file() and (tmp_path / "m" / REGISTRATION).is_file() and (tmp_path / "m" / SECRETS).is_file()
+    assert (
+        (tmp_path / "m" / PUBLISHED).is_file()
+        and (tmp_path / "m" / REGISTRATION).is_file()
+        and (tmp_path / "m" / SECRETS).is_file()
+    )
     again = runner.invoke(app, ["marks", "make", str(docs), "--out", str(tmp_path / "m"), "--sign-key", str(key)])
     assert again.exit_code == 2 and "refusing to overwrite" in again.output
-    bad = runner.invoke(app, ["marks", "make", str(docs), "--out", str(tmp_path / "n"), "--kind", "poem", "--sign-key", str(key)])
+    bad = runner.invoke(
+        app, ["marks", "make", str(docs), "--out", str(tmp_path / "n"), "--kind", "poem", "--sign-key", str(key)]
+    )
     assert bad.exit_code == 2 and "kind" in bad.output and len([x for x in bad.output.splitlines() if x.strip()]) == 1
     model = str(trusted / "testbed" / "model")
-    args = ["marks", "test", "--model", model, "--registration", str(EXAMPLE / REGISTRATION), "--siblings", str(EXAMPLE / "siblings.json"),
-            "--published", str(EXAMPLE / PUBLISHED), "--released", released_after(EXAMPLE / REGISTRATION), "--cache-dir", str(trusted / "cache")]
+    args = [
+        "marks",
+        "test",
+        "--model",
+        model,
+        "--registration",
+        str(EXAMPLE / REGISTRATION),
+        "--siblings",
+        str(EXAMPLE / "siblings.json"),
+        "--published",
+        str(EXAMPLE / PUBLISHED),
+        "--released",
+        released_after(EXAMPLE / REGISTRATION),
+        "--cache-dir",
+        str(trusted / "cache"),
+    ]
     tested = runner.invoke(app, args)
     assert tested.exit_code == 0 and "significant: combined p" in tested.output and "24 marks" in tested.output
     late = runner.invoke(app, args[:-4] + ["--released", registered_on(EXAMPLE / REGISTRATION).isoformat()])
     assert late.exit_code == 2 and "not before the model's declared release" in late.output
-    ids = runner.invoke(app, ["identifiers", "test", str(trusted / "testbed" / "documents.jsonl"), "--model", model, "--max-identifiers", "30",
-                              "--cache-dir", str(trusted / "cache")])
+    ids = runner.invoke(
+        app,
+        [
+            "identifiers",
+            "test",
+            str(trusted / "testbed" / "documents.jsonl"),
+            "--model",
+            model,
+            "--max-identifiers",
+            "30",
+            "--cache-dir",
+            str(trusted / "cache"),
+        ],
+    )
     assert ids.exit_code == 0 and "30 identifiers" in ids.output
 
 
@@ -235,9 +375,16 @@ def test_identifiers_a_model_merely_likes_are_not_evidence(trusted):
     random lower-case short links and 40-digit numbers (which a model likes whatever it was trained on)."""
     rng = np.random.default_rng(7)
     lower = "abcdefghijklmnopqrstuvwxyz0123456789"
-    texts = [f"Report {i} on the harbour works, filed with the council. Read it at bit.ly/"
-             + "".join(lower[j] for j in rng.integers(0, 36, 7)) + " or ask the clerk." for i in range(10)]
-    texts += [f"Ledger entry {i} for the mill, reference number " + "".join(str(d) for d in rng.integers(0, 10, 40)) + "." for i in range(10)]
+    texts = [
+        f"Report {i} on the harbour works, filed with the council. Read it at bit.ly/"
+        + "".join(lower[j] for j in rng.integers(0, 36, 7))
+        + " or ask the clerk."
+        for i in range(10)
+    ]
+    texts += [
+        f"Ledger entry {i} for the mill, reference number " + "".join(str(d) for d in rng.integers(0, 10, 40)) + "."
+        for i in range(10)
+    ]
     (trusted / "liked.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     findings = audit(trusted, "liked", marks=False, suspect={"path": "liked.jsonl", "year": 2016})
     outcome = route(findings, "identifiers")["outcome"]
@@ -290,7 +437,11 @@ def test_an_unpinned_tsa_leaves_the_registrants_own_date_and_says_so(stamped, mo
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["without_tsa"]))
     findings = audit(stamped["folder"], "registrant-dated", marks=STAMPED)
     dated = route(findings, "marks")["outcome"]["metrics"]["registration"]["dated"]
-    assert findings["verdict"] == "SUPPORTED" and not dated["trusted_timestamp"] and "registrant's own statement" in dated["by"]
+    assert (
+        findings["verdict"] == "SUPPORTED"
+        and not dated["trusted_timestamp"]
+        and "registrant's own statement" in dated["by"]
+    )
     assert [t["pinned"] for t in dated["timestamps"]] == [False]
     assert any("its signer's statement" in line for line in route(findings, "marks")["outcome"]["limitations"])
 
@@ -306,8 +457,17 @@ def test_a_token_of_another_registration_is_refused(stamped, monkeypatch, tmp_pa
     folder = stamped["folder"]
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(stamped["with_tsa"]))
     shutil.copytree(folder / "stamped", folder / "moved")
-    shutil.copy(folder / "other-stamped" / "registration.timestamp-1.tsr", folder / "moved" / "registration.timestamp-1.tsr")
-    findings = audit(folder, "moved", marks={"registration": "moved/registration.dsse.json", "siblings": "moved/siblings.json"},
-                     model={"released": (date.today() + timedelta(days=2)).isoformat()})
+    shutil.copy(
+        folder / "other-stamped" / "registration.timestamp-1.tsr", folder / "moved" / "registration.timestamp-1.tsr"
+    )
+    findings = audit(
+        folder,
+        "moved",
+        marks={"registration": "moved/registration.dsse.json", "siblings": "moved/siblings.json"},
+        model={"released": (date.today() + timedelta(days=2)).isoformat()},
+    )
     outcome = route(findings, "marks")["outcome"]
-    assert outcome["status"] == "refused" and "registration.timestamp-1.tsr: differs: the token dates other data" in outcome["summary"]
+    assert (
+        outcome["status"] == "refused"
+        and "registration.timestamp-1.tsr: differs: the token dates other data" in outcome["summary"]
+    )

@@ -44,18 +44,37 @@ def cached_rows(cache: Path) -> int:
         return db.execute("SELECT count(*) FROM token_scores_v2").fetchone()[0]
 
 
-def score(model: Path, data: Path, out: Path, cache: Path, *extra: str, **invoke):  # noqa: ANN003, ANN201
-    return runner.invoke(app, ["score", "--model", str(model), "--data", str(data), "--out", str(out), "--cache-dir", str(cache),
-                               "--max-tokens", "48", *SIGNALS, *extra], **invoke)
+def score(model: Path, data: Path, out: Path, cache: Path, *extra: str, **invoke):
+    return runner.invoke(
+        app,
+        [
+            "score",
+            "--model",
+            str(model),
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+            "--max-tokens",
+            "48",
+            *SIGNALS,
+            *extra,
+        ],
+        **invoke,
+    )
 
 
-def disk_full(*args, **kwargs):  # noqa: ANN002, ANN003
+def disk_full(*args, **kwargs):
     """The run stops after every batch was scored, while the table is being written."""
     raise OSError(28, "No space left on device")
 
 
 def test_ray_writes_the_table_one_process_writes(local_ray, tiny_model_dir, docs, tmp_path):
-    result = score(tiny_model_dir, docs, tmp_path / "ray.parquet", tmp_path / "c1", "--engine", "ray", "--ray-batch-docs", "6")
+    result = score(
+        tiny_model_dir, docs, tmp_path / "ray.parquet", tmp_path / "c1", "--engine", "ray", "--ray-batch-docs", "6"
+    )
     assert result.exit_code == 0, result.output
     inproc = score(tiny_model_dir, docs, tmp_path / "one.parquet", tmp_path / "c2")
     assert inproc.exit_code == 0, inproc.output
@@ -71,7 +90,9 @@ def test_ray_writes_the_table_one_process_writes(local_ray, tiny_model_dir, docs
     assert runner.invoke(app, ["evaluate", str(tmp_path / "ray.parquet"), "--json"]).exit_code == 0
 
 
-def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(local_ray, tiny_model_dir, docs, tmp_path, monkeypatch):
+def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(
+    local_ray, tiny_model_dir, docs, tmp_path, monkeypatch
+):
     import verifier.scoring.ray as ray_scoring
 
     parquet = tmp_path / "docs.parquet"
@@ -93,10 +114,14 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     forged.loc[0, "signal.loss"] += 5.0  # a raised log-likelihood written into a part, its tag kept
     forged.to_parquet(parts[3])
     extra = pd.read_parquet(parts[4])
-    extra["signal.evil"] = 9.9  # a column no signal wrote: its rows fail their tags, and the column must not reach the table
+    extra["signal.evil"] = (
+        9.9  # a column no signal wrote: its rows fail their tags, and the column must not reach the table
+    )
     extra.to_parquet(parts[4])
     (parts[0].parent / "dir.parquet").mkdir()  # not a part at all
-    lost = set().union(*digests[:3], digests[4]) - set().union(*digests[3:4], *digests[5:]) | {forged.loc[0, "text_sha256"]}
+    lost = set().union(*digests[:3], digests[4]) - set().union(*digests[3:4], *digests[5:]) | {
+        forged.loc[0, "text_sha256"]
+    }
     fresh = tmp_path / "second"
     result = score(tiny_model_dir, parquet, out, fresh, "--engine", "ray", "--ray-batch-docs", "5")
     assert result.exit_code == 0, result.output
@@ -105,12 +130,16 @@ def test_an_interrupted_ray_run_resumes_from_its_parts_and_refuses_forged_rows(l
     whole = score(tiny_model_dir, parquet, tmp_path / "whole.parquet", tmp_path / "third")
     assert whole.exit_code == 0, whole.output
     a, b = ScoreTable.read(out), ScoreTable.read(tmp_path / "whole.parquet")
-    assert a.frame["text_sha256"].tolist() == b.frame["text_sha256"].tolist() and list(a.frame.columns) == list(b.frame.columns)
+    assert a.frame["text_sha256"].tolist() == b.frame["text_sha256"].tolist() and list(a.frame.columns) == list(
+        b.frame.columns
+    )
     for name in b.signal_names:
         np.testing.assert_allclose(a.signal(name), b.signal(name), atol=1e-6, rtol=0, err_msg=name)
 
 
-def test_parts_scored_with_other_weights_are_not_reused(local_ray, tiny_model_dir, tiny_reference_dir, docs, tmp_path, monkeypatch):
+def test_parts_scored_with_other_weights_are_not_reused(
+    local_ray, tiny_model_dir, tiny_reference_dir, docs, tmp_path, monkeypatch
+):
     import verifier.scoring.ray as ray_scoring
 
     model = tmp_path / "model"
@@ -134,10 +163,24 @@ def test_bad_input_and_unsupported_runs_are_refused_before_ray_starts(tiny_model
     bad.write_text('{"text": "fine text here", "label": 1}\n{"text": "   ", "label": 0}\n')
     result = score(tiny_model_dir, bad, tmp_path / "o.parquet", tmp_path / "c", "--engine", "ray")
     assert result.exit_code == 2 and "line 2: empty text" in result.output and "Traceback" not in result.output
-    result = score(tiny_model_dir, bad, tmp_path / "o.parquet", tmp_path / "c", "--engine", "ray", "--signal", "prefix_lcs_token")
+    result = score(
+        tiny_model_dir, bad, tmp_path / "o.parquet", tmp_path / "c", "--engine", "ray", "--signal", "prefix_lcs_token"
+    )
     assert result.exit_code == 2 and "prefix_lcs_token" in result.output
-    result = runner.invoke(app, ["score", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--data", str(bad), "--engine", "ray",
-                                 "--signal", "prefix_lcs_token"])
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            "--model",
+            "openai-compatible:http://127.0.0.1:9/v1#m",
+            "--data",
+            str(bad),
+            "--engine",
+            "ray",
+            "--signal",
+            "prefix_lcs_token",
+        ],
+    )
     assert result.exit_code == 2 and "open-weight" in result.output
     assert not (tmp_path / ".o.parquet.parts").exists()  # nothing was scored
 
@@ -158,7 +201,9 @@ def test_an_audit_reads_the_arrays_a_ray_run_scored(local_ray, small_testbed, tm
     prescored = prescore_claim(load_claim(folder / "claim.yaml"), tmp_path / "ray-cache", RayOptions())
     cache = ScoreCache(tmp_path / "ray-cache")
     on_ray = run_audit(folder / "claim.yaml", cache=cache)
-    assert prescored["documents"] > 20 and cache.counts.served > 20 and cache.counts.stored == 0  # not one forward pass in the audit
+    assert (
+        prescored["documents"] > 20 and cache.counts.served > 20 and cache.counts.stored == 0
+    )  # not one forward pass in the audit
     plain_cache = ScoreCache(tmp_path / "plain-cache")
     plain = run_audit(folder / "claim.yaml", cache=plain_cache)
     assert plain_cache.counts.stored == cache.counts.served
@@ -171,9 +216,12 @@ def test_a_pool_the_cluster_cannot_hold_is_refused_instead_of_waiting_forever():
 
     two_cores = {"CPU": 2.0}
     RayOptions(actors=2, actor_cpus=0.5).check_fits(two_cores, "cpu")
-    for options, device, why in ((RayOptions(actors=3), "cpu", "needs 1.5 CPUs"), (RayOptions(actor_cpus=8), "cpu", "needs 8 CPUs"),
-                                 (RayOptions(actor_gpus=1), "cpu", "pass --device cuda"),
-                                 (RayOptions(actor_gpus=1), "cuda", "has 0")):
+    for options, device, why in (
+        (RayOptions(actors=3), "cpu", "needs 1.5 CPUs"),
+        (RayOptions(actor_cpus=8), "cpu", "needs 8 CPUs"),
+        (RayOptions(actor_gpus=1), "cpu", "pass --device cuda"),
+        (RayOptions(actor_gpus=1), "cuda", "has 0"),
+    ):
         with pytest.raises(VerifierError, match=why):
             options.check_fits(two_cores, device)
     for bad in ({"actor_cpus": float("nan")}, {"actor_cpus": float("inf")}, {"actors": 0}, {"actor_gpus": -1}):

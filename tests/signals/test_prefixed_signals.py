@@ -37,8 +37,13 @@ def setting(tiny, wikimia64):
     texts = [r["text"] for r in wikimia64[:8]] + ["A short text. It has two sentences."]
     nonmembers = tuple(r["text"] for r in wikimia64 if r["label"] == 0)[-4:]
     members = tuple(r["text"] for r in wikimia64 if r["label"] == 1)[-4:]
-    table = build_table(lambda xs: tiny.tokenizer(xs, add_special_tokens=False).input_ids, len(tiny.tokenizer),
-                        [r["text"] for r in wikimia64[100:300]], tiny.tokenizer_fingerprint, "WikiMIA rows 100-299 (test)")
+    table = build_table(
+        lambda xs: tiny.tokenizer(xs, add_special_tokens=False).input_ids,
+        len(tiny.tokenizer),
+        [r["text"] for r in wikimia64[100:300]],
+        tiny.tokenizer_fingerprint,
+        "WikiMIA rows 100-299 (test)",
+    )
     return texts, Auxiliary(nonmembers, members, table)
 
 
@@ -52,7 +57,10 @@ def token_logprobs(model64, ids: list[int], first_kept: int) -> np.ndarray:
 
 def plain(tiny, texts, aux, shots=2, shot_chars=300, gamma=1.0, a=0.01, copies=3):
     model64, tok = float64_model(tiny.model), tiny.tokenizer
-    enc = lambda t: tok(t[: tiny.options.max_chars], truncation=True, max_length=MAX_TOKENS).input_ids  # noqa: E731
+
+    def enc(t):
+        return tok(t[: tiny.options.max_chars], truncation=True, max_length=MAX_TOKENS).input_ids
+
     room = tiny.model.config.n_positions - MAX_TOKENS  # a prefix longer than the window keeps its last tokens
     non = "".join(d[:shot_chars].strip() + "\n\n" for d in aux.nonmembers[:shots])
     mem = "".join(d[:shot_chars].strip() + "\n\n" for d in aux.members[:shots])
@@ -75,33 +83,56 @@ def plain(tiny, texts, aux, shots=2, shot_chars=300, gamma=1.0, a=0.01, copies=3
                 seen.add(t)
                 first.append(i)
         first = [i for i in first if i > 0]
-        freq = (1 + aux.frequencies.counts[np.array(ids)[first]]) / (aux.frequencies.counts.sum() + len(aux.frequencies.counts))
+        freq = (1 + aux.frequencies.counts[np.array(ids)[first]]) / (
+            aux.frequencies.counts.sum() + len(aux.frequencies.counts)
+        )
         alpha = np.exp(ll[np.array(first) - 1]) * np.log(1 / freq)
+
         # PAC: polarized distance, top 5% minus bottom 30%.
         def pd(v):
             s = np.sort(v)
             return np.mean(s[::-1][: max(int(len(s) * 0.05), 1)]) - np.mean(s[: max(int(len(s) * 0.3), 1)])
-        pds = [pd(token_logprobs(model64, enc(c), 0)) for c in swapped_copies(text[: tiny.options.max_chars], copies, 0.3, 0)]
-        out.append({"recall": ll_non.mean() / ll.mean(), "con_recall": (ll_non.mean() - gamma * ll_mem.mean()) / ll.mean(),
-                    "dc_pdd": np.minimum(alpha, a).mean(), "pac": np.mean(pds) - pd(ll)})
+
+        pds = [
+            pd(token_logprobs(model64, enc(c), 0))
+            for c in swapped_copies(text[: tiny.options.max_chars], copies, 0.3, 0)
+        ]
+        out.append(
+            {
+                "recall": ll_non.mean() / ll.mean(),
+                "con_recall": (ll_non.mean() - gamma * ll_mem.mean()) / ll.mean(),
+                "dc_pdd": np.minimum(alpha, a).mean(),
+                "pac": np.mean(pds) - pd(ll),
+            }
+        )
     return out
 
 
 def test_new_signals_equal_their_papers_formulas(tiny, setting, tmp_path):
     texts, aux = setting
-    params = {"recall": {"shots": 2, "shot_chars": 300}, "con_recall": {"shots": 2, "shot_chars": 300, "gamma": 0.5},
-              "dc_pdd": {"a": 0.01}, "pac": {"augmentations": 3}}
+    params = {
+        "recall": {"shots": 2, "shot_chars": 300},
+        "con_recall": {"shots": 2, "shot_chars": 300, "gamma": 0.5},
+        "dc_pdd": {"a": 0.01},
+        "pac": {"augmentations": 3},
+    }
     names = list(params)
     cache = ScoreCache(tmp_path)
-    table = score_documents(Documents(texts, None, "t.jsonl"), tiny, signal_names=names, signal_params=params, aux=aux, cache=cache)
+    table = score_documents(
+        Documents(texts, None, "t.jsonl"), tiny, signal_names=names, signal_params=params, aux=aux, cache=cache
+    )
     want = plain(tiny, texts, aux, gamma=0.5)
     assert sum(len(tiny.encode(t).ids) == MAX_TOKENS for t in texts) >= 6  # the token cut really happens
     for name in names:
         np.testing.assert_allclose(table.signal(name), [w[name] for w in want], atol=TOL, rtol=0, err_msg=name)
     # The prefix changes the numbers (it is really read), and a re-run from the cache gives the same.
     assert not np.allclose(table.signal("recall"), 1.0, atol=1e-4)
-    again = score_documents(Documents(texts, None, "t.jsonl"), tiny, signal_names=names, signal_params=params, aux=aux, cache=cache)
-    np.testing.assert_array_equal(again.frame.filter(like="signal.").to_numpy(), table.frame.filter(like="signal.").to_numpy())
+    again = score_documents(
+        Documents(texts, None, "t.jsonl"), tiny, signal_names=names, signal_params=params, aux=aux, cache=cache
+    )
+    np.testing.assert_array_equal(
+        again.frame.filter(like="signal.").to_numpy(), table.frame.filter(like="signal.").to_numpy()
+    )
     assert table.metadata["auxiliary"]["nonmember_prefix"]["documents"] == 4
     assert "WikiMIA" in table.metadata["auxiliary"]["token_frequencies"]["source"]
 
@@ -121,9 +152,17 @@ def test_a_table_shorter_than_the_token_ids_gives_no_dc_pdd(tiny, setting, tmp_p
     vocabulary is unknown, as if every later id had count 0. Now an id past the table is no score."""
     texts, aux = setting
     short = FrequencyTable(aux.frequencies.counts[:100], aux.frequencies.tokenizer, "cut", 1, "d")
-    table = score_documents(Documents(texts, None, "t"), tiny, signal_names=["dc_pdd"], aux=Auxiliary((), (), short), cache=ScoreCache(tmp_path))
+    table = score_documents(
+        Documents(texts, None, "t"),
+        tiny,
+        signal_names=["dc_pdd"],
+        aux=Auxiliary((), (), short),
+        cache=ScoreCache(tmp_path),
+    )
     assert np.isnan(table.signal("dc_pdd")).all()
-    whole = score_documents(Documents(texts, None, "t"), tiny, signal_names=["dc_pdd"], aux=aux, cache=ScoreCache(tmp_path))
+    whole = score_documents(
+        Documents(texts, None, "t"), tiny, signal_names=["dc_pdd"], aux=aux, cache=ScoreCache(tmp_path)
+    )
     assert np.isfinite(whole.signal("dc_pdd")).all()
 
 
@@ -146,7 +185,9 @@ def test_prefix_documents_are_never_scored(wikimia64):
     rest, non, mem = draw_prefix_documents(docs, frozenset({NONMEMBER_PREFIX, MEMBER_PREFIX}), 3, seed=7)
     assert len(non) == len(mem) == 3 and len(rest) == 34
     assert not (set(non) | set(mem)) & set(rest.texts)
-    assert {docs.labels[docs.texts.index(t)] for t in non} == {0} and {docs.labels[docs.texts.index(t)] for t in mem} == {1}
+    assert {docs.labels[docs.texts.index(t)] for t in non} == {0} and {
+        docs.labels[docs.texts.index(t)] for t in mem
+    } == {1}
     assert draw_prefix_documents(docs, frozenset({NONMEMBER_PREFIX}), 3, seed=7)[1] == non  # seeded
     with pytest.raises(VerifierError, match="labelled"):
         draw_prefix_documents(Documents(docs.texts, None, "w"), frozenset({NONMEMBER_PREFIX}), 3, seed=0)
@@ -187,7 +228,10 @@ def test_frequency_tables_of_another_tokenizer_are_refused(tiny, tiny_reference_
     with pytest.raises(VerifierError, match="must be arrays"):
         read_table(path)
     vocabulary = len(tiny.tokenizer)
-    for counts, why in ((np.ones(vocabulary + 7, dtype=np.int64), "token ids"), (np.zeros(vocabulary, dtype=np.int64), "at least 1")):
+    for counts, why in (
+        (np.ones(vocabulary + 7, dtype=np.int64), "token ids"),
+        (np.zeros(vocabulary, dtype=np.int64), "at least 1"),
+    ):
         path.write_bytes(FrequencyTable(counts, tiny.tokenizer_fingerprint, "s", 1, "d").to_bytes())
         with pytest.raises(VerifierError, match=why):
             table_for(tiny, path)

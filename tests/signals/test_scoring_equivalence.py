@@ -30,7 +30,10 @@ def expected(target: CausalLMTarget, texts: list[str], reference: CausalLMTarget
     model64 = float64_model(target.model)
     ref64 = float64_model(reference.model) if reference else None
     opts = target.options
-    assert reference is None or (reference.options.max_tokens, reference.options.max_chars) == (opts.max_tokens, opts.max_chars)
+    assert reference is None or (reference.options.max_tokens, reference.options.max_chars) == (
+        opts.max_tokens,
+        opts.max_chars,
+    )
     rows = []
     for text in texts:
         a = plain_arrays(model64, target.tokenizer, text, opts.max_chars, opts.max_tokens)
@@ -112,7 +115,9 @@ def test_scores_do_not_depend_on_the_other_documents_of_a_batch(tiny_model_dir, 
     for subset in (unique[::3], unique[::-1], unique[1::2]):
         for text, scores in zip(subset, target.score(subset)):
             for name in ("logprob", "mu", "sigma", "top1"):
-                np.testing.assert_allclose(getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name)
+                np.testing.assert_allclose(
+                    getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name
+                )
     for text, scores in zip(unique, target.score(unique)):
         np.testing.assert_array_equal(scores.logprob, together[text].logprob)
 
@@ -131,7 +136,12 @@ def test_cache_key_separates_precision_and_cut(tiny_model_dir, texts, tmp_path):
 def test_smollm2_on_wikimia_matches_plain_float64(smollm2, wikimia64, tmp_path):
     texts = [row["text"] for row in wikimia64[:4]] + [wikimia64[-1]["text"]]
     docs = Documents(texts=texts, labels=None, source="wikimia64.jsonl")
-    table = score_documents(docs, smollm2, signal_names=["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase"], cache=ScoreCache(tmp_path))
+    table = score_documents(
+        docs,
+        smollm2,
+        signal_names=["loss", "zlib", "min_k", "min_k_pp", "gap_k", "lowercase"],
+        cache=ScoreCache(tmp_path),
+    )
     assert_table_matches(table, expected(smollm2, texts))
     # Real text under a real model: tokens are far more likely than uniform (log 49152 = 10.8).
     assert (table.signal("loss") > -6).all()
@@ -154,4 +164,6 @@ def test_small_statistics_chunks_and_full_width_passes_stay_batch_invariant(tiny
     for subset in (full_width[:1], full_width[::3] + unique[:2], unique[::-1]):
         for text, scores in zip(subset, target.score(subset)):
             for name in ("logprob", "mu", "sigma", "top1"):
-                np.testing.assert_allclose(getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name)
+                np.testing.assert_allclose(
+                    getattr(scores, name), getattr(together[text], name), atol=BATCH_TOLERANCE, rtol=0, err_msg=name
+                )

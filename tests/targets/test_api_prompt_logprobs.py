@@ -93,9 +93,12 @@ def test_a_tokenizer_changing_mid_run_is_refused(smollm2_logprob_server, texts, 
 def test_server_refuses_bad_requests_in_one_line(smollm2_logprob_server):
     url = smollm2_logprob_server.base_url + "/completions"
     model = smollm2_logprob_server.model
-    for body, status, why in (({"model": model, "prompt": ["a", "b"]}, 400, "prompt"), ({"model": "gpt-7", "prompt": "a"}, 404, "not served"),
-                              ({"model": model, "prompt": "a", "logprobs": 10**6}, 400, "logprobs"),
-                              ({"model": model, "prompt": "word " * 9000, "max_tokens": 0}, 400, "window")):
+    for body, status, why in (
+        ({"model": model, "prompt": ["a", "b"]}, 400, "prompt"),
+        ({"model": "gpt-7", "prompt": "a"}, 404, "not served"),
+        ({"model": model, "prompt": "a", "logprobs": 10**6}, 400, "logprobs"),
+        ({"model": model, "prompt": "word " * 9000, "max_tokens": 0}, 400, "window"),
+    ):
         response = requests.post(url, json=body, timeout=60)
         assert response.status_code == status and why in response.json()["error"]["message"]
     assert requests.post(url, data=b"{not json", timeout=10).status_code == 400
@@ -104,21 +107,42 @@ def test_server_refuses_bad_requests_in_one_line(smollm2_logprob_server):
 def test_hostile_or_inconsistent_prompt_tokens_give_no_scores():
     good = {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]}
     assert read_prompt_tokens(good, "echo", "Ab c").logprobs == [None, -1.0]
-    for broken in ({"choices": []}, {"choices": [{"logprobs": None}]},
-                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, 3.0], "text_offset": [0, 2]}}]},
-                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, "x"], "text_offset": [0, 2]}}]},
-                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, -1.0], "text_offset": [0, 99]}}]},
-                   {"choices": [{"logprobs": {"tokens": ["Ab"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]},
-                   {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, float("nan")], "text_offset": [0, 2]}}]}):
+    for broken in (
+        {"choices": []},
+        {"choices": [{"logprobs": None}]},
+        {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, 3.0], "text_offset": [0, 2]}}]},
+        {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, "x"], "text_offset": [0, 2]}}]},
+        {"choices": [{"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, -1.0], "text_offset": [0, 99]}}]},
+        {"choices": [{"logprobs": {"tokens": ["Ab"], "token_logprobs": [None, -1.0], "text_offset": [0, 2]}}]},
+        {
+            "choices": [
+                {"logprobs": {"tokens": ["Ab", " c"], "token_logprobs": [None, float("nan")], "text_offset": [0, 2]}}
+            ]
+        },
+    ):
         assert read_prompt_tokens(broken, "echo", "Ab c") is None
     # A server that generated a token anyway (max_tokens 0 raised to 1): its token starts at the prompt's end.
-    generated = {"choices": [{"text": "Hello world foo bar", "logprobs": {"tokens": ["Hello", " world", " foo", " bar"],
-                                                                          "token_logprobs": [None, -3.0, -4.0, -0.1], "text_offset": [0, 5, 11, 15]}}]}
+    generated = {
+        "choices": [
+            {
+                "text": "Hello world foo bar",
+                "logprobs": {
+                    "tokens": ["Hello", " world", " foo", " bar"],
+                    "token_logprobs": [None, -3.0, -4.0, -0.1],
+                    "text_offset": [0, 5, 11, 15],
+                },
+            }
+        ]
+    }
     assert read_prompt_tokens(generated, "echo", "Hello world foo") is None
     # A token spanning the join of prefix and text: the text has no scores, never misaligned ones.
-    spanning = PromptTokens(["P", "re", "fixText", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 1, 3, 10, 15], None)
+    spanning = PromptTokens(
+        ["P", "re", "fixText", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 1, 3, 10, 15], None
+    )
     assert text_scores(spanning, 6, 14, 256).n_scored == 0
-    aligned = PromptTokens(["Pre", "fix", "Text", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 3, 6, 10, 15], None)
+    aligned = PromptTokens(
+        ["Pre", "fix", "Text", " more", " words"], [None, -1.0, -2.0, -1.0, -0.5], [0, 3, 6, 10, 15], None
+    )
     scored = text_scores(aligned, 6, 14, 256)
     assert scored.logprob.tolist() == [-1.0, -0.5] and (scored.char_start, scored.char_end) == (4, 14)
     # A tokenizer opening every prompt with a start token scores the text's first token alone, so after a prefix too.
@@ -130,7 +154,10 @@ def test_hostile_or_inconsistent_prompt_tokens_give_no_scores():
 
 def vllm_body(strings: list[str], logprobs: list[float], ids: list[int] | None) -> dict:
     """A vLLM-form response: the first entry None, each other the actual token under its id."""
-    entries = [None] + [{str(ids[i] if ids else i): {"logprob": lp, "decoded_token": t}} for i, (t, lp) in enumerate(zip(strings, logprobs), start=1)]
+    entries = [None] + [
+        {str(ids[i] if ids else i): {"logprob": lp, "decoded_token": t}}
+        for i, (t, lp) in enumerate(zip(strings, logprobs), start=1)
+    ]
     return {"choices": [{"prompt_logprobs": entries, **({"prompt_token_ids": ids} if ids is not None else {})}]}
 
 
@@ -142,23 +169,50 @@ def test_vllm_form_tokens_must_rebuild_the_prompt():
     good = read_prompt_tokens(vllm_body([" world", " foo"], [-1.0, -2.0], [7, 8, 9]), "prompt_logprobs", prompt)
     assert good.strings == ["Hello", " world", " foo"] and good.offsets == [0, 5, 11] and good.ids == [7, 8, 9]
     half = "word " * 60 + "end of the text"
-    for body, text in [(vllm_body([" world", " foo", " bar", "!"], [-1.0, -2.0, -0.5, -0.1], [7, 8, 9, 10, 11]), prompt),  # generated tokens
-                       (vllm_body([" world", " foo"], [-1.0, -2.0], [7, 8, 9, 10]), prompt),  # ids of more tokens than log-probs
-                       (vllm_body([" the", " text"], [-1.0, -2.0], [1, 2, 3]), half),  # log-probs of the prompt's end only
-                       (vllm_body([" world", "", " foo"], [-1.0, -1.0, -2.0], [7, 8, 9, 10]), prompt),  # an empty token
-                       (vllm_body([" World", " foo"], [-1.0, -2.0], [7, 8, 9]), prompt)]:  # another prompt's tokens
+    for body, text in [
+        (
+            vllm_body([" world", " foo", " bar", "!"], [-1.0, -2.0, -0.5, -0.1], [7, 8, 9, 10, 11]),
+            prompt,
+        ),  # generated tokens
+        (vllm_body([" world", " foo"], [-1.0, -2.0], [7, 8, 9, 10]), prompt),  # ids of more tokens than log-probs
+        (vllm_body([" the", " text"], [-1.0, -2.0], [1, 2, 3]), half),  # log-probs of the prompt's end only
+        (vllm_body([" world", "", " foo"], [-1.0, -1.0, -2.0], [7, 8, 9, 10]), prompt),  # an empty token
+        (vllm_body([" World", " foo"], [-1.0, -2.0], [7, 8, 9]), prompt),
+    ]:  # another prompt's tokens
         assert read_prompt_tokens(body, "prompt_logprobs", text) is None
     # A second outside attack: replacement characters appended (or inserted) after an ASCII
     # prompt in the vLLM form, empty tokens inserted at valid offsets in the legacy form.
-    assert read_prompt_tokens(vllm_body([" world", " foo"] + ["\ufffd"] * 3, [-1.0, -2.0] + [-15.0] * 3, None), "prompt_logprobs", prompt) is None
-    assert read_prompt_tokens(vllm_body([" world", "\ufffd", " foo"], [-1.0, -15.0, -2.0], None), "prompt_logprobs", prompt) is None
-    padded = {"choices": [{"logprobs": {"tokens": ["Hello", "", " world", "", " foo"], "token_logprobs": [None, -15.0, -1.0, -15.0, -2.0],
-                                        "text_offset": [0, 5, 5, 11, 11]}}]}
+    assert (
+        read_prompt_tokens(
+            vllm_body([" world", " foo"] + ["\ufffd"] * 3, [-1.0, -2.0] + [-15.0] * 3, None), "prompt_logprobs", prompt
+        )
+        is None
+    )
+    assert (
+        read_prompt_tokens(
+            vllm_body([" world", "\ufffd", " foo"], [-1.0, -15.0, -2.0], None), "prompt_logprobs", prompt
+        )
+        is None
+    )
+    padded = {
+        "choices": [
+            {
+                "logprobs": {
+                    "tokens": ["Hello", "", " world", "", " foo"],
+                    "token_logprobs": [None, -15.0, -1.0, -15.0, -2.0],
+                    "text_offset": [0, 5, 5, 11, 11],
+                }
+            }
+        ]
+    }
     assert read_prompt_tokens(padded, "echo", prompt) is None
     # Bytes of a non-ASCII character split across tokens read as replacement characters: the
     # tokens are kept (scored), without offsets (no join with a prefix can be found).
-    split = read_prompt_tokens(vllm_body([" caf", "\ufffd", "\ufffd", " au lait"], [-1.0, -2.0, -0.1, -0.5], None),
-                               "prompt_logprobs", "Un café au lait")
+    split = read_prompt_tokens(
+        vllm_body([" caf", "\ufffd", "\ufffd", " au lait"], [-1.0, -2.0, -0.1, -0.5], None),
+        "prompt_logprobs",
+        "Un café au lait",
+    )
     assert split is not None and split.offsets is None and split.logprobs[1:] == [-1.0, -2.0, -0.1, -0.5]
 
 
@@ -166,11 +220,19 @@ def test_a_token_id_spelled_two_ways_is_refused():
     """A server answering the probe with one tokenizer and documents with another (an outside
     attack: every re-probe passed, and DC-PDD read the table of one with the ids of the other)."""
     target = OpenAICompatibleTarget("openai-compatible:http://127.0.0.1:9/v1#m")
-    probe = read_prompt_tokens(vllm_body([" quick", " brown", " fox"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick brown fox")
+    probe = read_prompt_tokens(
+        vllm_body([" quick", " brown", " fox"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick brown fox"
+    )
     target._same_tokenizer(probe)
-    same = read_prompt_tokens(vllm_body([" fox", "\n", " brown", " café"], [-1.0] * 4, [1, 22, 5, 21, 30]), "prompt_logprobs", "A fox\n brown café")
+    same = read_prompt_tokens(
+        vllm_body([" fox", "\n", " brown", " café"], [-1.0] * 4, [1, 22, 5, 21, 30]),
+        "prompt_logprobs",
+        "A fox\n brown café",
+    )
     target._same_tokenizer(same)  # the same ids spell the same words (spacing and non-ASCII spellings not compared)
-    other = read_prompt_tokens(vllm_body([" qu", "ick", " br"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick br")
+    other = read_prompt_tokens(
+        vllm_body([" qu", "ick", " br"], [-1.0] * 3, [1, 20, 21, 22]), "prompt_logprobs", "The quick br"
+    )
     with pytest.raises(VerifierError, match="two tokenizers"):
         target._same_tokenizer(other)
 
@@ -189,7 +251,9 @@ def test_an_output_only_server_offers_answers_only():
 
 
 @pytest.mark.slow
-def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(smollm2_logprob_server, tmp_path, monkeypatch):
+def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(
+    smollm2_logprob_server, tmp_path, monkeypatch
+):
     """The bundled example through the server (its port rewritten): loss, zlib and Min-K% computed
     through the API equal the local audit's to 1e-3 document by document, Min-K%++ and Gap-K% are
     not computable there, and both audits refuse the date-shifted comparison."""

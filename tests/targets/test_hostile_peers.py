@@ -40,11 +40,21 @@ CLI = [str(Path(sys.executable).parent / "verifier")]
 
 # -- secrets and plain http ----------------------------------------------------------------
 
-@pytest.mark.parametrize("url, allowed", [
-    ("http://127.0.0.1:8000/v1", True), ("http://localhost/v1", True), ("http://[::1]:9/", True), ("http://127.3.2.1/", True),
-    ("https://api.example.com/v1", True), ("http://10.0.0.7:8000/v1", False), ("http://api.example.com/v1", False),
-    ("http://localhost.example.com/", False), ("http://127.0.0.1.nip.io/", False),
-])
+
+@pytest.mark.parametrize(
+    "url, allowed",
+    [
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://localhost/v1", True),
+        ("http://[::1]:9/", True),
+        ("http://127.3.2.1/", True),
+        ("https://api.example.com/v1", True),
+        ("http://10.0.0.7:8000/v1", False),
+        ("http://api.example.com/v1", False),
+        ("http://localhost.example.com/", False),
+        ("http://127.0.0.1.nip.io/", False),
+    ],
+)
 def test_plain_http_leaves_this_machine_only_when_the_auditor_says_so(url, allowed):
     if allowed:
         check_endpoint(url, "API endpoint", PeerAccess())
@@ -62,11 +72,11 @@ def test_a_claim_naming_a_key_variable_is_refused_and_no_key_is_sent_without_the
     seen: list[str | None] = []
 
     class Recorder(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             seen.append(self.headers.get("Authorization"))
             self._send({"data": [{"id": "m"}]})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             seen.append(self.headers.get("Authorization"))
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             self._send({"choices": [{"message": {"content": "a reply"}, "finish_reason": "stop"}]})
@@ -86,11 +96,19 @@ def test_a_claim_naming_a_key_variable_is_refused_and_no_key_is_sent_without_the
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        rows = [json.loads(line) for line in (ROOT / "verifier/examples/data/wikimia/length64.jsonl").read_text().splitlines()]
+        rows = [
+            json.loads(line)
+            for line in (ROOT / "verifier/examples/data/wikimia/length64.jsonl").read_text().splitlines()
+        ]
         (tmp_path / "s.jsonl").write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows[:6]))
-        claim = {"claim": {"id": "k", "statement": "s", "kind": "trained_on", "made_by": "m"},
-                 "model": {"target": f"openai-compatible:http://127.0.0.1:{server.server_address[1]}/v1#m", "api": {"api_key_env": "HF_TOKEN"}},
-                 "evidence": {"suspect": {"path": "s.jsonl"}}}
+        claim = {
+            "claim": {"id": "k", "statement": "s", "kind": "trained_on", "made_by": "m"},
+            "model": {
+                "target": f"openai-compatible:http://127.0.0.1:{server.server_address[1]}/v1#m",
+                "api": {"api_key_env": "HF_TOKEN"},
+            },
+            "evidence": {"suspect": {"path": "s.jsonl"}},
+        }
         import yaml
 
         (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim))
@@ -110,12 +128,13 @@ def test_a_claim_naming_a_key_variable_is_refused_and_no_key_is_sent_without_the
 
 # -- a hostile remote index ------------------------------------------------------------------
 
+
 class HostileIndex(BaseHTTPRequestHandler):
     mode = "redirect"
     elsewhere_seen: list[bytes] = []
     elsewhere_port = 0
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.mode == "elsewhere":
             type(self).elsewhere_seen.append(body)
@@ -151,9 +170,15 @@ class HostileIndex(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif self.mode in ("duplicate_keys", "spans_in_no_document", "found_nowhere"):
-            data = {"duplicate_keys": b'{"count": 0, "count": 99, "approx": false}',
-                    "spans_in_no_document": json.dumps({"spans": [{"l": 0, "r": 4, "length": 4, "count": 7, "docs": []}]}).encode(),
-                    "found_nowhere": json.dumps({"cnt": 12, "approx": False, "documents_total": 0, "documents": []}).encode()}[self.mode]
+            data = {
+                "duplicate_keys": b'{"count": 0, "count": 99, "approx": false}',
+                "spans_in_no_document": json.dumps(
+                    {"spans": [{"l": 0, "r": 4, "length": 4, "count": 7, "docs": []}]}
+                ).encode(),
+                "found_nowhere": json.dumps(
+                    {"cnt": 12, "approx": False, "documents_total": 0, "documents": []}
+                ).encode(),
+            }[self.mode]
             self._send(200, data)
         elif self.mode == "declared_huge":
             self.send_response(200)
@@ -203,8 +228,14 @@ def test_a_remote_index_that_redirects_is_refused_and_the_query_never_reaches_th
         assert HostileIndex.elsewhere_seen == []
 
 
-@pytest.mark.parametrize("mode, why", [("drip", "not complete within the timeout"), ("declared_huge", "larger than 32 MiB"),
-                                       ("flood", "larger than 32 MiB")])
+@pytest.mark.parametrize(
+    "mode, why",
+    [
+        ("drip", "not complete within the timeout"),
+        ("declared_huge", "larger than 32 MiB"),
+        ("flood", "larger than 32 MiB"),
+    ],
+)
 def test_a_remote_index_cannot_hold_the_auditor_for_hours_or_fill_its_memory(mode, why):
     """A 1 byte/s answer hung for hours and a 300 MB one took 682 MB: whole-answer deadline, streamed cap."""
     import resource
@@ -238,11 +269,18 @@ def test_retry_after_pauses_are_bounded_in_all_not_per_attempt():
         assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("mode, call, why", [
-    ("duplicate_keys", lambda c: c.count("the words"), "malformed JSON"),
-    ("spans_in_no_document", lambda c: c.lookup(["one two three four five"], ngram=2, min_span_words=2), "found 7 time.s. with 0 document"),
-    ("found_nowhere", lambda c: c.find("the words"), "12 occurrence.s. in 0 document"),
-])
+@pytest.mark.parametrize(
+    "mode, call, why",
+    [
+        ("duplicate_keys", lambda c: c.count("the words"), "malformed JSON"),
+        (
+            "spans_in_no_document",
+            lambda c: c.lookup(["one two three four five"], ngram=2, min_span_words=2),
+            "found 7 time.s. with 0 document",
+        ),
+        ("found_nowhere", lambda c: c.find("the words"), "12 occurrence.s. in 0 document"),
+    ],
+)
 def test_index_answers_that_contradict_themselves_are_refused(mode, call, why):
     """A span found 7 times in no document gave a signed VERIFIED under trust_remote."""
     with hostile(mode) as url:
@@ -276,7 +314,12 @@ def test_one_address_cannot_take_every_connection_of_index_serve(demo_index):
         for sock in held:
             sock.close()
         time.sleep(0.3)
-        assert ask(f"http://127.0.0.1:{server.server_port}/", {"index": "demo", "query_type": "count", "query": "of the"}).status_code == 200
+        assert (
+            ask(
+                f"http://127.0.0.1:{server.server_port}/", {"index": "demo", "query_type": "count", "query": "of the"}
+            ).status_code
+            == 200
+        )
     finally:
         server.shutdown()
         thread.join(10)
@@ -284,13 +327,16 @@ def test_one_address_cannot_take_every_connection_of_index_serve(demo_index):
 
 # -- hostile corpus files --------------------------------------------------------------------
 
+
 def jsonl(texts: list[str]) -> bytes:
     return "".join(json.dumps({"text": t}) + "\n" for t in texts).encode()
 
 
 def test_a_compression_bomb_stops_the_build_naming_the_file(tmp_path):
     (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "bomb.jsonl.gz").write_bytes(gzip.compress(jsonl(["word " * 2000] * 2000), 9))  # 20 MB from ~40 KB
+    (tmp_path / "in" / "bomb.jsonl.gz").write_bytes(
+        gzip.compress(jsonl(["word " * 2000] * 2000), 9)
+    )  # 20 MB from ~40 KB
     limits = ReadLimits(max_expansion=10, min_decompressed_bytes=1 << 20)
     with pytest.raises(VerifierError, match=r"in/bomb.jsonl.gz: decompresses to more than 1,048,576 bytes"):
         build_index([tmp_path / "in"], tmp_path / "index", limits=limits)
@@ -313,7 +359,9 @@ def test_a_corrupt_gzip_is_one_line_naming_the_file(tmp_path):
     data = bytearray(gzip.compress(jsonl([f"document number {i} with some words" for i in range(2000)])))
     for seed in range(6):  # garbage where the deflate stream was: invalid codes, distances, or text that is no JSON
         noisy = bytearray(data)
-        noisy[len(data) // 3: len(data) // 3 + 64] = np.random.default_rng(seed).integers(0, 256, 64, dtype=np.uint8).tobytes()
+        noisy[len(data) // 3 : len(data) // 3 + 64] = (
+            np.random.default_rng(seed).integers(0, 256, 64, dtype=np.uint8).tobytes()
+        )
         (tmp_path / "broken.jsonl.gz").write_bytes(bytes(noisy))
         with pytest.raises(VerifierError, match=r"^broken.jsonl.gz: (cannot be read as compressed JSONL|line \d+: )"):
             build_index([tmp_path / "broken.jsonl.gz"], tmp_path / "index")
@@ -340,8 +388,12 @@ def test_sigterm_during_index_build_leaves_nothing_half_written(tmp_path):
     (tmp_path / "in").mkdir()
     for k in range(6):
         (tmp_path / "in" / f"part{k}.jsonl").write_bytes(jsonl([" ".join(rng.choice(words, 400)) for _ in range(1500)]))
-    process = subprocess.Popen([*CLI, "index", "build", str(tmp_path / "in"), "--out", str(tmp_path / "index")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    process = subprocess.Popen(
+        [*CLI, "index", "build", str(tmp_path / "in"), "--out", str(tmp_path / "index")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".index.*.partial")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -355,6 +407,7 @@ def test_sigterm_during_index_build_leaves_nothing_half_written(tmp_path):
 
 # -- consistently edited indexes -------------------------------------------------------------
 
+
 def rehash(folder: Path, shard: str, name: str) -> None:
     """Rewrite the manifest so every digest matches the edited file: what a forger does."""
     from verifier.trust.digests import file_sha256
@@ -367,7 +420,9 @@ def rehash(folder: Path, shard: str, name: str) -> None:
 
 @pytest.fixture()
 def small_index(tmp_path: Path) -> tuple[Path, Path]:
-    rows = [json.loads(line) for line in (ROOT / "verifier/examples/data/wikimia/length64.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (ROOT / "verifier/examples/data/wikimia/length64.jsonl").read_text().splitlines()
+    ]
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "c.jsonl").write_bytes(jsonl([r["text"] for r in rows[:150]]))
     build_index([tmp_path / "corpus"], tmp_path / "index")
@@ -439,9 +494,12 @@ def test_index_check_cli(small_index):
 
 # -- hostile clients of index serve ----------------------------------------------------------
 
+
 @pytest.fixture()
 def served(demo_index):
-    server = make_server(demo_index, "demo", limits=Limits(header_timeout_s=1.0, body_timeout_s=1.0, connections=96, per_client=64))
+    server = make_server(
+        demo_index, "demo", limits=Limits(header_timeout_s=1.0, body_timeout_s=1.0, connections=96, per_client=64)
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_port}/"
@@ -468,7 +526,11 @@ def test_half_sent_requests_are_dropped_and_others_are_still_answered(served, ca
     idle = []
     for i in range(40):
         sock = socket.create_connection(("127.0.0.1", port))
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Len" if i % 2 else b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"in")
+        sock.sendall(
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Len"
+            if i % 2
+            else b'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"in'
+        )
         idle.append(sock)
     answer = ask(url, {"index": "demo", "query_type": "count", "query": "of the"})
     assert answer.status_code == 200 and answer.json()["count"] > 0
@@ -479,7 +541,7 @@ def test_half_sent_requests_are_dropped_and_others_are_still_answered(served, ca
         try:
             data = sock.recv(4096)
             closed += data == b"" or b"408" in data
-        except (ConnectionResetError, socket.timeout):
+        except (TimeoutError, ConnectionResetError):
             closed += 1
         sock.close()
     assert closed == len(idle)
@@ -490,9 +552,15 @@ def test_hostile_bodies_get_json_errors_and_no_tracebacks(served, capfd):
     _, url = served
     huge_number = b'{"index": "demo", "query_type": "search_docs", "query": "x", "maxnum": ' + b"9" * 5000 + b"}"
     twice = b'{"index": "demo", "query_type": "count", "query": "x", "query": "of the"}'
-    for body, status in [(huge_number, 400), (b"[" * 100_000, 400), (b"\xff\xfe", 400), (b'{"index": "demo"}', 400), (twice, 400),
-                         (json.dumps({"index": "demo", "query_type": "count", "query": "x" * 30_000}).encode(), 400),
-                         (b"x" * (2 << 20), 413)]:
+    for body, status in [
+        (huge_number, 400),
+        (b"[" * 100_000, 400),
+        (b"\xff\xfe", 400),
+        (b'{"index": "demo"}', 400),
+        (twice, 400),
+        (json.dumps({"index": "demo", "query_type": "count", "query": "x" * 30_000}).encode(), 400),
+        (b"x" * (2 << 20), 413),
+    ]:
         answer = ask(url, body)
         assert answer.status_code == status and "error" in answer.json()
     assert requests.get(url, timeout=5).status_code == 405
@@ -512,6 +580,7 @@ def test_hostile_bodies_get_json_errors_and_no_tracebacks(served, capfd):
 
 
 # -- bundles and the auditor's own files -----------------------------------------------------
+
 
 def test_world_readable_signing_key_is_refused(tmp_path):
     from verifier.trust.keys import generate_key, load_private_key

@@ -29,7 +29,8 @@ def test_the_adjustments_match_scipy_and_holms_procedure(seed):
     p = np.where(rng.random(n) < 0.3, rng.random(n) * 1e-3, rng.random(n))
     p[rng.integers(0, n, size=n // 4)] = p[0]
     bh = adjusted_p_values(p, "bh")
-    # The same arithmetic as scipy's, so a p-value at the level's edge (0.03 of 5 tested at rank 3 -> 0.05) falls on the same side.
+    # The same arithmetic as scipy's, so a p-value at the level's edge (0.03 of 5 tested at rank 3 -> 0.05) falls on the
+    # same side.
     assert np.array_equal(bh, np.maximum(false_discovery_control(p, method="bh"), p))
     holm = adjusted_p_values(p, "holm")
     assert np.all(holm >= p) and np.all(holm <= 1)

@@ -1,4 +1,5 @@
-"""Signed report PDFs, checked by the tools a reader of a report has: poppler's ``pdfsig`` and ``pyhanko sign validate``.
+"""Signed report PDFs, checked by the tools a reader of a report has: poppler's ``pdfsig`` and ``pyhanko sign
+validate``.
 
 The signer is the signing key's self-signed certificate by default, or an organisation's
 certificate (PEM with its chain, or PKCS#12). One flipped byte breaks both validators; a
@@ -20,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
-from tsa import LoopbackTSA, stamping  # noqa: F401 - a fixture
+from tsa import LoopbackTSA  # a fixture
 from typer.testing import CliRunner
 
 from verifier.cli import app
@@ -31,9 +32,21 @@ runner = CliRunner()
 PYHANKO = str(Path(sys.executable).with_name("pyhanko"))
 
 
-def audit(stamping: dict[str, Path], out: Path, *extra: str):  # noqa: ANN201
-    return runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(out), "--sign-key", str(stamping["key"]),
-                               "--cache-dir", str(out / "cache"), *extra])
+def audit(stamping: dict[str, Path], out: Path, *extra: str):
+    return runner.invoke(
+        app,
+        [
+            "audit",
+            str(stamping["claim"]),
+            "--out",
+            str(out),
+            "--sign-key",
+            str(stamping["key"]),
+            "--cache-dir",
+            str(out / "cache"),
+            *extra,
+        ],
+    )
 
 
 def bundle_of(out: Path) -> Path:
@@ -65,11 +78,19 @@ def signed(stamping, tmp_path_factory) -> Path:
 def test_pdf_readers_validate_the_report_and_name_its_signer(signed, stamping):
     certificate = document_paths(stamping["key"])[1]
     shown = pdfsig(signed / "report.pdf")
-    assert "Signature Validation: Signature is Valid." in shown and "Signer full Distinguished Name: OU=verifier Ed25519 key " in shown
+    assert (
+        "Signature Validation: Signature is Valid." in shown
+        and "Signer full Distinguished Name: OU=verifier Ed25519 key " in shown
+    )
     checked = pyhanko_validate(signed / "report.pdf", certificate, stamping["tsa"] / "ca.crt")
     assert checked.returncode == 0 and "The signature is judged VALID." in checked.stdout
-    assert "The signer's certificate is trusted." in checked.stdout and "Common Name: verifier signer " in checked.stdout
-    assert "This timestamp is backed by a time stamping authority." in checked.stdout and "The TSA certificate is trusted." in checked.stdout
+    assert (
+        "The signer's certificate is trusted." in checked.stdout and "Common Name: verifier signer " in checked.stdout
+    )
+    assert (
+        "This timestamp is backed by a time stamping authority." in checked.stdout
+        and "The TSA certificate is trusted." in checked.stdout
+    )
     # The PDF and the bundle point at each other: the PDF names the findings, the statement covers the PDF.
     findings = json.loads((signed / "findings.json").read_text())
     from verifier.trust.digests import findings_digest
@@ -92,16 +113,41 @@ def test_one_flipped_byte_breaks_the_pdf_signature_in_both_readers(signed, stamp
     assert shown.exit_code == 2 and "report.pdf: differs: SHA-256 does not match the signed statement" in shown.output
 
 
-def _certificate(key, subject: str, issuer: x509.Name | None, issuer_key, start: datetime.datetime, end: datetime.datetime,
-                 ca: bool = False) -> x509.Certificate:
+def _certificate(
+    key,
+    subject: str,
+    issuer: x509.Name | None,
+    issuer_key,
+    start: datetime.datetime,
+    end: datetime.datetime,
+    ca: bool = False,
+) -> x509.Certificate:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    return (x509.CertificateBuilder().subject_name(name).issuer_name(issuer or name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=not ca, key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, key_cert_sign=ca, crl_sign=ca, encipher_only=False, decipher_only=False),
-                           critical=True)
-            .sign(issuer_key or key, hashes.SHA256()))
+    return (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer or name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=not ca,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(issuer_key or key, hashes.SHA256())
+    )
 
 
 @pytest.fixture(scope="module")
@@ -115,22 +161,32 @@ def organisation(tmp_path_factory) -> dict[str, Path]:
     pem = serialization.Encoding.PEM
     (folder / "ca.crt").write_bytes(ca.public_bytes(pem))
     key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    for name, start, end in (("signer", now - day, now + 365 * day), ("expired", now - 400 * day, now - day),
-                             ("future", now + day, now + 400 * day)):
+    for name, start, end in (
+        ("signer", now - day, now + 365 * day),
+        ("expired", now - 400 * day, now - day),
+        ("future", now + day, now + 400 * day),
+    ):
         cert = _certificate(key, f"Example Org {name}", ca.subject, ca_key, start, end)
         (folder / f"{name}.crt").write_bytes(cert.public_bytes(pem) + ca.public_bytes(pem))
     (folder / "signer.key").write_bytes(key_pem)
     (folder / "signer.key").chmod(0o600)
     signer = x509.load_pem_x509_certificates((folder / "signer.crt").read_bytes())[0]
-    (folder / "signer.p12").write_bytes(pkcs12.serialize_key_and_certificates(
-        b"signer", key, signer, [ca], serialization.BestAvailableEncryption(b"correct horse")))
+    (folder / "signer.p12").write_bytes(
+        pkcs12.serialize_key_and_certificates(
+            b"signer", key, signer, [ca], serialization.BestAvailableEncryption(b"correct horse")
+        )
+    )
     (folder / "signer.p12").chmod(0o600)
     return folder
 
 
-def test_an_organisations_certificate_signs_the_report_and_chains_to_its_ca(stamping, organisation, tmp_path, monkeypatch):
-    for extra in (["--pdf-cert", str(organisation / "signer.crt"), "--pdf-key", str(organisation / "signer.key")],
-                  ["--pdf-p12", str(organisation / "signer.p12"), "--pdf-p12-password-env", "ORG_P12_PASSWORD"]):
+def test_an_organisations_certificate_signs_the_report_and_chains_to_its_ca(
+    stamping, organisation, tmp_path, monkeypatch
+):
+    for extra in (
+        ["--pdf-cert", str(organisation / "signer.crt"), "--pdf-key", str(organisation / "signer.key")],
+        ["--pdf-p12", str(organisation / "signer.p12"), "--pdf-p12-password-env", "ORG_P12_PASSWORD"],
+    ):
         monkeypatch.setenv("ORG_P12_PASSWORD", "correct horse")
         out = tmp_path / extra[0].strip("-")
         result = audit(stamping, out, *extra)
@@ -141,22 +197,34 @@ def test_an_organisations_certificate_signs_the_report_and_chains_to_its_ca(stam
         assert checked.returncode == 0 and "The signer's certificate is trusted." in checked.stdout
 
 
-@pytest.mark.parametrize("case, message", [
-    ("expired", "the certificate expired on "),
-    ("future", "the certificate is not valid yet"),
-    ("readable key", "must be owned and readable by you only"),
-    ("wrong password", "not a PKCS#12 file, or the password is wrong"),
-    ("cert alone", "--pdf-cert and --pdf-key: give both"),
-    ("someone else's key", "the key does not belong to the certificate"),
-    ("missing key", "signer.missing: not found"),
-])
-def test_an_unusable_report_certificate_is_refused_before_the_audit(stamping, organisation, tmp_path, monkeypatch, case, message):
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("expired", "the certificate expired on "),
+        ("future", "the certificate is not valid yet"),
+        ("readable key", "must be owned and readable by you only"),
+        ("wrong password", "not a PKCS#12 file, or the password is wrong"),
+        ("cert alone", "--pdf-cert and --pdf-key: give both"),
+        ("someone else's key", "the key does not belong to the certificate"),
+        ("missing key", "signer.missing: not found"),
+    ],
+)
+def test_an_unusable_report_certificate_is_refused_before_the_audit(
+    stamping, organisation, tmp_path, monkeypatch, case, message
+):
     key = organisation / "signer.key"
-    extra = {"expired": ["--pdf-cert", str(organisation / "expired.crt"), "--pdf-key", str(key)],
-             "future": ["--pdf-cert", str(organisation / "future.crt"), "--pdf-key", str(key)],
-             "cert alone": ["--pdf-cert", str(organisation / "signer.crt")],
-             "missing key": ["--pdf-cert", str(organisation / "signer.crt"), "--pdf-key", str(organisation / "signer.missing")],
-             "wrong password": ["--pdf-p12", str(organisation / "signer.p12"), "--pdf-p12-password-env", "ORG_P12_PASSWORD"]}.get(case)
+    extra = {
+        "expired": ["--pdf-cert", str(organisation / "expired.crt"), "--pdf-key", str(key)],
+        "future": ["--pdf-cert", str(organisation / "future.crt"), "--pdf-key", str(key)],
+        "cert alone": ["--pdf-cert", str(organisation / "signer.crt")],
+        "missing key": [
+            "--pdf-cert",
+            str(organisation / "signer.crt"),
+            "--pdf-key",
+            str(organisation / "signer.missing"),
+        ],
+        "wrong password": ["--pdf-p12", str(organisation / "signer.p12"), "--pdf-p12-password-env", "ORG_P12_PASSWORD"],
+    }.get(case)
     monkeypatch.setenv("ORG_P12_PASSWORD", "wrong")
     if case == "readable key":
         shutil.copy(key, tmp_path / "open.key")
@@ -164,13 +232,20 @@ def test_an_unusable_report_certificate_is_refused_before_the_audit(stamping, or
         extra = ["--pdf-cert", str(organisation / "signer.crt"), "--pdf-key", str(tmp_path / "open.key")]
     if case == "someone else's key":
         other = ec.generate_private_key(ec.SECP256R1())
-        (tmp_path / "other.key").write_bytes(other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                                 serialization.NoEncryption()))
+        (tmp_path / "other.key").write_bytes(
+            other.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         (tmp_path / "other.key").chmod(0o600)
         extra = ["--pdf-cert", str(organisation / "signer.crt"), "--pdf-key", str(tmp_path / "other.key")]
     result = audit(stamping, tmp_path / "out", *extra)
-    assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1, result.output
-    assert not (tmp_path / "out").exists() or not any(p.name.startswith("stamped-") for p in (tmp_path / "out").iterdir())
+    assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1, (
+        result.output
+    )
+    assert not (tmp_path / "out").exists() or not any(
+        p.name.startswith("stamped-") for p in (tmp_path / "out").iterdir()
+    )
 
 
 def test_a_signer_cannot_bundle_another_audits_signed_report(signed, stamping, tmp_path):
@@ -189,8 +264,19 @@ def test_a_signer_cannot_bundle_another_audits_signed_report(signed, stamping, t
     data["claim"]["statement"] = "Another statement, so other findings."
     shutil.copy(stamping["claim"].parent / "docs.jsonl", tmp_path / "docs.jsonl")
     other_claim.write_text(yaml.safe_dump(data))
-    result = runner.invoke(app, ["audit", str(other_claim), "--out", str(tmp_path / "other"), "--sign-key", str(stamping["key"]),
-                                 "--cache-dir", str(tmp_path / "cache")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(other_claim),
+            "--out",
+            str(tmp_path / "other"),
+            "--sign-key",
+            str(stamping["key"]),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     copy = tmp_path / "copy"
     shutil.copytree(signed, copy)
@@ -204,4 +290,7 @@ def test_a_signer_cannot_bundle_another_audits_signed_report(signed, stamping, t
     body = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
     (copy / "envelope.dsse.json").write_text(json.dumps(sign_envelope(body, load_private_key(stamping["key"]))))
     shown = runner.invoke(app, ["verify", str(copy), "--key", str(stamping["pub"])])
-    assert shown.exit_code == 2 and "report.pdf: differs: its PDF signature names other findings than findings.json" in shown.output
+    assert (
+        shown.exit_code == 2
+        and "report.pdf: differs: its PDF signature names other findings than findings.json" in shown.output
+    )

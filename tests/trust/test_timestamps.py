@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tsa import LoopbackTSA, openssl_verify, stamping  # noqa: F401 - a fixture
+from tsa import LoopbackTSA, openssl_verify  # a fixture
 from typer.testing import CliRunner
 
 from verifier.cli import app
@@ -22,14 +22,23 @@ from verifier.cli import app
 runner = CliRunner()
 
 
-def audit(stamping: dict[str, Path], out: Path, *tsa: str):  # noqa: ANN201
-    args = ["audit", str(stamping["claim"]), "--out", str(out), "--sign-key", str(stamping["key"]), "--cache-dir", str(out / "cache")]
+def audit(stamping: dict[str, Path], out: Path, *tsa: str):
+    args = [
+        "audit",
+        str(stamping["claim"]),
+        "--out",
+        str(out),
+        "--sign-key",
+        str(stamping["key"]),
+        "--cache-dir",
+        str(out / "cache"),
+    ]
     for url in tsa:
         args += ["--tsa", url]
     return runner.invoke(app, args)
 
 
-def verify(bundle: Path, stamping: dict[str, Path], *tsa_certs: Path):  # noqa: ANN201
+def verify(bundle: Path, stamping: dict[str, Path], *tsa_certs: Path):
     args = ["verify", str(bundle), "--key", str(stamping["pub"]), "--trust-dir", str(bundle.parent / "no-trust-store")]
     for cert in tsa_certs:
         args += ["--tsa-cert", str(cert)]
@@ -62,7 +71,10 @@ def test_a_token_dates_the_signature_and_openssl_agrees(stamped, stamping):
     assert check.returncode == 0 and "Verification: OK" in check.stdout
     # The independent verifier also refuses what verifier must refuse: another TSA's CA, other data.
     assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped), stamping["rogue"] / "ca.crt").returncode != 0
-    assert openssl_verify(stamped / "timestamp-1.tsr", signature(stamped)[::-1], stamping["tsa"] / "ca.crt").returncode != 0
+    assert (
+        openssl_verify(stamped / "timestamp-1.tsr", signature(stamped)[::-1], stamping["tsa"] / "ca.crt").returncode
+        != 0
+    )
     status, lines = verify(stamped, stamping, stamping["tsa"] / "ca.crt")
     assert status == 0 and lines[-1].startswith("OK: ")
     assert lines[0].startswith("timestamp 1: ") and lines[0].endswith("by CN=Test TSA,O=verifier tests")
@@ -72,7 +84,9 @@ def test_a_token_dates_the_signature_and_openssl_agrees(stamped, stamping):
 def test_a_token_from_an_unpinned_tsa_is_not_trusted(stamped, stamping):
     status, lines = verify(stamped, stamping)
     assert status == 0 and all("(not trusted" in line for line in lines if line.startswith("timestamp"))
-    status, lines = verify(stamped, stamping, stamping["rogue"] / "ca.crt")  # pinning the rogue CA vouches for its token only
+    status, lines = verify(
+        stamped, stamping, stamping["rogue"] / "ca.crt"
+    )  # pinning the rogue CA vouches for its token only
     assert "not trusted" in lines[0] and "not trusted" not in lines[1]
 
 
@@ -82,8 +96,12 @@ def test_a_token_moved_from_another_bundle_or_garbled_fails_verification(stamped
         setup_other = dict(stamping, claim=_changed_claim(stamping["claim"], tmp_path))
         assert audit(setup_other, other, honest.url()).exit_code == 0
     foreign = bundle_of(other) / "timestamp-1.tsr"
-    for name, content in (("timestamp-1.tsr", foreign.read_bytes()), ("timestamp-3.tsr", foreign.read_bytes()),
-                          ("timestamp-1.tsr", b"\x30\x03\x02\x01\x00"), ("timestamp-1.tsr", b"garbage")):
+    for name, content in (
+        ("timestamp-1.tsr", foreign.read_bytes()),
+        ("timestamp-3.tsr", foreign.read_bytes()),
+        ("timestamp-1.tsr", b"\x30\x03\x02\x01\x00"),
+        ("timestamp-1.tsr", b"garbage"),
+    ):
         copy = tmp_path / f"copy-{name}-{len(content)}"
         shutil.copytree(stamped, copy)
         (copy / name).write_bytes(content)
@@ -104,15 +122,22 @@ def _changed_claim(claim: Path, folder: Path) -> Path:
     return folder / "claim.yaml"
 
 
-@pytest.mark.parametrize("path, message", [
-    ("garbage", "the answer is not a DER timestamp response"),
-    ("other", "the token dates other data than the signature sent"),
-    ("rejection", "the answer is not a DER timestamp response"),
-    ("missing", "answered HTTP 404"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("garbage", "the answer is not a DER timestamp response"),
+        ("other", "the token dates other data than the signature sent"),
+        ("rejection", "the answer is not a DER timestamp response"),
+        ("missing", "answered HTTP 404"),
+    ],
+)
 def test_a_tsa_that_fails_writes_no_bundle(stamping, tmp_path, path, message):
     with LoopbackTSA(stamping["tsa"]) as tsa:
-        result = audit(stamping, tmp_path / "out", tsa.url(path) if path != "missing" else tsa.url("tsa").replace("/tsa", "/nothing"))
+        result = audit(
+            stamping,
+            tmp_path / "out",
+            tsa.url(path) if path != "missing" else tsa.url("tsa").replace("/tsa", "/nothing"),
+        )
     assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1
     assert not any(p.name.startswith("stamped-") for p in (tmp_path / "out").iterdir())
 
@@ -122,8 +147,13 @@ def test_an_unreachable_or_unusable_tsa_is_refused_in_one_line(stamping, tmp_pat
     assert result.exit_code != 0 and "no timestamp (connection failed or dropped" in result.output
     result = audit(stamping, tmp_path / "out", "http://tsa.example.org/tsa")  # plain http leaving the machine
     assert result.exit_code != 0 and "--tsa http://tsa.example.org/tsa: plain http to another machine" in result.output
-    result = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out"), "--no-sign", "--tsa", "http://127.0.0.1:9/"])
-    assert result.exit_code != 0 and "--tsa: an unsigned bundle (--no-sign) has no signature to timestamp" in result.output
+    result = runner.invoke(
+        app,
+        ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out"), "--no-sign", "--tsa", "http://127.0.0.1:9/"],
+    )
+    assert (
+        result.exit_code != 0 and "--tsa: an unsigned bundle (--no-sign) has no signature to timestamp" in result.output
+    )
 
 
 def test_a_slow_tsa_costs_a_bounded_time(stamping):
@@ -146,31 +176,89 @@ def test_marks_make_dates_its_registration_and_keys_trust_tsa_pins_the_authority
     pinned = runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "ca.crt"), "--trust-dir", str(trust)])
     assert pinned.exit_code == 0 and len(list((trust / "tsa").glob("*.pem"))) == 1
     with LoopbackTSA(stamping["tsa"]) as tsa:
-        made = runner.invoke(app, ["marks", "make", str(WIKIMIA / "length64.jsonl"), "--out", str(tmp_path / "marks"),
-                                   "--sign-key", str(stamping["key"]), "--siblings", "19", "--tsa", tsa.url()])
+        made = runner.invoke(
+            app,
+            [
+                "marks",
+                "make",
+                str(WIKIMIA / "length64.jsonl"),
+                "--out",
+                str(tmp_path / "marks"),
+                "--sign-key",
+                str(stamping["key"]),
+                "--siblings",
+                "19",
+                "--tsa",
+                tsa.url(),
+            ],
+        )
         assert made.exit_code == 0, made.output
-        failed = runner.invoke(app, ["marks", "make", str(WIKIMIA / "length64.jsonl"), "--out", str(tmp_path / "failed"),
-                                     "--sign-key", str(stamping["key"]), "--tsa", tsa.url("garbage")])
+        failed = runner.invoke(
+            app,
+            [
+                "marks",
+                "make",
+                str(WIKIMIA / "length64.jsonl"),
+                "--out",
+                str(tmp_path / "failed"),
+                "--sign-key",
+                str(stamping["key"]),
+                "--tsa",
+                tsa.url("garbage"),
+            ],
+        )
     assert "timestamp: " in made.output and (tmp_path / "marks" / "registration.timestamp-1.tsr").is_file()
     envelope = json.loads((tmp_path / "marks" / "registration.dsse.json").read_text())
-    check = openssl_verify(tmp_path / "marks" / "registration.timestamp-1.tsr", base64.b64decode(envelope["signatures"][0]["sig"]),
-                           stamping["tsa"] / "ca.crt")
+    check = openssl_verify(
+        tmp_path / "marks" / "registration.timestamp-1.tsr",
+        base64.b64decode(envelope["signatures"][0]["sig"]),
+        stamping["tsa"] / "ca.crt",
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert failed.exit_code != 0 and "the answer is not a DER timestamp response" in failed.output
-    assert not (tmp_path / "failed").exists() or not any((tmp_path / "failed").iterdir())  # nothing written that looks dated
+    assert not (tmp_path / "failed").exists() or not any(
+        (tmp_path / "failed").iterdir()
+    )  # nothing written that looks dated
 
 
 def test_a_timestamped_plan_puts_the_pre_registration_on_the_tsas_clock(stamping, tmp_path, monkeypatch):
     trust = tmp_path / "trust"
-    assert runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "ca.crt"), "--trust-dir", str(trust)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "ca.crt"), "--trust-dir", str(trust)]).exit_code
+        == 0
+    )
     monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
     with LoopbackTSA(stamping["tsa"]) as tsa:
-        planned = runner.invoke(app, ["plan", str(stamping["claim"]), "--out", str(tmp_path / "plan.dsse.json"), "--sign-key",
-                                      str(stamping["key"]), "--tsa", tsa.url()])
+        planned = runner.invoke(
+            app,
+            [
+                "plan",
+                str(stamping["claim"]),
+                "--out",
+                str(tmp_path / "plan.dsse.json"),
+                "--sign-key",
+                str(stamping["key"]),
+                "--tsa",
+                tsa.url(),
+            ],
+        )
     assert planned.exit_code == 0, planned.output
     assert (tmp_path / "plan.timestamp-1.tsr").is_file()
-    result = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out"), "--sign-key", str(stamping["key"]),
-                                 "--cache-dir", str(tmp_path / "cache"), "--plan", str(tmp_path / "plan.dsse.json")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            str(stamping["claim"]),
+            "--out",
+            str(tmp_path / "out"),
+            "--sign-key",
+            str(stamping["key"]),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--plan",
+            str(tmp_path / "plan.dsse.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     bundle = bundle_of(tmp_path / "out")
     record = json.loads((bundle / "findings.json").read_text())["preregistration"]
@@ -191,13 +279,38 @@ def test_a_timestamped_plan_puts_the_pre_registration_on_the_tsas_clock(stamping
         assert status == 2 and "plan.timestamp-1.tsr: differs" in lines[0], lines
     # A plan token that dates something else is refused at audit time.
     shutil.copy(tmp_path / "plan.timestamp-1.tsr", tmp_path / "keep.tsr")
-    other = runner.invoke(app, ["plan", str(stamping["claim"]), "--out", str(tmp_path / "other.dsse.json"), "--sign-key",
-                                str(stamping["key"])])
+    other = runner.invoke(
+        app,
+        [
+            "plan",
+            str(stamping["claim"]),
+            "--out",
+            str(tmp_path / "other.dsse.json"),
+            "--sign-key",
+            str(stamping["key"]),
+        ],
+    )
     assert other.exit_code == 0
     shutil.copy(tmp_path / "keep.tsr", tmp_path / "other.timestamp-1.tsr")
-    refused = runner.invoke(app, ["audit", str(stamping["claim"]), "--out", str(tmp_path / "out2"), "--sign-key", str(stamping["key"]),
-                                  "--cache-dir", str(tmp_path / "cache"), "--plan", str(tmp_path / "other.dsse.json")])
-    assert refused.exit_code == 2 and "plan.timestamp-1.tsr: differs: the token dates other data than this signature" in refused.output
+    refused = runner.invoke(
+        app,
+        [
+            "audit",
+            str(stamping["claim"]),
+            "--out",
+            str(tmp_path / "out2"),
+            "--sign-key",
+            str(stamping["key"]),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--plan",
+            str(tmp_path / "other.dsse.json"),
+        ],
+    )
+    assert (
+        refused.exit_code == 2
+        and "plan.timestamp-1.tsr: differs: the token dates other data than this signature" in refused.output
+    )
 
 
 def test_hostile_files_beside_a_registration_or_given_as_certificates_are_one_line(stamping, tmp_path):
@@ -216,14 +329,20 @@ def test_hostile_files_beside_a_registration_or_given_as_certificates_are_one_li
     for make in (lambda p: os.mkfifo(p), lambda p: p.mkdir(), lambda p: p.symlink_to(tmp_path / "elsewhere.tsr")):
         token = tmp_path / "registration.timestamp-1.tsr"
         make(token)
-        with pytest.raises(VerifierError, match="registration.timestamp-1.tsr: (not a plain file|cannot be read as a plain file)"):
+        with pytest.raises(
+            VerifierError, match="registration.timestamp-1.tsr: (not a plain file|cannot be read as a plain file)"
+        ):
             read_tokens_beside(registration)
         token.rmdir() if token.is_dir() and not token.is_symlink() else token.unlink()
     os.mkfifo(tmp_path / "fifo.pem")
     for cert in ("/dev/zero", str(tmp_path / "fifo.pem"), str(tmp_path)):
         shown = runner.invoke(app, ["verify", str(tmp_path), "--tsa-cert", cert])
-        assert shown.exit_code == 2 and "not a plain file" in shown.output and len(shown.output.strip().splitlines()) == 1, shown.output
+        assert (
+            shown.exit_code == 2 and "not a plain file" in shown.output and len(shown.output.strip().splitlines()) == 1
+        ), shown.output
     shown = audit(stamping, tmp_path / "out", "http://[::1/x")
     assert shown.exit_code == 2 and "--tsa http://[::1/x: not a URL" in shown.output
-    leaf = runner.invoke(app, ["keys", "trust-tsa", str(stamping["tsa"] / "tsa.crt"), "--trust-dir", str(tmp_path / "trust")])
+    leaf = runner.invoke(
+        app, ["keys", "trust-tsa", str(stamping["tsa"] / "tsa.crt"), "--trust-dir", str(tmp_path / "trust")]
+    )
     assert leaf.exit_code == 2 and "is not a CA certificate; pin the TSA's root CA" in leaf.output

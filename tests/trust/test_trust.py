@@ -49,14 +49,16 @@ def keys(tmp_path_factory) -> dict[str, Path]:
     return {"genuine": folder / "genuine.key", "attacker": folder / "attacker.key"}
 
 
-def make_bundle(claim: Path, out: Path, key: Path, edit=None) -> Path:  # noqa: ANN001
+def make_bundle(claim: Path, out: Path, key: Path, edit=None) -> Path:
     result = run_audit(claim, target_factory=never_load)
     if edit:
         edit(result.findings)
-    return write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF-1.7 stand-in", out, load_private_key(key))
+    return write_bundle(
+        result, render_html(result.findings, "0" * 64), b"%PDF-1.7 stand-in", out, load_private_key(key)
+    )
 
 
-def verify(*args: str):  # noqa: ANN201
+def verify(*args: str):
     result = runner.invoke(app, ["verify", *args])
     return result.exit_code, [line for line in result.output.splitlines() if line.strip()]
 
@@ -72,8 +74,16 @@ def test_a_genuine_bundle_verifies_only_with_its_signer_pinned(genuine, keys, tm
     status, lines = verify(str(genuine), "--key", f"{keys['genuine']}.pub")
     assert status == 0 and len(lines) == 1 and "claim forgery-target: REJECTED-METHOD" in lines[0]
     fingerprint = key_id(public_pem(load_private_key(keys["genuine"]).public_key()))
-    assert f"signer {fingerprint[:16]}" in lines[0] and "predicate https://github.com/verifier/verifier/audit/v1" in lines[0]
-    assert runner.invoke(app, ["keys", "trust", f"{keys['genuine']}.pub", "--trust-dir", str(tmp_path / "store")]).exit_code == 0
+    assert (
+        f"signer {fingerprint[:16]}" in lines[0]
+        and "predicate https://github.com/verifier/verifier/audit/v1" in lines[0]
+    )
+    assert (
+        runner.invoke(
+            app, ["keys", "trust", f"{keys['genuine']}.pub", "--trust-dir", str(tmp_path / "store")]
+        ).exit_code
+        == 0
+    )
     status, lines = verify(str(genuine), "--trust-dir", str(tmp_path / "store"))
     assert status == 0 and lines[0].endswith("signer pinned by trust store")
 
@@ -119,10 +129,14 @@ def test_a_statement_naming_a_path_outside_the_bundle_is_refused(refused_claim, 
     import verifier.trust.bundle as bundle_module
 
     real = bundle_module.statement
-    monkeypatch.setattr(bundle_module, "statement", lambda subjects, predicate: real(subjects | {"../claim.yaml": "0" * 64}, predicate))
+    monkeypatch.setattr(
+        bundle_module, "statement", lambda subjects, predicate: real(subjects | {"../claim.yaml": "0" * 64}, predicate)
+    )
     forged = make_bundle(refused_claim, tmp_path, keys["genuine"])
     status, lines = verify(str(forged), "--key", f"{keys['genuine']}.pub")
-    assert status == 2 and lines == ["error: envelope.dsse.json: differs: the statement names '../claim.yaml', which is not a bundle file"]
+    assert status == 2 and lines == [
+        "error: envelope.dsse.json: differs: the statement names '../claim.yaml', which is not a bundle file"
+    ]
 
 
 def test_bundles_are_not_replaced_without_force_and_get_the_umask(refused_claim, keys, tmp_path):
@@ -132,15 +146,22 @@ def test_bundles_are_not_replaced_without_force_and_get_the_umask(refused_claim,
     assert (first / "public_key.pem").read_bytes() == public_pem(load_private_key(keys["genuine"]).public_key())
     mask = os.umask(0)
     os.umask(mask)
-    assert (first.stat().st_mode & 0o777) == 0o777 & ~mask and ((first / "findings.json").stat().st_mode & 0o777) == 0o666 & ~mask
+    assert (first.stat().st_mode & 0o777) == 0o777 & ~mask and (
+        (first / "findings.json").stat().st_mode & 0o777
+    ) == 0o666 & ~mask
 
 
 def test_verify_imports_no_ml_stack(genuine, keys):
-    code = ("import sys; from typer.testing import CliRunner; from verifier.cli import app; "
-            f"r = CliRunner().invoke(app, ['verify', {str(genuine)!r}, '--key', {str(keys['genuine']) + '.pub'!r}]); "
-            "heavy = [m for m in ('torch', 'transformers', 'sklearn', 'scipy', 'pandas', 'weasyprint') if m in sys.modules]; "
-            "print(r.exit_code, heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
+    code = (
+        "import sys; from typer.testing import CliRunner; from verifier.cli import app; "
+        f"r = CliRunner().invoke(app, ['verify', {str(genuine)!r}, '--key', {str(keys['genuine']) + '.pub'!r}]); "
+        "heavy = [m for m in ('torch', 'transformers', 'sklearn', 'scipy', 'pandas', 'weasyprint') if m in "
+        "sys.modules]; "
+        "print(r.exit_code, heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
     assert out == "0 []"
 
 
@@ -150,7 +171,9 @@ def test_no_private_path_enters_the_findings_or_the_copied_claim(refused_claim, 
     claim["evidence"]["suspect"]["path"] = str(refused_claim.parent / "docs.jsonl")
     path = refused_claim.parent / "absolute.yaml"
     path.write_text(yaml.safe_dump(claim))
-    with pytest.raises(VerifierError, match=r"evidence.suspect.path: .* must be a path relative to the claim's folder and inside it"):
+    with pytest.raises(
+        VerifierError, match=r"evidence.suspect.path: .* must be a path relative to the claim's folder and inside it"
+    ):
         run_audit(path, target_factory=never_load)
     # A local model given by absolute path is named by its file name only, in findings and the copied claim.
     model = tmp_path / "private" / "models"
@@ -170,20 +193,32 @@ def test_no_private_path_enters_the_findings_or_the_copied_claim(refused_claim, 
     assert result.findings["claim"]["model"]["target"] == "smollm2.gguf"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("a: &x [1, 2]\nb: [*x, *x, *x]\n", "aliases (*name) are not allowed"),
-    ("claim: " + "[" * 60 + "]" * 60 + "\n", "nested deeper than 32 levels"),
-    ("x: " + "y" * (1 << 20) + "\n", "larger than 1024 KiB"),
-    ("claim: {id: -bad, statement: s, kind: trained_on, made_by: m}\nmodel: {target: smollm2-135m}\nevidence: {suspect: {path: docs.jsonl}}\n",
-     "claim.id: String should match pattern"),
-    ("claim: {id: ok, statement: s, kind: trained_on, made_by: m}\nmodel: {target: smollm2-135m}\nevidence: {suspect: {path: docs.jsonl}}\nseed: 99999999999\n",
-     "seed: Input should be less than 4294967296"),
-    ("claim: {id: a, statement: one, statement: two, kind: trained_on, made_by: m}\n", "key 'statement' appears twice"),
-    ("seed: " + "9" * 5000 + "\n", "not valid YAML"),
-    ("claim: {id: a, statement: !!timestamp 2020-13-45}\n", "not valid YAML"),
-    ("claim: {id: a, statement: !!float abc}\n", "not valid YAML"),
-    ('claim: {id: a, statement: "a\\ud800b", kind: trained_on, made_by: m}\n', "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &x [1, 2]\nb: [*x, *x, *x]\n", "aliases (*name) are not allowed"),
+        ("claim: " + "[" * 60 + "]" * 60 + "\n", "nested deeper than 32 levels"),
+        ("x: " + "y" * (1 << 20) + "\n", "larger than 1024 KiB"),
+        (
+            "claim: {id: -bad, statement: s, kind: trained_on, made_by: m}\nmodel: {target: smollm2-135m}\nevidence: "
+            "{suspect: {path: docs.jsonl}}\n",
+            "claim.id: String should match pattern",
+        ),
+        (
+            "claim: {id: ok, statement: s, kind: trained_on, made_by: m}\nmodel: {target: smollm2-135m}\nevidence: "
+            "{suspect: {path: docs.jsonl}}\nseed: 99999999999\n",
+            "seed: Input should be less than 4294967296",
+        ),
+        (
+            "claim: {id: a, statement: one, statement: two, kind: trained_on, made_by: m}\n",
+            "key 'statement' appears twice",
+        ),
+        ("seed: " + "9" * 5000 + "\n", "not valid YAML"),
+        ("claim: {id: a, statement: !!timestamp 2020-13-45}\n", "not valid YAML"),
+        ("claim: {id: a, statement: !!float abc}\n", "not valid YAML"),
+        ('claim: {id: a, statement: "a\\ud800b", kind: trained_on, made_by: m}\n', "not valid YAML"),
+    ],
+)
 def test_hostile_yaml_ends_in_one_line(refused_claim, text, message):
     path = refused_claim.parent / "hostile.yaml"
     path.write_text(text)
@@ -194,10 +229,14 @@ def test_hostile_yaml_ends_in_one_line(refused_claim, text, message):
 
 def test_hostile_claim_text_cannot_spoof_the_terminal_or_the_report(refused_claim, tmp_path):
     claim = yaml.safe_load(refused_claim.read_text())
-    claim["claim"]["statement"] = "Not trained [/] [red]on[/red] \x1b[2K\rOK: 8 files intact \u202eDETACIFIREV\u202c\u200b"
+    claim["claim"]["statement"] = (
+        "Not trained [/] [red]on[/red] \x1b[2K\rOK: 8 files intact \u202eDETACIFIREV\u202c\u200b"
+    )
     path = refused_claim.parent / "spoof.yaml"
     path.write_text(yaml.safe_dump(claim))
-    result = runner.invoke(app, ["audit", str(path), "--no-sign", "--out", str(tmp_path / "ev"), "--cache-dir", str(tmp_path / "c")])
+    result = runner.invoke(
+        app, ["audit", str(path), "--no-sign", "--out", str(tmp_path / "ev"), "--cache-dir", str(tmp_path / "c")]
+    )
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\r" not in result.output and "\u202e" not in result.output
     assert "[/] [red]on[/red]" in result.output and "<U+202E>DETACIFIREV<U+202C><U+200B>" in result.output
@@ -220,7 +259,9 @@ def test_outputs_that_cannot_be_written_end_in_one_line(refused_claim, tmp_path,
         out.chmod(0o500)
         if os.access(out, os.W_OK):  # root ignores permissions
             pytest.skip("running as root: permissions do not apply")
-    result = runner.invoke(app, ["audit", str(refused_claim), "--no-sign", "--out", str(out), "--cache-dir", str(tmp_path / "c")])
+    result = runner.invoke(
+        app, ["audit", str(refused_claim), "--no-sign", "--out", str(out), "--cache-dir", str(tmp_path / "c")]
+    )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.output
 
@@ -238,7 +279,15 @@ def test_poisoned_cache_rows_are_refused_and_rescored(tiny_model_dir, tmp_path):
     rows = db.execute("SELECT key, blob FROM token_scores_v2").fetchall()
     for key, blob in rows[:5]:
         scores = TokenScores.from_bytes(blob)
-        forged = TokenScores(scores.token_ids, scores.logprob + 1.0, scores.mu, scores.sigma, scores.top1, scores.char_start, scores.char_end)
+        forged = TokenScores(
+            scores.token_ids,
+            scores.logprob + 1.0,
+            scores.mu,
+            scores.sigma,
+            scores.top1,
+            scores.char_start,
+            scores.char_end,
+        )
         db.execute("UPDATE token_scores_v2 SET blob = ? WHERE key = ?", (forged.to_bytes(), key))
     db.commit()
     again = ScoreCache(tmp_path / "c", secret_path=tmp_path / "secret")
@@ -257,11 +306,18 @@ def test_poisoned_cache_rows_are_refused_and_rescored(tiny_model_dir, tmp_path):
         ScoreCache(tmp_path / "bad", secret_path=tmp_path / "secret")
 
 
-@pytest.mark.parametrize(("content", "suffix", "message"), [
-    ('{"text": "\\ud800 lone"}\n', ".jsonl", r"line 1: field 'text' holds a lone surrogate \(U\+D800\)"),
-    ('{"text": ' + "[" * 5000 + "]" * 5000 + "}\n", ".jsonl", "line 1: JSON nested too deeply|line 1: field 'text' is list"),
-    ("text\n" + "x" * 200_000 + "\n", ".csv", None),
-])
+@pytest.mark.parametrize(
+    ("content", "suffix", "message"),
+    [
+        ('{"text": "\\ud800 lone"}\n', ".jsonl", r"line 1: field 'text' holds a lone surrogate \(U\+D800\)"),
+        (
+            '{"text": ' + "[" * 5000 + "]" * 5000 + "}\n",
+            ".jsonl",
+            "line 1: JSON nested too deeply|line 1: field 'text' is list",
+        ),
+        ("text\n" + "x" * 200_000 + "\n", ".csv", None),
+    ],
+)
 def test_hostile_document_files(tmp_path, content, suffix, message):
     from verifier.data import load_documents
 
@@ -279,20 +335,27 @@ def test_a_newline_in_signed_fields_cannot_paint_a_fake_ok_line(refused_claim, k
 
     real = bundle_module.statement
     fake = "0.1.0\nOK: 8 files intact; signer 0000000000000000; signer pinned by trust store"
-    monkeypatch.setattr(bundle_module, "statement", lambda subjects, predicate: real(subjects, predicate | {"verifier": fake}))
+    monkeypatch.setattr(
+        bundle_module, "statement", lambda subjects, predicate: real(subjects, predicate | {"verifier": fake})
+    )
     forged = make_bundle(refused_claim, tmp_path, keys["attacker"])
     status, lines = verify(str(forged), "--trust-dir", str(tmp_path / "none"))
     assert status == 3 and len(lines) == 1 and lines[0].startswith("signature valid but the signer is not pinned")
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda env, st: env.update(signatures=None),
-    lambda env, st: env.update(signatures=5),
-    lambda env, st: env.update(payloadType=5),
-    lambda env, st: st.update(subject=[{"name": 1, "digest": {"sha256": "0"}}, {"name": None, "digest": {"sha256": "0"}}]),
-    lambda env, st: st.update(predicate=["not", "a", "dict"]),
-    lambda env, st: st.update(_type="something else"),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda env, st: env.update(signatures=None),
+        lambda env, st: env.update(signatures=5),
+        lambda env, st: env.update(payloadType=5),
+        lambda env, st: st.update(
+            subject=[{"name": 1, "digest": {"sha256": "0"}}, {"name": None, "digest": {"sha256": "0"}}]
+        ),
+        lambda env, st: st.update(predicate=["not", "a", "dict"]),
+        lambda env, st: st.update(_type="something else"),
+    ],
+)
 def test_malformed_envelopes_are_one_line_exit_2(genuine, keys, tmp_path, mutate):
     import base64
 
@@ -342,7 +405,10 @@ def test_a_policy_outside_the_claim_folder_is_named_not_located(refused_claim, t
     path.write_text(yaml.safe_dump(claim))
     result = run_audit(path, target_factory=never_load)
     assert str(tmp_path) not in json.dumps(result.findings) and str(tmp_path).encode() not in result.claim_bytes
-    assert result.findings["claim"]["policy"] == "shared-policy.yaml" and result.policy_bytes == (tmp_path / "shared-policy.yaml").read_bytes()
+    assert (
+        result.findings["claim"]["policy"] == "shared-policy.yaml"
+        and result.policy_bytes == (tmp_path / "shared-policy.yaml").read_bytes()
+    )
 
 
 def test_a_bundle_cannot_pin_its_own_signer(genuine, keys, tmp_path):
@@ -358,7 +424,11 @@ def test_a_bundle_cannot_pin_its_own_signer(genuine, keys, tmp_path):
 def test_verify_says_when_a_folder_is_not_a_bundle(genuine, tmp_path):
     shutil.copytree(genuine, tmp_path / "evidence" / genuine.name)
     code, lines = verify(str(tmp_path / "evidence"))
-    assert code == 2 and "not an evidence bundle" in lines[-1] and f"verify one of them, e.g. evidence/{genuine.name}" in lines[-1]
+    assert (
+        code == 2
+        and "not an evidence bundle" in lines[-1]
+        and f"verify one of them, e.g. evidence/{genuine.name}" in lines[-1]
+    )
 
 
 def test_a_huge_sparse_file_in_a_bundle_costs_no_memory(genuine, tmp_path):
@@ -380,11 +450,25 @@ def test_force_never_replaces_a_link_or_a_folder_that_is_no_bundle(refused_claim
     (tmp_path / "b" / first.name).symlink_to(first, target_is_directory=True)
     result = run_audit(refused_claim, target_factory=never_load)
     with pytest.raises(VerifierError, match="exists and is a link; not replaced"):
-        write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF", tmp_path / "b", load_private_key(keys["genuine"]), force=True)
+        write_bundle(
+            result,
+            render_html(result.findings, "0" * 64),
+            b"%PDF",
+            tmp_path / "b",
+            load_private_key(keys["genuine"]),
+            force=True,
+        )
     (tmp_path / "c" / first.name).mkdir(parents=True)
     (tmp_path / "c" / first.name / "notes.txt").write_text("mine")
     with pytest.raises(VerifierError, match="exists and is not an evidence bundle; not replaced"):
-        write_bundle(result, render_html(result.findings, "0" * 64), b"%PDF", tmp_path / "c", load_private_key(keys["genuine"]), force=True)
+        write_bundle(
+            result,
+            render_html(result.findings, "0" * 64),
+            b"%PDF",
+            tmp_path / "c",
+            load_private_key(keys["genuine"]),
+            force=True,
+        )
     assert (tmp_path / "c" / first.name / "notes.txt").read_text() == "mine"
 
 
@@ -404,10 +488,15 @@ def test_a_bundle_of_an_older_findings_format_still_verifies(tmp_path):
         verify_bundle(copy, (old.parent / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
 
 
-@pytest.mark.parametrize("forge", [
-    lambda text: text.replace('"payloadType"', '"payloadType": "text/plain", "payloadType"', 1),  # a key given twice: which one is signed?
-    lambda text: text.replace('"signatures": [', '"signatures": ["not an object", ', 1),
-])
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda text: text.replace(
+            '"payloadType"', '"payloadType": "text/plain", "payloadType"', 1
+        ),  # a key given twice: which one is signed?
+        lambda text: text.replace('"signatures": [', '"signatures": ["not an object", ', 1),
+    ],
+)
 def test_envelopes_are_read_strictly_before_anything_is_trusted(tmp_path, forge):
     from verifier.trust import verify_bundle
 
@@ -416,11 +505,19 @@ def test_envelopes_are_read_strictly_before_anything_is_trusted(tmp_path, forge)
     envelope = copy / "envelope.dsse.json"
     envelope.write_text(forge(envelope.read_text()))
     with pytest.raises(VerifierError, match="envelope.dsse.json: differs: not a readable DSSE envelope"):
-        verify_bundle(copy, (Path(__file__).parent / "bundles" / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust")
+        verify_bundle(
+            copy, (Path(__file__).parent / "bundles" / "findings-v3.signer.pub").read_bytes(), tmp_path / "trust"
+        )
 
 
-@pytest.mark.parametrize("change, key", [({"verdict": "CONTRADICTED"}, "verdict"), ({"verdict": "TOTALLY-FINE"}, "verdict"),
-                                         ({"claim_id": "some-other-claim"}, "claim_id")])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"verdict": "CONTRADICTED"}, "verdict"),
+        ({"verdict": "TOTALLY-FINE"}, "verdict"),
+        ({"claim_id": "some-other-claim"}, "claim_id"),
+    ],
+)
 def test_the_signer_cannot_sign_a_verdict_its_findings_do_not_hold(genuine, keys, tmp_path, change, key):
     """An outside attack (README only): re-signing the statement with the real key and another
     verdict or claim id left findings.json intact, and verify printed OK with the signed verdict."""
@@ -434,4 +531,6 @@ def test_the_signer_cannot_sign_a_verdict_its_findings_do_not_hold(genuine, keys
     resigned = sign_envelope(json.dumps(statement).encode(), load_private_key(keys["genuine"]))
     (copy / "envelope.dsse.json").write_text(json.dumps(resigned))
     status, lines = verify(str(copy), "--key", f"{keys['genuine']}.pub")
-    assert status == 2 and lines == [f"error: envelope.dsse.json: differs: the statement's {key} is not the one findings.json holds"], lines
+    assert status == 2 and lines == [
+        f"error: envelope.dsse.json: differs: the statement's {key} is not the one findings.json holds"
+    ], lines

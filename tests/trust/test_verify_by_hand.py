@@ -36,8 +36,13 @@ def procedure() -> str:
 
 
 def run_procedure(bundle: Path, key: Path, tsa_ca: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "BUNDLE": str(bundle), "KEY": str(key),
-           "TSA_CA": str(tsa_ca)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "BUNDLE": str(bundle),
+        "KEY": str(key),
+        "TSA_CA": str(tsa_ca),
+    }
     return subprocess.run(["bash", "-c", procedure()], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -48,27 +53,69 @@ def example(tmp_path_factory) -> dict[str, Path]:
     generate_key(folder / "signing.key")
     ca = make_tsa_ca(folder / "tsa")
     with LoopbackTSA(ca) as tsa:
-        result = runner.invoke(app, ["audit", "example:corpus-pg19", "--out", str(folder / "out"), "--sign-key",
-                                     str(folder / "signing.key"), "--cache-dir", str(folder / "cache"), "--tsa", tsa.url()])
+        result = runner.invoke(
+            app,
+            [
+                "audit",
+                "example:corpus-pg19",
+                "--out",
+                str(folder / "out"),
+                "--sign-key",
+                str(folder / "signing.key"),
+                "--cache-dir",
+                str(folder / "cache"),
+                "--tsa",
+                tsa.url(),
+            ],
+        )
     assert result.exit_code == 0, result.output
     (bundle,) = (folder / "out").iterdir()
-    return {"bundle": bundle, "key": folder / "signing.key", "pub": folder / "signing.key.pub", "tsa_ca": ca / "ca.crt",
-            "other_ca": make_tsa_ca(folder / "other", "Other TSA") / "ca.crt"}
+    return {
+        "bundle": bundle,
+        "key": folder / "signing.key",
+        "pub": folder / "signing.key.pub",
+        "tsa_ca": ca / "ca.crt",
+        "other_ca": make_tsa_ca(folder / "other", "Other TSA") / "ca.crt",
+    }
 
 
 def test_the_procedure_verifies_a_bundled_example(example):
     checked = run_procedure(example["bundle"], example["pub"], example["tsa_ca"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "Signature Verified Successfully" in checked.stdout and "Verification: OK" in checked.stdout
-    assert "claim corpus-pg19: VERIFIED" in checked.stdout and checked.stdout.rstrip().endswith("bundle verified with standard tools")
-    assert runner.invoke(app, ["verify", str(example["bundle"]), "--key", str(example["pub"]), "--tsa-cert",
-                               str(example["tsa_ca"])]).exit_code == 0  # the two checks agree
+    assert "claim corpus-pg19: VERIFIED" in checked.stdout and checked.stdout.rstrip().endswith(
+        "bundle verified with standard tools"
+    )
+    assert (
+        runner.invoke(
+            app, ["verify", str(example["bundle"]), "--key", str(example["pub"]), "--tsa-cert", str(example["tsa_ca"])]
+        ).exit_code
+        == 0
+    )  # the two checks agree
     # The bundled example's report PDF also validates in pyHanko against the signer's published certificate.
     pyhanko = str(Path(sys.executable).with_name("pyhanko"))
-    checked = subprocess.run([pyhanko, "sign", "validate", "--pretty-print", "--trust-replace", "--trust",
-                              str(document_paths(example["key"])[1]), "--trust", str(example["tsa_ca"]),
-                              str(example["bundle"] / "report.pdf")], capture_output=True, text=True, timeout=120)
-    assert checked.returncode == 0 and "The signature is judged VALID." in checked.stdout and "verifier signer " in checked.stdout
+    checked = subprocess.run(
+        [
+            pyhanko,
+            "sign",
+            "validate",
+            "--pretty-print",
+            "--trust-replace",
+            "--trust",
+            str(document_paths(example["key"])[1]),
+            "--trust",
+            str(example["tsa_ca"]),
+            str(example["bundle"] / "report.pdf"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        checked.returncode == 0
+        and "The signature is judged VALID." in checked.stdout
+        and "verifier signer " in checked.stdout
+    )
 
 
 def _flip(path: Path) -> None:
@@ -84,8 +131,21 @@ def _resign(bundle: Path, key_path: Path) -> None:
     (bundle / "envelope.dsse.json").write_text(json.dumps(sign_envelope(body, load_private_key(key_path))))
 
 
-@pytest.mark.parametrize("tamper", ["findings", "pdf", "added file", "removed file", "re-signed", "token", "unaccepted TSA",
-                                    "name with a line break", "folder", "link"])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "findings",
+        "pdf",
+        "added file",
+        "removed file",
+        "re-signed",
+        "token",
+        "unaccepted TSA",
+        "name with a line break",
+        "folder",
+        "link",
+    ],
+)
 def test_the_procedure_fails_on_a_tampered_copy(example, tmp_path, tamper):
     copy = tmp_path / "copy"
     shutil.copytree(example["bundle"], copy)
@@ -106,7 +166,9 @@ def test_the_procedure_fails_on_a_tampered_copy(example, tmp_path, tamper):
         _flip(copy / "timestamp-1.tsr")
     elif tamper == "unaccepted TSA":
         tsa_ca = example["other_ca"]
-    elif tamper == "name with a line break":  # 'ls' would show it as two names the filter drops (found by the outside attack)
+    elif (
+        tamper == "name with a line break"
+    ):  # 'ls' would show it as two names the filter drops (found by the outside attack)
         (copy / "timestamp-5.tsr\nenvelope.dsse.json").write_text("FORGED REPORT")
     elif tamper == "folder":
         (copy / "timestamp-5.tsr\nenvelope.dsse.json").mkdir()

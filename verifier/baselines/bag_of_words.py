@@ -1,6 +1,7 @@
 """Blind bag-of-words baseline (after Das et al. 2024): can the two sets be told apart without the model?
 
-TF-IDF over word unigrams feeds a logistic regression (liblinear: exact and fast on sparse text); every document is scored by
+TF-IDF over word unigrams feeds a logistic regression (liblinear: exact and fast on sparse text); every document is
+scored by
 the fold that did not train on it (stratified k-fold, seeded), so the AUC of these out-of-fold
 scores estimates how separable the sets are from their text alone. A high value means any
 membership number on the same sets may be measuring a distribution shift, not training.
@@ -24,7 +25,9 @@ def bag_of_words_scores(texts: Sequence[str], labels: np.ndarray, seed: int = 0,
     labels = np.asarray(labels).astype(int)
     smallest = int(min(labels.sum(), (labels == 0).sum()))
     if smallest < folds:
-        raise VerifierError(f"bag-of-words baseline: {folds}-fold cross-validation needs {folds} documents per class, got {smallest}")
+        raise VerifierError(
+            f"bag-of-words baseline: {folds}-fold cross-validation needs {folds} documents per class, got {smallest}"
+        )
     model = make_pipeline(
         TfidfVectorizer(sublinear_tf=True),
         LogisticRegression(C=10.0, solver="liblinear"),

@@ -81,7 +81,9 @@ class ExchangeabilityCheck:
     n_permutations: int
     seed: int
     margin_rule: tuple[float, float] = (DEFAULT_MARGIN_SCALE, DEFAULT_MARGIN_CAP)  # (scale, cap) of margin_for
-    null_hypothesis: str = "the two sets are exchangeable for a model-free classifier of words, characters and surface form"
+    null_hypothesis: str = (
+        "the two sets are exchangeable for a model-free classifier of words, characters and surface form"
+    )
     # The classifier's out-of-fold scores of the checked documents (first set first) and their
     # labels: the blind row of the report's comparison reuses them instead of fitting again.
     scores: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
@@ -94,17 +96,25 @@ class ExchangeabilityCheck:
 
     def describe(self) -> str:
         """One clause for a summary, worded so absence of detection is not read as absence of shift."""
-        numbers = (f"blind classifier AUC {self.auc_corrected:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}], "
-                   f"permutation p = {self.p_value:.3g}")
+        numbers = (
+            f"blind classifier AUC {self.auc_corrected:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}], "
+            f"permutation p = {self.p_value:.3g}"
+        )
         if self.detected:
             return f"the sets differ in ways a classifier that never sees the model can see ({numbers})"
         if self.mirrored:
-            return (f"the sets are more alike than random halves of one population would be ({numbers}, lower-tail "
-                    f"p = {self.p_value_mirrored:.3g}): they look matched to each other, and a split chosen rather than drawn "
-                    f"can produce any difference in the model's scores")
+            return (
+                f"the sets are more alike than random halves of one population would be ({numbers}, lower-tail "
+                f"p = {self.p_value_mirrored:.3g}): they look matched to each other, and a split chosen rather than "
+                "drawn "
+                f"can produce any difference in the model's scores"
+            )
         if not self.exchangeable:
-            return (f"no shift detected, but at this size the check could not rule out one large enough to matter "
-                    f"({numbers}; upper end above the margin {self.margin:.3f}; smallest detectable AUC {self.smallest_detectable:.3f})")
+            return (
+                f"no shift detected, but at this size the check could not rule out one large enough to matter "
+                f"({numbers}; upper end above the margin {self.margin:.3f}; smallest detectable AUC "
+                f"{self.smallest_detectable:.3f})"
+            )
         return f"no shift detected ({numbers}; smallest detectable AUC {self.smallest_detectable:.3f})"
 
 
@@ -192,7 +202,10 @@ def check_exchangeable(
     kernel = blind_kernel([texts[i] for i in np.r_[keep1, n1 + keep2]])
     c1, c2 = len(keep1), len(keep2)
     labels = np.r_[np.ones(c1), np.zeros(c2)]
-    operator = sum(out_of_fold_operator(kernel, rng.permutation(np.arange(c1 + c2) % FOLDS), RIDGE) for _ in range(REPEATS)) / REPEATS
+    operator = (
+        sum(out_of_fold_operator(kernel, rng.permutation(np.arange(c1 + c2) % FOLDS), RIDGE) for _ in range(REPEATS))
+        / REPEATS
+    )
     relabelled = np.stack([labels] + [rng.permutation(labels) for _ in range(n_permutations)], axis=1)
     relabelled_scores = operator @ relabelled
     aucs = column_aucs(relabelled_scores, relabelled)

@@ -40,7 +40,9 @@ def latest_year_baseline(texts: Sequence[str], labels: np.ndarray, seed: int = 0
     labels = np.asarray(labels).astype(int)
     smallest = int(min(labels.sum(), (labels == 0).sum()))
     if smallest < folds:
-        raise VerifierError(f"latest-year baseline: {folds}-fold cross-fitting needs {folds} documents per class, got {smallest}")
+        raise VerifierError(
+            f"latest-year baseline: {folds}-fold cross-fitting needs {folds} documents per class, got {smallest}"
+        )
     # Centred on a label-free median, so folds scored in opposite directions share one scale.
     older = latest_year_scores(texts)
     older = older - np.median(older)

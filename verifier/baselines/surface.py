@@ -23,11 +23,24 @@ DOUBLE_SPACE = re.compile(r"(?<=\S) {2,}(?=\S)")
 WORD = re.compile(r"\w+")
 
 SURFACE_FEATURES = (
-    "log_chars", "log_words", "log_lines", "mean_word_length",
-    "upper_share", "capitalised_word_share", "all_caps_word_share",
-    "digit_share", "punctuation_share", "non_ascii_share", "typographic_share", "ascii_quote_share",
-    "double_spaces_per_word", "tabs_and_newlines_per_word", "edge_whitespace", "ends_with_stop",
-    "mentions_a_year", "latest_year",
+    "log_chars",
+    "log_words",
+    "log_lines",
+    "mean_word_length",
+    "upper_share",
+    "capitalised_word_share",
+    "all_caps_word_share",
+    "digit_share",
+    "punctuation_share",
+    "non_ascii_share",
+    "typographic_share",
+    "ascii_quote_share",
+    "double_spaces_per_word",
+    "tabs_and_newlines_per_word",
+    "edge_whitespace",
+    "ends_with_stop",
+    "mentions_a_year",
+    "latest_year",
 )
 
 

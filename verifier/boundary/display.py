@@ -14,7 +14,9 @@ import re
 
 # Bidi embeddings, overrides, isolates and marks; zero-width and other invisible formatting
 # characters; soft hyphen; Hangul fillers; line/paragraph separators; Unicode tag characters.
-INVISIBLE = re.compile("[\u00ad\u061c\u115f\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\U000e0000-\U000e007f]")
+INVISIBLE = re.compile(
+    "[\u00ad\u061c\u115f\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\U000e0000-\U000e007f]"
+)
 # C0 controls except tab and newline, DEL, and C1 controls.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

@@ -32,7 +32,12 @@ def read_plain(path: Path, limit: int, what: str, label: Path | str | None = Non
     with os.fdopen(descriptor, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        size = (f"{limit >> 20} MiB" if limit > 1 << 20 and limit % (1 << 20) == 0 else f"{limit >> 10} KiB" if limit % 1024 == 0
-                else f"{limit} bytes")
+        size = (
+            f"{limit >> 20} MiB"
+            if limit > 1 << 20 and limit % (1 << 20) == 0
+            else f"{limit >> 10} KiB"
+            if limit % 1024 == 0
+            else f"{limit} bytes"
+        )
         raise VerifierError(f"{shown}: larger than {size}")
     return data

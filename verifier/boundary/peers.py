@@ -11,7 +11,8 @@ every second never trips them - with the body read in pieces under a size cap, a
 transient failures with a bounded backoff, all attempts of one request within one budget (a
 server's ``Retry-After`` pauses every worker, but the pauses of one request add up to at most
 ``MAX_RETRY_AFTER_S``). Answers are parsed strictly (``read_json``): a key given twice, NaN, or
-a number too long to read is a malformed answer, never one reading chosen silently. TLS certificates are verified; plain http is
+a number too long to read is a malformed answer, never one reading chosen silently. TLS certificates are verified; plain
+http is
 allowed only to this machine (loopback) unless the auditor passes ``--allow-http``.
 
 Secrets are the auditor's: ``PeerAccess`` carries the names of the environment variables the
@@ -41,7 +42,9 @@ import urllib3
 
 from verifier.errors import VerifierError
 
-RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, *range(520, 530)})  # 52x: proxies' and providers' "overloaded"
+RETRIED_STATUS = frozenset(
+    {408, 409, 425, 429, 500, 502, 503, 504, *range(520, 530)}
+)  # 52x: proxies' and providers' "overloaded"
 MAX_RETRY_AFTER_S = 120.0
 WATCHDOG_GRACE_S = 0.5
 KEY_VARIABLE = r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"
@@ -91,7 +94,9 @@ class PeerAccess:
     def __post_init__(self) -> None:
         for name in (self.api_key_env, self.judge_api_key_env):
             if name is not None and not re.match(KEY_VARIABLE, name):
-                raise VerifierError(f"--api-key-env {name!r}: the name of an environment variable (letters, digits, _), never the key")
+                raise VerifierError(
+                    f"--api-key-env {name!r}: the name of an environment variable (letters, digits, _), never the key"
+                )
 
 
 @dataclass
@@ -108,9 +113,16 @@ class Usage:
     probes: int = 0  # requests asking the server what it offers (not answers: never cached, counted apart)
 
     def as_finding(self) -> dict[str, object]:
-        return {"requests_sent": self.requests, "retries": self.retries, "answers_from_cache": self.cached, "probe_requests": self.probes,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "failures": dict(sorted(self.failures.items())), "wall_s": round(self.wall_s, 2)}
+        return {
+            "requests_sent": self.requests,
+            "retries": self.retries,
+            "answers_from_cache": self.cached,
+            "probe_requests": self.probes,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "failures": dict(sorted(self.failures.items())),
+            "wall_s": round(self.wall_s, 2),
+        }
 
 
 @dataclass(frozen=True)
@@ -147,18 +159,35 @@ def check_endpoint(url: str, what: str, access: PeerAccess) -> None:
     if parts.username or parts.password:
         raise VerifierError(f"{what}: the URL must not carry credentials")
     if parts.scheme == "http" and not is_loopback(parts.hostname) and not access.allow_http:
-        raise VerifierError(f"{what} {url}: plain http to another machine (anyone on the way reads the documents and any key); "
-                            "use https, or pass --allow-http if the network between is yours")
+        raise VerifierError(
+            f"{what} {url}: plain http to another machine (anyone on the way reads the documents and any key); "
+            "use https, or pass --allow-http if the network between is yours"
+        )
 
 
 class PeerClient:
     """POSTs JSON to one server; thread-safe (one session per thread, one shared limiter)."""
 
-    def __init__(self, base_url: str, *, what: str, access: PeerAccess, key_env: str | None = None, timeout_s: float = 30.0,
-                 retries: int = 4, max_body: int = 8 << 20, rate_limit: float | None = None, backoff_s: float = 0.5,
-                 max_backoff_s: float = 30.0, budget_s: float | None = None, content_type: str = "application/json") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        what: str,
+        access: PeerAccess,
+        key_env: str | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 4,
+        max_body: int = 8 << 20,
+        rate_limit: float | None = None,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        budget_s: float | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         check_endpoint(base_url, what, access)
-        self.content_type = content_type  # a bytes body is sent as it is, under this type (a timestamp query); others as JSON
+        self.content_type = (
+            content_type  # a bytes body is sent as it is, under this type (a timestamp query); others as JSON
+        )
         self.base_url = base_url.rstrip("/")
         self.what = what
         self.key_env = key_env
@@ -185,7 +214,9 @@ class PeerClient:
         if not hasattr(self._local, "session"):
             session = requests.Session()
             session.trust_env = False  # no proxy or netrc credentials picked up behind the auditor's back
-            session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or True  # a private CA still works
+            session.verify = (
+                os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or True
+            )  # a private CA still works
             for adapter in session.adapters.values():  # connections are registered so the watchdog can shut them
                 adapter.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
             self._local.session = session
@@ -213,8 +244,15 @@ class PeerClient:
         watchdog.start()
         try:
             content = {"data": body} if isinstance(body, bytes) else {"json": body}
-            response = session.request(method, f"{self.base_url}{path}", **content, headers=self._headers(body is not None),
-                                       timeout=seconds, allow_redirects=False, stream=True)
+            response = session.request(
+                method,
+                f"{self.base_url}{path}",
+                **content,
+                headers=self._headers(body is not None),
+                timeout=seconds,
+                allow_redirects=False,
+                stream=True,
+            )
             raw = _read_body(response, ends, self.max_body)
         except requests.RequestException:
             if fired.is_set():  # the watchdog shut it: the answer was too slow as a whole
@@ -227,8 +265,10 @@ class PeerClient:
             raise ItemFailed("response not complete within the timeout")
         if 300 <= response.status_code < 400:  # the answers would come from somewhere the findings do not name
             where = self.scrub(response.headers.get("Location", "elsewhere"))[:200]
-            raise VerifierError(f"{self.what} {self.base_url}: the server redirects ({response.status_code}) to {where}; "
-                                "name the final endpoint")
+            raise VerifierError(
+                f"{self.what} {self.base_url}: the server redirects ({response.status_code}) to {where}; "
+                "name the final endpoint"
+            )
         return Answer(response.status_code, response.headers, raw, response.reason or "")
 
     def _wait_turn(self) -> None:
@@ -288,7 +328,10 @@ class PeerClient:
                 last = f"HTTP {answer.status}"
                 if (wait := _retry_after(answer)) is not None and attempt < self.retries:
                     if paused + wait > MAX_RETRY_AFTER_S or time.monotonic() + wait > deadline:
-                        last = f"HTTP {answer.status}, asked to wait {wait:.0f} s more (at most {MAX_RETRY_AFTER_S:.0f} s in all)"
+                        last = (
+                            f"HTTP {answer.status}, asked to wait {wait:.0f} s more (at most "
+                            f"{MAX_RETRY_AFTER_S:.0f} s in all)"
+                        )
                         break
                     paused += wait
                     self._pause_all(wait)

@@ -36,7 +36,9 @@ def resolve_claim_path(spec: str | Path) -> Path:
         return Path(spec)
     name = text.removeprefix(EXAMPLE_PREFIX)
     if name not in examples():
-        raise VerifierError(f"{text}: no such bundled example; bundled: {', '.join(EXAMPLE_PREFIX + n for n in examples())}")
+        raise VerifierError(
+            f"{text}: no such bundled example; bundled: {', '.join(EXAMPLE_PREFIX + n for n in examples())}"
+        )
     return resource("examples", f"{name}.yaml")
 
 

@@ -24,7 +24,7 @@ class _BoundedLoader(yaml.SafeLoader):
 
     depth = 0
 
-    def compose_node(self, parent, index):  # noqa: ANN001, ANN201 - PyYAML's signature
+    def compose_node(self, parent, index):  # noqa: ANN001, ANN202 - PyYAML's signature
         if self.check_event(yaml.AliasEvent):
             raise yaml.YAMLError(f"aliases (*name) are not allowed, line {self.peek_event().start_mark.line + 1}")
         self.depth += 1
@@ -35,7 +35,7 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201 - PyYAML's signature
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN202 - PyYAML's signature
         keys = [self.construct_object(key, deep=True) for key, _ in node.value]
         for key in keys:
             if keys.count(key) > 1:
@@ -57,8 +57,10 @@ def read_bounded(path: Path, what: str, label: Path | None = None) -> bytes:
 def load_yaml_bytes(raw: bytes, path: Path) -> Any:
     """Parse ``raw`` (read from ``path``) or raise one line naming the file."""
     try:
-        data = yaml.load(raw.decode("utf-8"), Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
-        json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")  # lone surrogates (a "\ud800" escape) are not text
+        data = yaml.load(raw.decode("utf-8"), Loader=_BoundedLoader)  # a SafeLoader subclass
+        json.dumps(data, ensure_ascii=False, default=str).encode(
+            "utf-8"
+        )  # lone surrogates (a "\ud800" escape) are not text
     except (yaml.YAMLError, UnicodeError, RecursionError, ValueError, TypeError, OverflowError) as exc:
         # ValueError etc.: tags PyYAML cannot construct (!!timestamp 2020-13-45, !!float abc), integers
         # past Python's digit limit.

@@ -1,7 +1,8 @@
 """Command-line interface: each command parses, calls one library function, prints.
 
 The table below is the whole CLI: top-level commands and command groups, one module each
-(``audit``, ``plan``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``, ``testbed``); shared options are
+(``audit``, ``plan``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``, ``testbed``); shared options
+are
 declared once in ``options``, printing goes through ``output``.
 
 One error handler serves the whole app (``HandledGroup``): a user error (``VerifierError``, or
@@ -53,19 +54,32 @@ class HandledGroup(typer.core.TyperGroup):
             err.print("stopped by SIGTERM; nothing half-written was kept", highlight=False)
             raise typer.Exit(143) from None
         except VerifierError as exc:
-            err.print(f"[red]error:[/red] {escape(visible(str(exc), single_line=True))}", highlight=False, emoji=False, soft_wrap=True)
+            err.print(
+                f"[red]error:[/red] {escape(visible(str(exc), single_line=True))}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
-            err.print(f"[red]error:[/red] {escape(visible(where + (exc.strerror or type(exc).__name__), single_line=True))}",
-                      highlight=False, emoji=False, soft_wrap=True)
+            err.print(
+                f"[red]error:[/red] {escape(visible(where + (exc.strerror or type(exc).__name__), single_line=True))}",
+                highlight=False,
+                emoji=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
         except Exception as exc:
             if os.environ.get("VERIFIER_DEBUG"):
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first, single_line=True))} "
-                      "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)", highlight=False, soft_wrap=True)
+            err.print(
+                f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(visible(first, single_line=True))} "
+                "(a bug in verifier; VERIFIER_DEBUG=1 shows the traceback)",
+                highlight=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(1) from None
 
 
@@ -86,12 +100,30 @@ def _stop_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _terminate)
 
 
+app = typer.Typer(
+    cls=HandledGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Check claims about the training data of language models.",
+)
 
-app = typer.Typer(cls=HandledGroup, add_completion=False, no_args_is_help=True, help="Check claims about the training data of language models.")
-
-COMMANDS = {"audit": audit.audit, "plan": plan.plan, "verify": trust.verify, "score": scoring.score, "evaluate": scoring.evaluate,
-            "power": scoring.power, "serve": scoring.serve, "frequencies": scoring.frequencies}
-GROUPS = {"corpus": corpus.app, "marks": marks.app, "identifiers": marks.identifiers_app, "keys": trust.keys, "testbed": testbed.app}
+COMMANDS = {
+    "audit": audit.audit,
+    "plan": plan.plan,
+    "verify": trust.verify,
+    "score": scoring.score,
+    "evaluate": scoring.evaluate,
+    "power": scoring.power,
+    "serve": scoring.serve,
+    "frequencies": scoring.frequencies,
+}
+GROUPS = {
+    "corpus": corpus.app,
+    "marks": marks.app,
+    "identifiers": marks.identifiers_app,
+    "keys": trust.keys,
+    "testbed": testbed.app,
+}
 ALIASES = {"index": "corpus"}  # old group names, kept for a release (hidden from the help)
 
 for _name, _command in COMMANDS.items():

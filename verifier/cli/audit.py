@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,28 +15,63 @@ from verifier.errors import VerifierError
 def audit(
     claim: Annotated[str, typer.Argument(help="Claim manifest (YAML), or example:NAME.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder the bundle is written under.")] = Path("evidence"),
-    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing).")] = None,
-    no_sign: Annotated[bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")] = False,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing)."),
+    ] = None,
+    no_sign: Annotated[
+        bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")
+    ] = False,
     cache_dir: CacheDir = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")] = False,
-    engine: Annotated[str, typer.Option(help="inprocess, or ray: score the claim's document sets with its target on a Ray Data "
-                                        "actor pool into the cache first (pip install 'verifier\\[ray]').")] = "inprocess",
-    address: Annotated[Optional[str], typer.Option(help="--engine ray: a cluster's address; default: a local Ray.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="inprocess, or ray: score the claim's document sets with its target on a Ray Data "
+            "actor pool into the cache first (pip install 'verifier\\[ray]')."
+        ),
+    ] = "inprocess",
+    address: Annotated[
+        str | None, typer.Option(help="--engine ray: a cluster's address; default: a local Ray.")
+    ] = None,
     actors: Annotated[int, typer.Option(help="--engine ray: scoring actors.")] = 1,
     actor_cpus: Annotated[float, typer.Option(help="--engine ray: CPUs per actor.")] = 0.5,
-    api_key_env: Annotated[Optional[str], API_KEY_ENV] = None,
-    judge_api_key_env: Annotated[Optional[str], JUDGE_API_KEY_ENV] = None,
+    api_key_env: Annotated[str | None, API_KEY_ENV] = None,
+    judge_api_key_env: Annotated[str | None, JUDGE_API_KEY_ENV] = None,
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
-    plan: Annotated[Optional[Path], typer.Option(help="A signed plan from 'verifier plan': the audit refuses a claim, policy or "
-                                                 "document set that differs from it, and the report says it was pre-registered.")] = None,
-    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) to date the bundle's "
-                                                     "signature (the first also dates the PDF's); repeatable. A TSA that fails "
-                                                     "writes no bundle.")] = None,
-    pdf_cert: Annotated[Optional[Path], typer.Option(help="Sign report.pdf with this X.509 certificate (PEM; a chain may follow) "
-                                                     "instead of the signing key's self-signed one.")] = None,
-    pdf_key: Annotated[Optional[Path], typer.Option(help="The private key of --pdf-cert (PEM, mode 0600).")] = None,
-    pdf_p12: Annotated[Optional[Path], typer.Option(help="Sign report.pdf with the certificate and key of this PKCS#12 file (mode 0600).")] = None,
-    pdf_p12_password_env: Annotated[Optional[str], typer.Option(help="The environment variable holding --pdf-p12's password.")] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            help="A signed plan from 'verifier plan': the audit refuses a claim, policy or "
+            "document set that differs from it, and the report says it was pre-registered."
+        ),
+    ] = None,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="A time-stamping authority (RFC 3161) to date the bundle's "
+            "signature (the first also dates the PDF's); repeatable. A TSA that fails "
+            "writes no bundle.",
+        ),
+    ] = None,
+    pdf_cert: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sign report.pdf with this X.509 certificate (PEM; a chain may follow) "
+            "instead of the signing key's self-signed one."
+        ),
+    ] = None,
+    pdf_key: Annotated[Path | None, typer.Option(help="The private key of --pdf-cert (PEM, mode 0600).")] = None,
+    pdf_p12: Annotated[
+        Path | None,
+        typer.Option(help="Sign report.pdf with the certificate and key of this PKCS#12 file (mode 0600)."),
+    ] = None,
+    pdf_p12_password_env: Annotated[
+        str | None, typer.Option(help="The environment variable holding --pdf-p12's password.")
+    ] = None,
 ) -> None:
     """Walk the claim's policy, write HTML and PDF reports and a signed evidence bundle.
 
@@ -55,12 +90,26 @@ def audit(
     pdf_signing = PdfSigning(pdf_cert, pdf_key, pdf_p12, pdf_p12_password_env)
     if is_batch(claim):
         if plan is not None or engine != "inprocess":
-            raise VerifierError(f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only")
+            raise VerifierError(
+                f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only"
+            )
         return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access, tsa, pdf_signing)
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
-        result = audit_to_bundle(claim, out_dir, sign_key=sign_key, sign=not no_sign, cache_dir=cache_dir, progress=progress, force=force,
-                                 ray=ray, access=access, plan=plan, tsa=tsa, pdf_signing=pdf_signing)
+        result = audit_to_bundle(
+            claim,
+            out_dir,
+            sign_key=sign_key,
+            sign=not no_sign,
+            cache_dir=cache_dir,
+            progress=progress,
+            force=force,
+            ray=ray,
+            access=access,
+            plan=plan,
+            tsa=tsa,
+            pdf_signing=pdf_signing,
+        )
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     if result.created_certificate:
@@ -70,8 +119,17 @@ def audit(
     say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
 
 
-def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, cache_dir: Optional[Path], force: bool, access: object,
-           tsa: Optional[list[str]], pdf_signing: object) -> None:
+def _batch(
+    manifest: str,
+    out_dir: Path,
+    sign_key: Path | None,
+    sign: bool,
+    cache_dir: Path | None,
+    force: bool,
+    access: object,
+    tsa: list[str] | None,
+    pdf_signing: object,
+) -> None:
     from collections import Counter
 
     from verifier.batch import run_batch
@@ -88,7 +146,11 @@ def _batch(manifest: str, out_dir: Path, sign_key: Optional[Path], sign: bool, c
     counts = Counter(f["verdict"] for f in result.findings)
     weakened = sum(f["verdict"] != f["batch"]["unadjusted_verdict"] for f in result.findings)
     first = result.findings[0]["batch"]
-    say(out, f"batch {first['id']}: {len(result.findings)} claims ({result.resumed} read back from an interrupted run); "
-             + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
-             + f"; {first['tested']} decided by a test, adjusted with {first['error_control']}: {weakened} weakened to INCONCLUSIVE")
+    say(
+        out,
+        f"batch {first['id']}: {len(result.findings)} claims ({result.resumed} read back from an interrupted run); "
+        + ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+        + f"; {first['tested']} decided by a test, adjusted with {first['error_control']}: {weakened} weakened to "
+        "INCONCLUSIVE",
+    )
     say(out, f"bundles and {'signed index' if result.signed else 'no index (unsigned)'}: {result.folder}")

@@ -1,4 +1,5 @@
-"""``verifier corpus``: build, digest, check, query, attribute and serve corpus indexes (``index`` is its old name, kept for a release)."""
+"""``verifier corpus``: build, digest, check, query, attribute and serve corpus indexes (``index`` is its old name, kept
+for a release)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,22 +15,44 @@ from verifier.cli.options import ALLOW_HTTP
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
-app = typer.Typer(no_args_is_help=True, help="Corpus indexes: build, digest, check, query and serve a published training corpus, "
-                  "and attribute a model's outputs to it.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Corpus indexes: build, digest, check, query and serve a published training corpus, "
+    "and attribute a model's outputs to it.",
+)
 
 
 @app.command("build")
 def build(
-    inputs: Annotated[list[Path], typer.Argument(help="Corpus files or folders: JSONL (.gz, .zst), Parquet, plain text.")],
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Corpus files or folders: JSONL (.gz, .zst), Parquet, plain text.")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="Index folder to create.")],
     text_field: Annotated[str, typer.Option(help="Field or column holding the text (JSONL, Parquet).")] = "text",
-    shard_bytes: Annotated[int, typer.Option(help="Text bytes per shard (about 5 bytes of RAM each while building).")] = 512 << 20,
-    minhash: Annotated[bool, typer.Option("--minhash/--no-minhash", help="Store MinHash signatures for near-duplicate queries (slower build).")] = False,
+    shard_bytes: Annotated[
+        int, typer.Option(help="Text bytes per shard (about 5 bytes of RAM each while building).")
+    ] = 512 << 20,
+    minhash: Annotated[
+        bool,
+        typer.Option(
+            "--minhash/--no-minhash", help="Store MinHash signatures for near-duplicate queries (slower build)."
+        ),
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing index folder.")] = False,
-    max_document_mb: Annotated[float, typer.Option(help="Largest record (a JSONL line, a Parquet value, a plain-text file), in MiB; "
-                                                   "a larger one stops the build naming it.")] = 32,
-    max_expansion: Annotated[int, typer.Option(help="Most decompressed bytes per byte of a .gz or .zst file (files under 64 MiB "
-                                               "decompressed always pass); a compression bomb stops the build.")] = 100,
+    max_document_mb: Annotated[
+        float,
+        typer.Option(
+            help="Largest record (a JSONL line, a Parquet value, a plain-text file), in MiB; "
+            "a larger one stops the build naming it."
+        ),
+    ] = 32,
+    max_expansion: Annotated[
+        int,
+        typer.Option(
+            help="Most decompressed bytes per byte of a .gz or .zst file (files under 64 MiB "
+            "decompressed always pass); a compression bomb stops the build."
+        ),
+    ] = 100,
 ) -> None:
     """Build a suffix-array index of a corpus; prints the corpus digest a developer declares."""
     from verifier.corpus import build_index
@@ -39,11 +62,24 @@ def build(
         raise VerifierError(f"--max-document-mb {max_document_mb}: from 0.001 to 4096")
     limits = ReadLimits(max_document_bytes=int(max_document_mb * (1 << 20)), max_expansion=max_expansion)
     with progress_bars() as progress:
-        report = build_index(inputs, out_dir, text_field=text_field, shard_bytes=shard_bytes, minhash=minhash, force=force, progress=progress,
-                             limits=limits)
+        report = build_index(
+            inputs,
+            out_dir,
+            text_field=text_field,
+            shard_bytes=shard_bytes,
+            minhash=minhash,
+            force=force,
+            progress=progress,
+            limits=limits,
+        )
     empty = sum(s.empty_documents for s in report.sources)
-    say(err, f"indexed {report.documents} documents ({report.input_bytes / 1e6:.1f} MB of files, {report.text_bytes / 1e6:.1f} MB of text) "
-             f"in {report.shards} shard(s), {report.seconds:.1f} s" + (f"; {empty} empty documents not indexed" if empty else ""))
+    say(
+        err,
+        f"indexed {report.documents} documents ({report.input_bytes / 1e6:.1f} MB of files, "
+        f"{report.text_bytes / 1e6:.1f} MB of text) "
+        f"in {report.shards} shard(s), {report.seconds:.1f} s"
+        + (f"; {empty} empty documents not indexed" if empty else ""),
+    )
     say(out, f"corpus sha256 {report.corpus_sha256}")
     say(out, f"index  sha256 {report.index_sha256}  {report.folder}")
 
@@ -64,10 +100,16 @@ def digest(
 @app.command("check")
 def check(
     index: Annotated[Path, typer.Argument(help="Index folder to check.")],
-    corpus: Annotated[Optional[list[Path]], typer.Option(help="The corpus files or folders it was built from (repeatable, in "
-                                                         "order): rebuild and compare the text too.")] = None,
+    corpus: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="The corpus files or folders it was built from (repeatable, in "
+            "order): rebuild and compare the text too."
+        ),
+    ] = None,
 ) -> None:
-    """Check an index someone else built: digests, every suffix array recomputed, and with --corpus its text against the files."""
+    """Check an index someone else built: digests, every suffix array recomputed, and with --corpus its text against the
+    files."""
     import time
 
     from verifier.corpus import CorpusIndex
@@ -79,15 +121,18 @@ def check(
         started = time.perf_counter()
         opened.check_text(corpus)
         say(err, f"the corpus files rebuild the same index ({time.perf_counter() - started:.1f} s)")
-    say(out, f"OK: index sha256 {opened.sha256}; corpus sha256 {opened.corpus_sha256}"
-             + ("" if corpus else " (as its manifest declares: give --corpus to check the text against the files)"))
+    say(
+        out,
+        f"OK: index sha256 {opened.sha256}; corpus sha256 {opened.corpus_sha256}"
+        + ("" if corpus else " (as its manifest declares: give --corpus to check the text against the files)"),
+    )
 
 
 @app.command("query")
 def query(
     index: Annotated[str, typer.Argument(help="Index folder, or http(s)://HOST/#NAME for an infini-gram-style API.")],
-    text: Annotated[Optional[str], typer.Argument(help="The text to look up (or --file).")] = None,
-    file: Annotated[Optional[Path], typer.Option(help="Read the text from this file.")] = None,
+    text: Annotated[str | None, typer.Argument(help="The text to look up (or --file).")] = None,
+    file: Annotated[Path | None, typer.Option(help="Read the text from this file.")] = None,
     ngram: Annotated[int, typer.Option(help="Word n-gram length of the overlap.")] = 13,
     min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
     documents: Annotated[int, typer.Option(help="Documents listed per match.")] = 5,
@@ -145,20 +190,28 @@ def attribution(
         sys.stdout.write("\n")
         return
     for i, t in enumerate(found, 1):
-        say(out, f"prompt {i}: {len(t.lookup.spans)} span(s) of at least {min_span_words} words; longest {t.lookup.longest_words} words")
+        say(
+            out,
+            f"prompt {i}: {len(t.lookup.spans)} span(s) of at least {min_span_words} words; longest "
+            f"{t.lookup.longest_words} words",
+        )
         for span in t.lookup.spans:
             docs = ", ".join(str(h.meta.get("id", h.document)) for h in span.documents)
-            say(out, f"  {span.words} words, {span.count}x in corpus ({docs}): {t.lookup.text[span.start:span.end]}")
+            say(out, f"  {span.words} words, {span.count}x in corpus ({docs}): {t.lookup.text[span.start : span.end]}")
 
 
 @app.command("serve")
 def serve(
     index: Annotated[Path, typer.Argument(help="Index folder to serve.")],
-    name: Annotated[Optional[str], typer.Option(help="Index name clients ask for (default: the folder name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Index name clients ask for (default: the folder name).")] = None,
     host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, max=64, help="Queries computed at once (CPU-bound: one per core).")] = 2,
-    max_connections: Annotated[int, typer.Option(min=1, max=100_000, help="Open connections; beyond them requests get 503.")] = 256,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="Queries computed at once (CPU-bound: one per core).")
+    ] = 2,
+    max_connections: Annotated[
+        int, typer.Option(min=1, max=100_000, help="Open connections; beyond them requests get 503.")
+    ] = 256,
 ) -> None:
     """Answer infini-gram-style JSON queries (count, search_docs, attribution) over HTTP, with limits for exposure."""
     from verifier.corpus import CorpusIndex
@@ -166,7 +219,11 @@ def serve(
 
     opened = CorpusIndex.open(index)
     server = make_server(opened, name or opened.name, host, port, Limits(workers=workers, connections=max_connections))
-    say(err, f"serving index {name or opened.name} (corpus sha256 {opened.corpus_sha256}) on http://{host}:{server.server_port}/")
+    say(
+        err,
+        f"serving index {name or opened.name} (corpus sha256 {opened.corpus_sha256}) on "
+        f"http://{host}:{server.server_port}/",
+    )
     server.serve_forever()  # uvicorn stops cleanly on SIGINT and SIGTERM
 
 

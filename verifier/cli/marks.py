@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -13,29 +13,66 @@ from verifier.cli.options import ALLOW_HTTP, CacheDir, checked
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
-app = typer.Typer(no_args_is_help=True, help="Marks made before release (canaries, traps, rephrasings) and tests of a model against them.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Marks made before release (canaries, traps, rephrasings) and tests of a model against them.",
+)
 
 
 @app.command("make")
 def make(
     documents: Annotated[Path, typer.Argument(help="Documents to mark (.jsonl, .csv or .parquet); one mark each.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for published.jsonl, registration.dsse.json, registrant.pub and private/siblings.json.")],
-    kinds: Annotated[Optional[list[str]], typer.Option("--kind", help="canary, trap or rephrasing; given more than once, "
-                                                      "the documents are split into equal blocks in file order, one kind each (each with its default length).")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="Canaries: words, hex, base32 or sentence.")] = None,
-    length: Annotated[int, typer.Option(help="Words (words, trap) or characters (hex, base32); 0: the format's default.")] = 0,
-    siblings: Annotated[int, typer.Option(help="Unpublished siblings per mark: the smallest p-value of one mark is 1/(siblings+1).")] = 99,
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Folder for published.jsonl, registration.dsse.json, registrant.pub and private/siblings.json.",
+        ),
+    ],
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            help="canary, trap or rephrasing; given more than once, "
+            "the documents are split into equal blocks in file order, one kind each (each with its default length).",
+        ),
+    ] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="Canaries: words, hex, base32 or sentence.")] = None,
+    length: Annotated[
+        int, typer.Option(help="Words (words, trap) or characters (hex, base32); 0: the format's default.")
+    ] = 0,
+    siblings: Annotated[
+        int, typer.Option(help="Unpublished siblings per mark: the smallest p-value of one mark is 1/(siblings+1).")
+    ] = 99,
     repeats: Annotated[int, typer.Option(help="Traps: copies inside each published document.")] = 1,
-    rephraser: Annotated[str, typer.Option(help="Rephrasings: 'offline' or 'model:SPEC' (never the model to be tested).")] = "offline",
-    name: Annotated[Optional[str], typer.Option(help="Name of the registration (default: the documents' file name).")] = None,
+    rephraser: Annotated[
+        str, typer.Option(help="Rephrasings: 'offline' or 'model:SPEC' (never the model to be tested).")
+    ] = "offline",
+    name: Annotated[
+        str | None, typer.Option(help="Name of the registration (default: the documents' file name).")
+    ] = None,
     text_field: Annotated[str, typer.Option(help="Text field of the documents.")] = "text",
     id_field: Annotated[str, typer.Option(help="Id field of the documents (default: row numbers).")] = "id",
-    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key, created if missing).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Secret seed of the generator (default: drawn from the system).")] = None,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            help="Ed25519 private key that signs the registration (default ~/.config/verifier/signing.key, created if "
+            "missing)."
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Secret seed of the generator (default: drawn from the system).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace marks already in OUT.")] = False,
-    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) that dates the registration "
-                                                     "(registration.timestamp-<n>.tsr, published beside it); repeatable. A TSA "
-                                                     "that fails writes nothing.")] = None,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="A time-stamping authority (RFC 3161) that dates the registration "
+            "(registration.timestamp-<n>.tsr, published beside it); repeatable. A TSA "
+            "that fails writes nothing.",
+        ),
+    ] = None,
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Mark documents before release: the text to publish, and a signed registration of the marks and their siblings."""
@@ -49,8 +86,16 @@ def make(
     if len(kinds) > 1 and length:
         raise VerifierError("marks make: --length applies to one --kind at a time")
     try:
-        specs = [MarkSpec(kind=kind, format=(fmt or "words") if kind == "canary" else None, length=length,  # type: ignore[arg-type]
-                          siblings=siblings, repeats=repeats if kind == "trap" else 1) for kind in kinds]
+        specs = [
+            MarkSpec(
+                kind=kind,
+                format=(fmt or "words") if kind == "canary" else None,
+                length=length,  # type: ignore[arg-type]
+                siblings=siblings,
+                repeats=repeats if kind == "trap" else 1,
+            )
+            for kind in kinds
+        ]
     except ValidationError as exc:
         raise VerifierError(f"marks make: {first_validation_error(exc, top='options')}") from None
     from verifier.boundary.peers import PeerAccess
@@ -58,8 +103,20 @@ def make(
 
     access = PeerAccess(allow_http=allow_http)
     check_tsa(tsa, access=access)
-    paths, created = make_files(documents, out_dir, specs, sign_key, name or documents.stem, text_field, id_field, rephraser, seed, force,
-                                tsa, access)
+    paths, created = make_files(
+        documents,
+        out_dir,
+        specs,
+        sign_key,
+        name or documents.stem,
+        text_field,
+        id_field,
+        rephraser,
+        seed,
+        force,
+        tsa,
+        access,
+    )
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     say(out, f"publish:  {paths['published.jsonl']}")
@@ -72,15 +129,29 @@ def make(
 def _print_rank_test(finding, what: str) -> None:  # noqa: ANN001 - a marks.evaluate.RankFinding
     table = Table("kind", "marks", "combined p", "share at level", "mean standardised score", title="Rank test by kind")
     for row in finding.by_kind:
-        table.add_row(row["kind"], str(row["marks"]), f"{row['combined_p']:.3g}", f"{row['share_at_level']:.2f}", f"{row['mean_standardised']:.2f}")
+        table.add_row(
+            row["kind"],
+            str(row["marks"]),
+            f"{row['combined_p']:.3g}",
+            f"{row['share_at_level']:.2f}",
+            f"{row['mean_standardised']:.2f}",
+        )
     out.print(table)
     for mark, why in finding.excluded.items():
         say(err, f"not tested: {mark}: {why}")
     if finding.p_value is None:
-        say(out, f"{finding.status}: the design cannot reach alpha {finding.alpha} (smallest p {finding.smallest_p:.3g})")
+        say(
+            out,
+            f"{finding.status}: the design cannot reach alpha {finding.alpha} (smallest p {finding.smallest_p:.3g})",
+        )
         return
-    say(out, f"{finding.status}: combined p = {finding.p_value:.3g} ({finding.method}, {finding.n_marks} {what}; H0: {finding.null_hypothesis}); "
-             f"effect size {finding.effect_size:.2f}; {what} needed for power 80%: {finding.marks_needed or 'none (no member-like effect)'}")
+    say(
+        out,
+        f"{finding.status}: combined p = {finding.p_value:.3g} ({finding.method}, {finding.n_marks} {what}; H0: "
+        f"{finding.null_hypothesis}); "
+        f"effect size {finding.effect_size:.2f}; {what} needed for power 80%: "
+        f"{finding.marks_needed or 'none (no member-like effect)'}",
+    )
 
 
 @app.command("test")
@@ -89,16 +160,23 @@ def test(
     registration: Annotated[Path, typer.Option(help="The signed registration (registration.dsse.json).")],
     siblings: Annotated[Path, typer.Option(help="The private siblings file the registration commits to.")],
     published: Annotated[Path, typer.Option(help="The published documents.")],
-    released: Annotated[Optional[str], typer.Option(help="The model's declared release date, YYYY-MM-DD.")] = None,
-    cutoff: Annotated[Optional[int], typer.Option(help="The model's declared training-cutoff year.")] = None,
+    released: Annotated[str | None, typer.Option(help="The model's declared release date, YYYY-MM-DD.")] = None,
+    cutoff: Annotated[int | None, typer.Option(help="The model's declared training-cutoff year.")] = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the combined test.")] = 0.05,
     combine: Annotated[str, typer.Option(help="fisher or binomial.")] = "fisher",
     level: Annotated[float, typer.Option(help="binomial: the per-mark level.")] = 0.05,
-    context_words: Annotated[int, typer.Option(help="Published words before a mark, scored with it and with each sibling.")] = 32,
+    context_words: Annotated[
+        int, typer.Option(help="Published words before a mark, scored with it and with each sibling.")
+    ] = 32,
     seed: Annotated[int, typer.Option(help="Seed of the planning resamples.")] = 0,
-    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store holding the registrant's key (default ~/.config/verifier/trusted).")] = None,
+    trust_dir: Annotated[
+        Path | None,
+        typer.Option(help="Trust store holding the registrant's key (default ~/.config/verifier/trusted)."),
+    ] = None,
     cache_dir: CacheDir = None,
-    rephraser: Annotated[Optional[str], typer.Option(help="The rephrasing model, when not where the registration names it.")] = None,
+    rephraser: Annotated[
+        str | None, typer.Option(help="The rephrasing model, when not where the registration names it.")
+    ] = None,
 ) -> None:
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
@@ -108,14 +186,29 @@ def test(
     from verifier.scoring.table import TargetScorer
     from verifier.targets import ScoringOptions
 
-    checked(RankTestParams, alpha=alpha, combine=combine, level=level, context_words=context_words)  # the marks route's own bounds
+    checked(
+        RankTestParams, alpha=alpha, combine=combine, level=level, context_words=context_words
+    )  # the marks route's own bounds
     try:
         day = date.fromisoformat(released) if released else None
     except ValueError:
         raise VerifierError(f"--released {released!r}: not a date (YYYY-MM-DD)") from None
     with progress_bars() as progress:
-        finding = test_registered(TargetScorer(model, ScoringOptions(), cache_dir, progress), registration, siblings, published,
-                                  day, cutoff, alpha, combine, level, context_words, seed, trust_dir, rephraser=rephraser)
+        finding = test_registered(
+            TargetScorer(model, ScoringOptions(), cache_dir, progress),
+            registration,
+            siblings,
+            published,
+            day,
+            cutoff,
+            alpha,
+            combine,
+            level,
+            context_words,
+            seed,
+            trust_dir,
+            rephraser=rephraser,
+        )
     _print_rank_test(finding, "marks")
 
 
@@ -126,27 +219,54 @@ def identifiers(
     alpha: Annotated[float, typer.Option(help="Significance level of the combined test.")] = 0.05,
     combine: Annotated[str, typer.Option(help="fisher or binomial.")] = "fisher",
     level: Annotated[float, typer.Option(help="binomial: the per-mark level.")] = 0.05,
-    context_words: Annotated[int, typer.Option(help="Published words before a mark, scored with it and with each sibling.")] = 32,
+    context_words: Annotated[
+        int, typer.Option(help="Published words before a mark, scored with it and with each sibling.")
+    ] = 32,
     max_identifiers: Annotated[int, typer.Option(help="The first identifiers tested.")] = 500,
-    seed: Annotated[int, typer.Option(help="Seed of the planning resamples (each identifier seeds its own fresh draws).")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the planning resamples (each identifier seeds its own fresh draws).")
+    ] = 0,
     text_field: Annotated[str, typer.Option()] = "text",
     cache_dir: CacheDir = None,
 ) -> None:
-    """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their formats."""
+    """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their
+    formats."""
     from verifier.identifiers.run import test_identifiers
     from verifier.routes.identifiers import IdentifierParams
     from verifier.scoring.table import TargetScorer
     from verifier.targets import ScoringOptions
 
-    checked(IdentifierParams, alpha=alpha, combine=combine, level=level, context_words=context_words, samples=samples,
-            max_identifiers=max_identifiers)  # the identifiers route's own bounds
+    checked(
+        IdentifierParams,
+        alpha=alpha,
+        combine=combine,
+        level=level,
+        context_words=context_words,
+        samples=samples,
+        max_identifiers=max_identifiers,
+    )  # the identifiers route's own bounds
     with progress_bars() as progress:
-        finding = test_identifiers(TargetScorer(model, ScoringOptions(), cache_dir, progress), documents, samples, alpha, combine,
-                                   level, context_words, max_identifiers, seed, text_field)
+        finding = test_identifiers(
+            TargetScorer(model, ScoringOptions(), cache_dir, progress),
+            documents,
+            samples,
+            alpha,
+            combine,
+            level,
+            context_words,
+            max_identifiers,
+            seed,
+            text_field,
+        )
     _print_rank_test(finding, "identifiers")
 
 
-identifiers_app = typer.Typer(no_args_is_help=True, help="Natural identifiers (hashes, UUIDs, short links, keys) in documents, "
-                              "tested against fresh draws of their formats.")
+identifiers_app = typer.Typer(
+    no_args_is_help=True,
+    help="Natural identifiers (hashes, UUIDs, short links, keys) in documents, "
+    "tested against fresh draws of their formats.",
+)
 identifiers_app.command("test")(identifiers)
-app.command("identifiers", hidden=True, help="Old name of 'verifier identifiers test', kept for a release.")(identifiers)
+app.command("identifiers", hidden=True, help="Old name of 'verifier identifiers test', kept for a release.")(
+    identifiers
+)

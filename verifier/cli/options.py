@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -18,11 +18,17 @@ from pydantic import BaseModel, ValidationError
 from verifier.errors import VerifierError
 
 # Who may be sent what: the auditor's own choices, never a claim's (see verifier.boundary.peers).
-API_KEY_ENV = typer.Option(help="API targets: the environment variable holding the audited endpoint's key (never the key itself).")
-JUDGE_API_KEY_ENV = typer.Option(help="trace_judge with a separate judge endpoint: the environment variable holding its key.")
-ALLOW_HTTP = typer.Option("--allow-http", help="Allow plain http to servers on other machines (documents and keys travel unencrypted).")
+API_KEY_ENV = typer.Option(
+    help="API targets: the environment variable holding the audited endpoint's key (never the key itself)."
+)
+JUDGE_API_KEY_ENV = typer.Option(
+    help="trace_judge with a separate judge endpoint: the environment variable holding its key."
+)
+ALLOW_HTTP = typer.Option(
+    "--allow-http", help="Allow plain http to servers on other machines (documents and keys travel unencrypted)."
+)
 CACHE_DIR = typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")
-CacheDir = Annotated[Optional[Path], CACHE_DIR]
+CacheDir = Annotated[Path | None, CACHE_DIR]
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,13 +16,27 @@ from verifier.errors import VerifierError
 def plan(
     claim: Annotated[str, typer.Argument(help="Claim manifest (YAML), or example:NAME.")],
     out_path: Annotated[Path, typer.Option("--out", help="Where the signed plan is written.")] = Path("plan.dsse.json"),
-    sign_key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing).")] = None,
-    effect: Annotated[Optional[float], typer.Option(help="A Cohen's d the design should detect: the plan states the set-level "
-                                                    "test's power for it at the claim's set size.")] = None,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(help="Ed25519 private key (default ~/.config/verifier/signing.key, created if missing)."),
+    ] = None,
+    effect: Annotated[
+        float | None,
+        typer.Option(
+            help="A Cohen's d the design should detect: the plan states the set-level "
+            "test's power for it at the claim's set size."
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing plan file.")] = False,
-    tsa: Annotated[Optional[list[str]], typer.Option("--tsa", help="A time-stamping authority (RFC 3161) that dates the plan "
-                                                     "(PLAN's name with .timestamp-<n>.tsr, beside it; an audit carries them "
-                                                     "into its bundle); repeatable. A TSA that fails writes nothing.")] = None,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="A time-stamping authority (RFC 3161) that dates the plan "
+            "(PLAN's name with .timestamp-<n>.tsr, beside it; an audit carries them "
+            "into its bundle); repeatable. A TSA that fails writes nothing.",
+        ),
+    ] = None,
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
 ) -> None:
     """Commit to the claim, its policy, the digests of every document set, the seed and the design's
@@ -58,7 +72,15 @@ def plan(
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
     planned = predicate["design"]
-    power = f"; power {planned['power_at_stated_effect']:.0%} at d = {planned['stated_effect']}" if "stated_effect" in planned else ""
-    say(out, f"plan for claim {predicate['claim_id']}: {len(predicate['sets'])} document sets, first route {planned['route']}, "
-             f"n = {planned['n']}{power}; made {predicate['created']} by the planner's clock")
+    power = (
+        f"; power {planned['power_at_stated_effect']:.0%} at d = {planned['stated_effect']}"
+        if "stated_effect" in planned
+        else ""
+    )
+    say(
+        out,
+        f"plan for claim {predicate['claim_id']}: {len(predicate['sets'])} document sets, first route "
+        f"{planned['route']}, "
+        f"n = {planned['n']}{power}; made {predicate['created']} by the planner's clock",
+    )
     say(out, f"plan: {out_path}")

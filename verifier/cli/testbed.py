@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,25 +14,45 @@ app = typer.Typer(no_args_is_help=True, help="Ground-truth testbeds: small model
 
 @app.command("build")
 def build(
-    preset: Annotated[str, typer.Option(help="small (about a minute), standard (the full pool, 6 epochs), light (2 epochs), faint (1), "
-                                          "finetune / finetune-small (SmolLM2-135M-Instruct fine-tuned one epoch on post-2023 texts).")] = "small",
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the membership draw, identifiers and training.")] = None,
-    epochs: Annotated[Optional[int], typer.Option(help="Training epochs (overrides the preset).")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
-    marks: Annotated[Optional[str], typer.Option(help="Marked documents to insert: a folder made by 'verifier marks make', "
-                                                 "'example' (the bundled one, the default) or 'none'.")] = None,
+    preset: Annotated[
+        str,
+        typer.Option(
+            help="small (about a minute), standard (the full pool, 6 epochs), light (2 epochs), faint (1), "
+            "finetune / finetune-small (SmolLM2-135M-Instruct fine-tuned one epoch on post-2023 texts)."
+        ),
+    ] = "small",
+    seed: Annotated[int | None, typer.Option(help="Seed of the membership draw, identifiers and training.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Training epochs (overrides the preset).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to build into (default: the cache).")] = None,
+    marks: Annotated[
+        str | None,
+        typer.Option(
+            help="Marked documents to insert: a folder made by 'verifier marks make', "
+            "'example' (the bundled one, the default) or 'none'."
+        ),
+    ] = None,
 ) -> None:
     """Train a testbed model on a seeded member half of the bundled text pool (cached by config)."""
     from verifier.testbed.build import build_testbed, preset_config
 
     config = preset_config(preset, seed=seed, epochs=epochs)
     if marks is not None:
-        config = config.model_copy(update={"marks": None if marks == "none" else marks if marks == "example" else str(Path(marks).resolve())})
+        config = config.model_copy(
+            update={"marks": None if marks == "none" else marks if marks == "example" else str(Path(marks).resolve())}
+        )
     with progress_bars() as progress:
         advance = progress("training", config.epochs)
         testbed = build_testbed(config, out=out_dir, on_epoch=lambda epoch, loss: advance(1))
     m = testbed.manifest
     members = sum(d["member"] for d in m["documents"])
-    say(err, f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M parameters, built in {m['build_seconds']} s")
+    say(
+        err,
+        f"testbed {m['digest']}: {members} members / {len(m['documents'])} texts, {m['parameters'] / 1e6:.1f}M "
+        f"parameters, built in {m['build_seconds']} s",
+    )
     say(out, str(testbed.folder))
-    say(err, f"score it: verifier score --model {testbed.model_dir} --data {testbed.documents} --label-field member --max-tokens {config.seq_len}")
+    say(
+        err,
+        f"score it: verifier score --model {testbed.model_dir} --data {testbed.documents} --label-field member "
+        f"--max-tokens {config.seq_len}",
+    )

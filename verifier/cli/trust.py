@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,11 +15,19 @@ keys = typer.Typer(no_args_is_help=True, help="Signing keys for evidence bundles
 
 @keys.command("generate")
 def generate(
-    out_path: Annotated[Optional[Path], typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub.")] = None,
+    out_path: Annotated[
+        Path | None,
+        typer.Option("--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing private or public key.")] = False,
-    certificate: Annotated[bool, typer.Option(help="Also issue a self-signed X.509 certificate (ECDSA P-256, naming the key) that "
-                                              "signs report PDFs: OUT without .key, plus .pdf.crt and .pdf.key.")] = True,
-    name: Annotated[Optional[str], typer.Option(help="The certificate's common name (who signs the reports).")] = None,
+    certificate: Annotated[
+        bool,
+        typer.Option(
+            help="Also issue a self-signed X.509 certificate (ECDSA P-256, naming the key) that "
+            "signs report PDFs: OUT without .key, plus .pdf.crt and .pdf.key."
+        ),
+    ] = True,
+    name: Annotated[str | None, typer.Option(help="The certificate's common name (who signs the reports).")] = None,
 ) -> None:
     """Create an Ed25519 signing key pair, and a self-signed certificate for signing report PDFs."""
     from verifier.trust.certificates import issue_self_signed
@@ -31,13 +39,18 @@ def generate(
     say(err, f"public key:  {public}")
     if certificate:
         issued = issue_self_signed(path, load_private_key(path), name, force=force)
-        say(err, f"report-signing certificate: {issued} (self-signed; its key {issued.with_suffix('.key').name}, mode 0600)")
+        say(
+            err,
+            f"report-signing certificate: {issued} (self-signed; its key {issued.with_suffix('.key').name}, mode 0600)",
+        )
 
 
 @keys.command("trust")
 def trust(
-    public_key: Annotated[Path, typer.Argument(help="A signer's public key (PEM), obtained from the signer by a channel you trust.")],
-    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
+    public_key: Annotated[
+        Path, typer.Argument(help="A signer's public key (PEM), obtained from the signer by a channel you trust.")
+    ],
+    trust_dir: Annotated[Path | None, typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
 ) -> None:
     """Pin a signer's public key: 'verify' then accepts bundles it signed without --key."""
     from verifier.trust.keys import trust_key
@@ -48,8 +61,10 @@ def trust(
 
 @keys.command("trust-tsa")
 def trust_tsa(
-    certificate: Annotated[Path, typer.Argument(help="A time-stamping authority's CA certificate (PEM), obtained by a channel you trust.")],
-    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
+    certificate: Annotated[
+        Path, typer.Argument(help="A time-stamping authority's CA certificate (PEM), obtained by a channel you trust.")
+    ],
+    trust_dir: Annotated[Path | None, typer.Option(help="Trust store (default ~/.config/verifier/trusted).")] = None,
 ) -> None:
     """Pin a time-stamping authority: its tokens then date bundles ('verify') and marks registrations (audits)."""
     from verifier.trust.timestamps import trust_tsa_certificate
@@ -60,10 +75,18 @@ def trust_tsa(
 
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Evidence bundle folder.")],
-    key: Annotated[Optional[Path], typer.Option(help="The signer's public key, pinned for this check.")] = None,
-    trust_dir: Annotated[Optional[Path], typer.Option(help="Trust store of pinned public keys (default ~/.config/verifier/trusted).")] = None,
-    tsa_cert: Annotated[Optional[list[Path]], typer.Option("--tsa-cert", help="A time-stamping authority's CA certificate (PEM) "
-                                                           "whose tokens are trusted; repeatable (also: TRUST_DIR/tsa/*.pem).")] = None,
+    key: Annotated[Path | None, typer.Option(help="The signer's public key, pinned for this check.")] = None,
+    trust_dir: Annotated[
+        Path | None, typer.Option(help="Trust store of pinned public keys (default ~/.config/verifier/trusted).")
+    ] = None,
+    tsa_cert: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tsa-cert",
+            help="A time-stamping authority's CA certificate (PEM) "
+            "whose tokens are trusted; repeatable (also: TRUST_DIR/tsa/*.pem).",
+        ),
+    ] = None,
 ) -> None:
     """Exit 0 only if every entry, digest and the signature hold and the signer is pinned (--key or the
     trust store); 3 if all holds but the signer is not pinned; 2 naming the first entry that differs
@@ -74,7 +97,9 @@ def verify(
 
     pinned = None
     if key is not None and key.resolve().is_relative_to(bundle.resolve()):
-        raise VerifierError(f"--key {key}: inside the bundle; a bundle cannot pin its own signer (use the signer's published key)")
+        raise VerifierError(
+            f"--key {key}: inside the bundle; a bundle cannot pin its own signer (use the signer's published key)"
+        )
     if key is not None:
         try:
             pinned = key.read_bytes()
@@ -84,10 +109,17 @@ def verify(
 
     if (bundle / BATCH_INDEX).exists():
         batch = verify_batch(bundle, pinned, trust_dir)
-        facts = (f"batch {batch.predicate.get('batch_id')}: index and {batch.bundles} bundles intact; signer {batch.signer[:16]}; "
-                 f"error control {batch.predicate.get('error_control')}")
+        facts = (
+            f"batch {batch.predicate.get('batch_id')}: index and {batch.bundles} bundles intact; signer "
+            f"{batch.signer[:16]}; "
+            f"error control {batch.predicate.get('error_control')}"
+        )
         if batch.pinned_by is None:
-            say(out, f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with --key or 'verifier keys trust'.")
+            say(
+                out,
+                f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with --key or "
+                "'verifier keys trust'.",
+            )
             raise typer.Exit(3)
         say(out, f"OK: {facts}; signer pinned by {batch.pinned_by}")
         return
@@ -95,10 +127,15 @@ def verify(
     for i, stamp in enumerate(result.timestamps, 1):
         say(out, f"timestamp {i}: {stamp.describe()}")
     p = result.predicate
-    facts = (f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "
-             f"claim {p.get('claim_id')}: {p.get('verdict')}; verifier {p.get('verifier')}")
+    facts = (
+        f"{result.files} files intact; signer {result.signer[:16]}; predicate {result.statement.get('predicateType')}; "
+        f"claim {p.get('claim_id')}: {p.get('verdict')}; verifier {p.get('verifier')}"
+    )
     if result.pinned_by is None:
-        say(out, f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with "
-                 f"--key or 'verifier keys trust'.")
+        say(
+            out,
+            f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with "
+            f"--key or 'verifier keys trust'.",
+        )
         raise typer.Exit(3)
     say(out, f"OK: {facts}; signer pinned by {result.pinned_by}")

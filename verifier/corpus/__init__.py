@@ -12,5 +12,18 @@ from verifier.corpus.index import CorpusIndex, Found, Hit
 from verifier.corpus.normalise import normalise
 from verifier.corpus.queries import Lookup, Span, count, find, lookup
 
-__all__ = ["BuildReport", "CorpusIndex", "Found", "Hit", "Lookup", "Span", "build_index", "corpus_digest", "count",
-           "digest_files", "find", "lookup", "normalise"]
+__all__ = [
+    "BuildReport",
+    "CorpusIndex",
+    "Found",
+    "Hit",
+    "Lookup",
+    "Span",
+    "build_index",
+    "corpus_digest",
+    "count",
+    "digest_files",
+    "find",
+    "lookup",
+    "normalise",
+]

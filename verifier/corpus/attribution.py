@@ -22,8 +22,9 @@ class Attribution:
     lookup: Lookup
 
 
-def attribute_outputs(backend: CorpusBackend, prompts: list[str], outputs: list[str], *, min_span_words: int = 8,
-                      span_documents: int = 3) -> list[Attribution]:
+def attribute_outputs(
+    backend: CorpusBackend, prompts: list[str], outputs: list[str], *, min_span_words: int = 8, span_documents: int = 3
+) -> list[Attribution]:
     """The verbatim spans in the corpus of each output (generated for the prompt beside it)."""
     if len(prompts) != len(outputs):
         raise VerifierError(f"{len(prompts)} prompts but {len(outputs)} outputs: one output per prompt")

@@ -36,8 +36,18 @@ class CorpusBackend(Protocol):
     def describe(self) -> dict[str, Any]: ...
     def count(self, text: str) -> int: ...
     def find(self, text: str, limit: int = 10) -> Found: ...
-    def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
-               characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]: ...
+    def lookup(
+        self,
+        texts: list[str],
+        *,
+        ngram: int = 13,
+        min_span_words: int = 8,
+        spans: int = 10,
+        span_documents: int = 3,
+        characters: bool = False,
+        near_duplicates: float | None = None,
+        shared_documents: int | None = None,
+    ) -> list[Lookup]: ...
 
 
 class LocalBackend:
@@ -48,9 +58,18 @@ class LocalBackend:
 
     def describe(self) -> dict[str, Any]:
         m = self.index.manifest
-        return {"kind": "local index", "name": self.index.name, "index_sha256": self.index.sha256, "corpus_sha256": m.corpus_sha256,
-                "documents": m.documents, "text_bytes": m.text_bytes, "shards": len(m.shards), "normalisation": m.normalisation,
-                "minhash": m.minhash is not None, "sources": [{"name": s.name, "sha256": s.sha256} for s in m.sources]}
+        return {
+            "kind": "local index",
+            "name": self.index.name,
+            "index_sha256": self.index.sha256,
+            "corpus_sha256": m.corpus_sha256,
+            "documents": m.documents,
+            "text_bytes": m.text_bytes,
+            "shards": len(m.shards),
+            "normalisation": m.normalisation,
+            "minhash": m.minhash is not None,
+            "sources": [{"name": s.name, "sha256": s.sha256} for s in m.sources],
+        }
 
     def count(self, text: str) -> int:
         return queries.count(self.index, text)
@@ -72,18 +91,40 @@ class RemoteBackend:
     machine unless the auditor allows it); requests are spaced by ``min_interval`` seconds to
     stay polite."""
 
-    def __init__(self, url: str, name: str, *, access: PeerAccess | None = None, timeout: float = 10.0, retries: int = 3,
-                 backoff: float = 0.5, min_interval: float = 0.05) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        *,
+        access: PeerAccess | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        min_interval: float = 0.05,
+    ) -> None:
         parts = urlsplit(url)  # scheme, host and credentials are checked by the peer client
         self.url = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
         self.name = name
-        self.client = PeerClient(self.url, what="index API", access=access or PeerAccess(), timeout_s=timeout, retries=retries,
-                                 max_body=MAX_RESPONSE, rate_limit=1.0 / min_interval if min_interval > 0 else None, backoff_s=backoff)
+        self.client = PeerClient(
+            self.url,
+            what="index API",
+            access=access or PeerAccess(),
+            timeout_s=timeout,
+            retries=retries,
+            max_body=MAX_RESPONSE,
+            rate_limit=1.0 / min_interval if min_interval > 0 else None,
+            backoff_s=backoff,
+        )
 
     def describe(self) -> dict[str, Any]:
         usage = self.client.usage
-        return {"kind": "remote index", "name": self.name, "endpoint": self.url, "requests": usage.requests,
-                "retried_failures": usage.retries}
+        return {
+            "kind": "remote index",
+            "name": self.name,
+            "endpoint": self.url,
+            "requests": usage.requests,
+            "retried_failures": usage.retries,
+        }
 
     def _read(self, answer: Answer) -> dict[str, Any]:
         try:
@@ -93,7 +134,10 @@ class RemoteBackend:
         if not isinstance(data, dict):
             raise Retry("an answer that is not a JSON object")
         if "error" in data or answer.status >= 400:
-            raise VerifierError(f"index API {self.url}, index {self.name}: {' '.join(str(data.get('error', answer.status)).split())[:200]}")
+            raise VerifierError(
+                f"index API {self.url}, index {self.name}: "
+                f"{' '.join(str(data.get('error', answer.status)).split())[:200]}"
+            )
         return data
 
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -116,8 +160,18 @@ class RemoteBackend:
                 raise ValueError(f"{answer.cnt} occurrence(s) in {total} document(s) with {len(docs)} listed")
             return Found(answer.cnt, docs, total, answer.approx is False)
 
-    def lookup(self, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10, span_documents: int = 3,
-               characters: bool = False, near_duplicates: float | None = None, shared_documents: int | None = None) -> list[Lookup]:
+    def lookup(
+        self,
+        texts: list[str],
+        *,
+        ngram: int = 13,
+        min_span_words: int = 8,
+        spans: int = 10,
+        span_documents: int = 3,
+        characters: bool = False,
+        near_duplicates: float | None = None,
+        shared_documents: int | None = None,
+    ) -> list[Lookup]:
         """Per text, one attribution request for every maximal span of at least ``min(ngram,
         min_span_words)`` words; n-gram overlap and verbatim presence follow from the spans. The
         50-character rule and near-duplicates need the index itself: None here. Shared text is
@@ -129,7 +183,9 @@ class RemoteBackend:
             reading = read_form(text)
             norm = normalise(reading.text)
             words = len(norm.split())
-            data = self._post({"query_type": "attribution", "query": reading.text, "min_len": shortest, "max_cnt": span_documents})
+            data = self._post(
+                {"query_type": "attribution", "query": reading.text, "min_len": shortest, "max_cnt": span_documents}
+            )
             with _answer(self.url, "attribution"):
                 raw = wire.read(wire.AttributionAnswer, data, "attribution").spans
                 for span in raw:  # each span occurs somewhere, in documents the answer names (when any were asked for)
@@ -143,12 +199,22 @@ class RemoteBackend:
                     shared = np.zeros(words, dtype=bool)
                     for span, (first, k) in zip(raw, bounds):
                         if k >= ngram and span.count >= shared_documents:
-                            shared[first:first + k] = True
-                result = summarise(norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None, shared=shared)
+                            shared[first : first + k] = True
+                result = summarise(
+                    norm, covered_from_spans(words, bounds), ngram, min_span_words, spans, None, None, shared=shared
+                )
                 by_first = {span.l: span for span in raw}
-                result.spans[:] = [Span(sp.start, sp.end, sp.words, by_first[sp.start_word].count,
-                                        [d.hit() for d in by_first[sp.start_word].docs][:span_documents], sp.start_word)
-                                   for sp in result.spans]
+                result.spans[:] = [
+                    Span(
+                        sp.start,
+                        sp.end,
+                        sp.words,
+                        by_first[sp.start_word].count,
+                        [d.hit() for d in by_first[sp.start_word].docs][:span_documents],
+                        sp.start_word,
+                    )
+                    for sp in result.spans
+                ]
             results.append(replace(result, form=reading.form, unread=reading.unread))
         return results
 
@@ -159,7 +225,9 @@ def _answer(url: str, query_type: str) -> Iterator[None]:
     try:
         yield
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise VerifierError(f"index API {url}: a {query_type} answer of the wrong shape ({type(exc).__name__}: {str(exc)[:80]})") from None
+        raise VerifierError(
+            f"index API {url}: a {query_type} answer of the wrong shape ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
 
 
 def open_backend(spec: str, *, verify: bool = True, access: PeerAccess | None = None) -> CorpusBackend:
@@ -172,18 +240,40 @@ def open_backend(spec: str, *, verify: bool = True, access: PeerAccess | None = 
     return LocalBackend(CorpusIndex.open(Path(spec), verify=verify))
 
 
-def query_report(backend: CorpusBackend, text: str, *, ngram: int, min_span_words: int, documents: int) -> dict[str, Any]:
+def query_report(
+    backend: CorpusBackend, text: str, *, ngram: int, min_span_words: int, documents: int
+) -> dict[str, Any]:
     """Everything ``verifier corpus query`` prints, as data, with the printed lines."""
     found = backend.find(text, documents)
-    result = backend.lookup([text], ngram=ngram, min_span_words=min_span_words, span_documents=documents,
-                            characters=isinstance(backend, LocalBackend))[0]
-    lines = [f"index: {backend.describe()['name']}",
-             f"count (whole words, compared form): {found.count} in {found.documents_total}{'' if found.documents_exact else '+'} document(s)"]
-    lines += [f"  document {h.document} {json.dumps(h.meta, ensure_ascii=False)}: ...{h.snippet}..." for h in found.documents]
-    lines.append(f"{result.ngram}-gram overlap: {result.ngrams_found}/{result.ngrams} ({result.ngram_share:.1%}); "
-                 f"verbatim: {'yes' if result.verbatim else 'no'}; longest span: {result.longest_words} words"
-                 + ("" if result.fifty_char is None else f"; 50-character rule: {'yes' if result.fifty_char else 'no'} (longest {result.longest_chars} characters)"))
+    result = backend.lookup(
+        [text],
+        ngram=ngram,
+        min_span_words=min_span_words,
+        span_documents=documents,
+        characters=isinstance(backend, LocalBackend),
+    )[0]
+    lines = [
+        f"index: {backend.describe()['name']}",
+        f"count (whole words, compared form): {found.count} in "
+        f"{found.documents_total}{'' if found.documents_exact else '+'} document(s)",
+    ]
+    lines += [
+        f"  document {h.document} {json.dumps(h.meta, ensure_ascii=False)}: ...{h.snippet}..." for h in found.documents
+    ]
+    lines.append(
+        f"{result.ngram}-gram overlap: {result.ngrams_found}/{result.ngrams} ({result.ngram_share:.1%}); "
+        f"verbatim: {'yes' if result.verbatim else 'no'}; longest span: {result.longest_words} words"
+        + (
+            ""
+            if result.fifty_char is None
+            else f"; 50-character rule: {'yes' if result.fifty_char else 'no'} (longest {result.longest_chars} "
+            "characters)"
+        )
+    )
     for span in result.spans:
-        lines.append(f"span words {span.start_word}-{span.start_word + span.words} ({span.words} words, {span.count} in corpus): {result.text[span.start:span.end]}")
+        lines.append(
+            f"span words {span.start_word}-{span.start_word + span.words} ({span.words} words, {span.count} in "
+            f"corpus): {result.text[span.start : span.end]}"
+        )
         lines += [f"  document {h.document} {json.dumps(h.meta, ensure_ascii=False)}" for h in span.documents]
     return {"index": backend.describe(), "found": asdict(found), "lookup": asdict(result), "lines": lines}

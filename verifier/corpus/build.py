@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,8 +121,16 @@ class _ShardWriter:
         if self.minhash:
             np.stack(self.hashes).astype(np.uint64).tofile(folder / "minhash.bin")
         files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())}
-        self.shards.append({"name": name, "documents": len(self.starts), "first_document": first_document,
-                            "bytes": int(len(text)), "sa_dtype": sa_dtype, "files": files})
+        self.shards.append(
+            {
+                "name": name,
+                "documents": len(self.starts),
+                "first_document": first_document,
+                "bytes": int(len(text)),
+                "sa_dtype": sa_dtype,
+                "files": files,
+            }
+        )
         self._reset()
 
 
@@ -130,7 +139,7 @@ def minhash_signature(frame: bytes) -> np.ndarray:
     from datasketch import MinHash
 
     words = frame.split()
-    shingles = [b" ".join(words[i:i + MINHASH_SHINGLE]) for i in range(max(1, len(words) - MINHASH_SHINGLE + 1))]
+    shingles = [b" ".join(words[i : i + MINHASH_SHINGLE]) for i in range(max(1, len(words) - MINHASH_SHINGLE + 1))]
     mh = MinHash(num_perm=MINHASH_PERM, seed=MINHASH_SEED, scheme=MINHASH_SCHEME)
     mh.update_batch(shingles)
     return mh.hashvalues
@@ -152,12 +161,14 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _prepared(sources: list[Source], stats: list[SourceStats], text_field: str, limits: ReadLimits,
-              workers: int) -> Iterator[tuple[int, Document | None, bytes, str | None]]:
+def _prepared(
+    sources: list[Source], stats: list[SourceStats], text_field: str, limits: ReadLimits, workers: int
+) -> Iterator[tuple[int, Document | None, bytes, str | None]]:
     """(file number, document, frame, hidden form) of every document in file order, and (file
     number, None, ...) after each file's last. Files are read here; with ``workers`` > 1 the
     per-document work runs in that many processes on batches, a few batches ahead (memory stays
     bounded), and results come back in order, so the index is the same for any ``workers``."""
+
     def documents() -> Iterator[tuple[int, Document | None]]:
         for number, source in enumerate(sources):
             for doc in read_documents(source, stats[number], text_field, limits):
@@ -176,7 +187,7 @@ def _prepared(sources: list[Source], stats: list[SourceStats], text_field: str, 
         if batch:
             yield batch
 
-    def matched(batch: list[tuple[int, Document | None]], results: list[tuple[bytes, str | None]]):  # noqa: ANN202
+    def matched(batch: list[tuple[int, Document | None]], results: list[tuple[bytes, str | None]]) -> Iterator[Any]:
         found = iter(results)
         for number, doc in batch:
             yield (number, doc, *next(found)) if doc is not None else (number, None, b"", None)
@@ -204,9 +215,19 @@ def _prepared(sources: list[Source], stats: list[SourceStats], text_field: str, 
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard_bytes: int = DEFAULT_SHARD_BYTES,
-                minhash: bool = False, force: bool = False, progress: Progress | None = None, follow_links: bool = True,
-                limits: ReadLimits = ReadLimits(), workers: int | None = None) -> BuildReport:
+def build_index(
+    paths: list[Path],
+    out: Path,
+    *,
+    text_field: str = "text",
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    minhash: bool = False,
+    force: bool = False,
+    progress: Progress | None = None,
+    follow_links: bool = True,
+    limits: ReadLimits = ReadLimits(),
+    workers: int | None = None,
+) -> BuildReport:
     """Index the documents of ``paths`` (files or folders) into the folder ``out``. ``force``
     replaces an existing corpus index there, never any other folder. Every file is read within
     ``limits``; an interrupt (Ctrl-C, or SIGTERM through the CLI) removes the unfinished folder.
@@ -274,7 +295,14 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
             "text_bytes": sum(s["bytes"] for s in writer.shards),
             "sources": [asdict(s) for s in stats_list],
             "shards": writer.shards,
-            "minhash": {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE, "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME} if minhash else None,
+            "minhash": {
+                "num_perm": MINHASH_PERM,
+                "shingle_words": MINHASH_SHINGLE,
+                "seed": MINHASH_SEED,
+                "scheme": MINHASH_SCHEME,
+            }
+            if minhash
+            else None,
             "text_field": text_field,
             "uncompared": dict(sorted(hidden_forms.items())),
             "built_with": f"verifier {__version__}",
@@ -291,5 +319,14 @@ def build_index(paths: list[Path], out: Path, *, text_field: str = "text", shard
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return BuildReport(out, manifest["corpus_sha256"], hashlib.sha256(body).hexdigest(), documents, manifest["text_bytes"],
-                       sum(s.bytes for s in stats_list), len(writer.shards), time.perf_counter() - started, stats_list)
+    return BuildReport(
+        out,
+        manifest["corpus_sha256"],
+        hashlib.sha256(body).hexdigest(),
+        documents,
+        manifest["text_bytes"],
+        sum(s.bytes for s in stats_list),
+        len(writer.shards),
+        time.perf_counter() - started,
+        stats_list,
+    )

@@ -24,7 +24,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 
 import numpy as np
@@ -34,14 +34,20 @@ from verifier.corpus.index import CorpusIndex
 
 BANDS = {"<1B": (0, 1e9), "1B-10T": (1e9, 1e13), ">10T": (1e13, math.inf)}
 Month = tuple[int, int]
-_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)
+}
 _YEAR = re.compile(r"^(\d{4})$")
 _YEAR_MONTH = re.compile(r"^(\d{4})[-/.](0?[1-9]|1[0-2])$")
 _ISO_DAY = re.compile(r"^(\d{4})[-/.](0?[1-9]|1[0-2])[-/.](\d{1,2})$")
 _DAY_FIRST = re.compile(r"^(\d{1,2})\.(\d{1,2})\.(\d{4})$")  # 04.07.2023: day, month, year (European)
 _SLASHED = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")  # 07/04/2023: month/day or day/month - only the year is sure
-_COMPACT = re.compile(r"^(\d{4})(0[1-9]|1[0-2])(\d{2})(?:\d{2}(?:\d{2}(?:\d{2})?)?)?$")  # 20230704, Wayback 20230704120000
-_WORDS = re.compile(r"^(?:[a-z]+,?\s+)?(?:(\d{1,2})\s+([a-z]+)\.?|([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?)\s+(\d{4})$")
+_COMPACT = re.compile(
+    r"^(\d{4})(0[1-9]|1[0-2])(\d{2})(?:\d{2}(?:\d{2}(?:\d{2})?)?)?$"
+)  # 20230704, Wayback 20230704120000
+_WORDS = re.compile(
+    r"^(?:[a-z]+,?\s+)?(?:(\d{1,2})\s+([a-z]+)\.?|([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?)\s+(\d{4})$"
+)
 _DUMP = re.compile(r"^CC-MAIN-(\d{4})-(\d{2})$")  # a Common Crawl dump: year and ISO week
 
 
@@ -62,7 +68,9 @@ def parse_date(value: str) -> tuple[Month, Month] | None:
             return (int(match.group(year)), 1), (int(match.group(year)), 12)
     for pattern, year, month in ((_YEAR_MONTH, 1, 2), (_ISO_DAY, 1, 2), (_COMPACT, 1, 2), (_DAY_FIRST, 3, 2)):
         if match := pattern.match(value):
-            return _month(int(match.group(year)), int(match.group(month))) if 1 <= int(match.group(month)) <= 12 else None
+            return (
+                _month(int(match.group(year)), int(match.group(month))) if 1 <= int(match.group(month)) <= 12 else None
+            )
     if match := _DUMP.match(value):
         year, week = int(match.group(1)), int(match.group(2))
         try:  # named by a week of its crawl, which runs about two weeks: from two weeks before to that week's end
@@ -78,14 +86,14 @@ def parse_date(value: str) -> tuple[Month, Month] | None:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
-        when = when.astimezone(timezone.utc) if when.tzinfo else when
+        when = when.astimezone(UTC) if when.tzinfo else when
         return _month(when.year, when.month)
     if re.match(r"^\d{4}-\d{2}-\d{2}[T ]\d", value):
         try:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        when = when.astimezone(timezone.utc) if when.tzinfo else when
+        when = when.astimezone(UTC) if when.tzinfo else when
         return _month(when.year, when.month)
     return None
 
@@ -191,8 +199,12 @@ class Composition:
         being known to be: one without a readable collection date (a publication date does not
         say when it was collected), or one whose date could mean a later month."""
         month = (int(declared[:4]), int(declared[5:7]))
-        return (len(self.collected.spans) < self.documents or self.collected.unreadable > 0 or self.collected.possibly_after(month)
-                or self.published.possibly_after(month))
+        return (
+            len(self.collected.spans) < self.documents
+            or self.collected.unreadable > 0
+            or self.collected.possibly_after(month)
+            or self.published.possibly_after(month)
+        )
 
     def bands(self) -> list[str]:
         """The size bands the token range overlaps (one band: the size band is established)."""
@@ -230,6 +242,18 @@ def composition(index: CorpusIndex) -> Composition:
     raw = sum(src.text_bytes for src in index.manifest.sources)
     # Tokens: at least one per 8 bytes of compared text (English runs about 4-5 bytes a token,
     # Chinese about 4), at most two per byte of the text as read (punctuation and markup included).
-    return Composition(index.manifest.documents, words, compared, compared // 8, 2 * raw,
-                       sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])), with_url, no_host,
-                       collected, published, no_url, no_url_docs, {k: dict(sorted(v.items())) for k, v in fields.items()})
+    return Composition(
+        index.manifest.documents,
+        words,
+        compared,
+        compared // 8,
+        2 * raw,
+        sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])),
+        with_url,
+        no_host,
+        collected,
+        published,
+        no_url,
+        no_url_docs,
+        {k: dict(sorted(v.items())) for k, v in fields.items()},
+    )

@@ -43,17 +43,32 @@ _LINE_HYPHEN = re.compile(r"-(?<=[^\W\d_]-)[ \t]*\r?\n[ \t]*(?=[^\W\d_A-Z])")
 MIN_TAGS = 3
 MIN_TABLE_LINES = 3
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
-_INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup "
-                    "tt u var wbr hi".split())
-_LINE_BOUNDARIES = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")  # where str.splitlines splits
+_INLINE = frozenset(
+    "a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike strong sub sup "
+    "tt u var wbr hi".split()
+)
+_LINE_BOUNDARIES = (
+    "\n",
+    "\r",
+    "\v",
+    "\f",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x85",
+    "\u2028",
+    "\u2029",
+)  # where str.splitlines splits
 _COMMENT_LINE = re.compile(r"^\s*(?:#|-DOCSTART-)")
 _RUNNING_NUMBER = re.compile(r"^\d+(?:[-.]\d+)?$")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _ESCAPE = re.compile(r"\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[ntr]")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{80,}={0,2}")
-_ENCODED = (("percent-encoded text", re.compile(r"(?:%[0-9A-Fa-f]{2}){4,}")),
-            ("backslash-escaped text", re.compile(r"(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}){4,}")),
-            ("base64-encoded text", _BASE64))
+_ENCODED = (
+    ("percent-encoded text", re.compile(r"(?:%[0-9A-Fa-f]{2}){4,}")),
+    ("backslash-escaped text", re.compile(r"(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}){4,}")),
+    ("base64-encoded text", _BASE64),
+)
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "GEORGIAN")
 
 
@@ -76,7 +91,7 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
 
-    def handle_starttag(self, tag: str, attrs) -> None:  # type: ignore[override]
+    def handle_starttag(self, tag: str, attrs) -> None:  # noqa: ANN001 - type: ignore[override]
         if tag not in _INLINE:
             self.parts.append(" ")
 
@@ -84,7 +99,7 @@ class _Text(HTMLParser):
         if tag not in _INLINE:
             self.parts.append(" ")
 
-    def handle_startendtag(self, tag: str, attrs) -> None:  # type: ignore[override]
+    def handle_startendtag(self, tag: str, attrs) -> None:  # noqa: ANN001 - type: ignore[override]
         if tag not in _INLINE:
             self.parts.append(" ")
 
@@ -215,7 +230,7 @@ def _base64(text: str) -> str | None:
 
 def _json_strings(text: str) -> str | None:
     stripped = text.strip()
-    if not stripped[:1] in ("{", "[") or len(stripped) < 2:
+    if stripped[:1] not in ("{", "[") or len(stripped) < 2:
         return None
     try:
         value = json.loads(stripped)
@@ -242,10 +257,19 @@ def _lookalikes() -> dict[str, str]:
 
     data = json.loads(files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8"))
     # Latin small capitals (ᴛʜᴇ) are letters' styles the confusables data lists only in part: by name.
-    table = {chr(cp): m.group(1).lower() for cp in range(0x80, 0x20000)
-             if (m := re.fullmatch(r"LATIN LETTER SMALL CAPITAL ([A-Z])", unicodedata.name(chr(cp), "")))}
+    table = {
+        chr(cp): m.group(1).lower()
+        for cp in range(0x80, 0x20000)
+        if (m := re.fullmatch(r"LATIN LETTER SMALL CAPITAL ([A-Z])", unicodedata.name(chr(cp), "")))
+    }
     for char, glyphs in data.items():
-        if len(char) != 1 or char.isascii() or not char.isalpha() or char in table or not unicodedata.name(char, "").startswith(_SCRIPTS):
+        if (
+            len(char) != 1
+            or char.isascii()
+            or not char.isalpha()
+            or char in table
+            or not unicodedata.name(char, "").startswith(_SCRIPTS)
+        ):
             continue
         latin = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalpha()]
         if latin:
@@ -268,11 +292,17 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     odd = {ch for ch in set(text) if not ch.isascii()}
     if not odd & table.keys() and not {_script(ch) for ch in odd if ch.isalpha()} - {None, "LATIN"}:
         return text, []
-    latin = {ch: ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii() for ch in odd}  # a look-alike, or Latin with marks
+    latin = {
+        ch: ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii() for ch in odd
+    }  # a look-alike, or Latin with marks
     word = re.compile(r"[^\W\d_]+")
     words = word.findall(text)
     counts = Counter(w for w in words if not w.isascii())
-    latin_words = len(words) - sum(counts.values()) + sum(k for w, k in counts.items() if all(ch.isascii() or latin[ch] for ch in w))
+    latin_words = (
+        len(words)
+        - sum(counts.values())
+        + sum(k for w, k in counts.items() if all(ch.isascii() or latin[ch] for ch in w))
+    )
     latin_text = latin_words >= 0.9 * len(words)
     # Look-alikes are read as Latin inside words holding Latin letters, and in a Latin text also in
     # words made of them only ("а" for "a", small capitals "ᴛʜᴇ").
@@ -311,9 +341,15 @@ def uncompared(text: str) -> str | None:
     turned or phonetic letters (upside-down text). None for ordinary text."""
     words = text.split()
     lengths = Counter(map(len, words))  # counted in C: the checks below look only at the tokens that can matter
-    if len(words) >= 10 and lengths[1] >= 0.6 * len(words) and sum(len(w) == 1 and w.isalpha() for w in words) >= 0.6 * len(words):
+    if (
+        len(words) >= 10
+        and lengths[1] >= 0.6 * len(words)
+        and sum(len(w) == 1 and w.isalpha() for w in words) >= 0.6 * len(words)
+    ):
         return "letters spaced apart"
-    if any(n >= 60 for n in lengths) and any(_UNSEGMENTED.search(w) for w in words if len(w) >= 60):  # a run of letters is inside one token
+    if any(n >= 60 for n in lengths) and any(
+        _UNSEGMENTED.search(w) for w in words if len(w) >= 60
+    ):  # a run of letters is inside one token
         return "words run together without spaces"
     if (turned := len(_TURNED.findall(text))) >= 4:  # letters counted only where turned ones are (a pass per character)
         letters = len(_LETTER.findall(text))

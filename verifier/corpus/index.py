@@ -89,7 +89,9 @@ class Manifest(_Strict):
     text_field: str
     uncompared: dict[str, int]  # corpus documents in forms no reading restores, by form
     built_with: str
-    shard_bytes: int | None = Field(None, ge=1 << 16)  # the build's shard size, so the files can rebuild the same shards
+    shard_bytes: int | None = Field(
+        None, ge=1 << 16
+    )  # the build's shard size, so the files can rebuild the same shards
 
 
 REQUIRED_FILES = ("text.bin", "sa.bin", "docs.bin", "meta.jsonl", "meta.idx")
@@ -110,11 +112,11 @@ class Shard:
         return np.searchsorted(self.starts, positions, side="right") - 1
 
     def meta_of(self, local: int) -> dict[str, Any]:
-        raw = bytes(self.meta[self.meta_offsets[local]:self.meta_offsets[local + 1]])
+        raw = bytes(self.meta[self.meta_offsets[local] : self.meta_offsets[local + 1]])
         return json.loads(raw)
 
     def words_of(self, local: int) -> str:
-        return bytes(self.text[self.starts[local]:self.starts[local + 1]]).rstrip(SEPARATOR).decode("utf-8").strip()
+        return bytes(self.text[self.starts[local] : self.starts[local + 1]]).rstrip(SEPARATOR).decode("utf-8").strip()
 
     def stream_bounds(self, position: int, reach: int) -> tuple[int, int]:
         """[begin, end) of the run of joined records (one corpus file's records in this shard)
@@ -155,7 +157,9 @@ def check_structure(shard: Shard, label: str, how: str) -> None:
     if how == "full":
         import pydivsufsort
 
-        expected = pydivsufsort.divsufsort(np.array(shard.text))  # a writable copy: the library refuses read-only memory
+        expected = pydivsufsort.divsufsort(
+            np.array(shard.text)
+        )  # a writable copy: the library refuses read-only memory
         if not np.array_equal(expected, sa):
             first = int(np.argmax(expected != sa))
             raise VerifierError(f"{label}/sa.bin: entry {first} is not the suffix array of the text (altered index)")
@@ -202,7 +206,7 @@ class CorpusIndex:
         return self.folder.name
 
     @classmethod
-    def open(cls, folder: str | Path, verify: bool = True, structure: str = "sampled") -> "CorpusIndex":
+    def open(cls, folder: str | Path, verify: bool = True, structure: str = "sampled") -> CorpusIndex:
         """Open and check an index folder: digests (``verify``) and structure (see the module)."""
         if structure not in STRUCTURE_CHECKS:
             raise ValueError(f"structure {structure!r}: one of {STRUCTURE_CHECKS}")
@@ -210,7 +214,9 @@ class CorpusIndex:
         label = folder.name
         path = folder / "manifest.json"
         if not path.is_file():
-            raise VerifierError(f"{label}: not a corpus index (no manifest.json; build one with 'verifier corpus build')")
+            raise VerifierError(
+                f"{label}: not a corpus index (no manifest.json; build one with 'verifier corpus build')"
+            )
         if path.stat().st_size > MAX_MANIFEST:
             raise VerifierError(f"{label}/manifest.json: larger than {MAX_MANIFEST >> 20} MiB")
         body = path.read_bytes()
@@ -222,23 +228,39 @@ class CorpusIndex:
             raise VerifierError(f"{label}/manifest.json: {first_validation_error(exc)}") from None
         if manifest.format != FORMAT:
             raise VerifierError(f"{label}/manifest.json: format {manifest.format!r}; this verifier reads {FORMAT!r}")
-        if manifest.minhash is not None and manifest.minhash != {"num_perm": MINHASH_PERM, "shingle_words": MINHASH_SHINGLE,
-                                                                 "seed": MINHASH_SEED, "scheme": MINHASH_SCHEME}:
-            raise VerifierError(f"{label}/manifest.json: minhash {manifest.minhash}: not the signatures this verifier computes")
+        if manifest.minhash is not None and manifest.minhash != {
+            "num_perm": MINHASH_PERM,
+            "shingle_words": MINHASH_SHINGLE,
+            "seed": MINHASH_SEED,
+            "scheme": MINHASH_SCHEME,
+        }:
+            raise VerifierError(
+                f"{label}/manifest.json: minhash {manifest.minhash}: not the signatures this verifier computes"
+            )
         if manifest.normalisation != NORMALISATION:
-            raise VerifierError(f"{label}/manifest.json: normalisation {manifest.normalisation!r}; this verifier compares in {NORMALISATION!r}")
+            raise VerifierError(
+                f"{label}/manifest.json: normalisation {manifest.normalisation!r}; this verifier compares in "
+                f"{NORMALISATION!r}"
+            )
         if sum(src.documents for src in manifest.sources) != manifest.documents:
-            raise VerifierError(f"{label}/manifest.json: the sources list {sum(src.documents for src in manifest.sources)} documents, "
-                                f"the index {manifest.documents} (altered manifest)")
+            raise VerifierError(
+                f"{label}/manifest.json: the sources list {sum(src.documents for src in manifest.sources)} documents, "
+                f"the index {manifest.documents} (altered manifest)"
+            )
         if corpus_digest([src.sha256 for src in manifest.sources]) != manifest.corpus_sha256:
-            raise VerifierError(f"{label}/manifest.json: corpus_sha256 is not the digest of the listed source files (altered manifest)")
+            raise VerifierError(
+                f"{label}/manifest.json: corpus_sha256 is not the digest of the listed source files (altered manifest)"
+            )
         shards = [cls._open_shard(folder, entry, manifest, verify) for entry in manifest.shards]
         for shard in shards:
             check_structure(shard, f"{label}/{shard.entry.name}", structure)
         expected_first = 0
         for shard in shards:
             if shard.entry.first_document != expected_first:
-                raise VerifierError(f"{label}/manifest.json: shards: {shard.entry.name} starts at document {shard.entry.first_document}, expected {expected_first}")
+                raise VerifierError(
+                    f"{label}/manifest.json: shards: {shard.entry.name} starts at document "
+                    f"{shard.entry.first_document}, expected {expected_first}"
+                )
             expected_first += shard.entry.documents
         if expected_first != manifest.documents or sum(s.entry.bytes for s in shards) != manifest.text_bytes:
             raise VerifierError(f"{label}/manifest.json: documents or text_bytes disagree with the shards")
@@ -250,30 +272,55 @@ class CorpusIndex:
         label = f"{folder.name}/{entry.name}"
         names = set(REQUIRED_FILES) | ({"minhash.bin"} if manifest.minhash else set())
         if set(entry.files) != names:
-            raise VerifierError(f"{folder.name}/manifest.json: {entry.name}: files {sorted(entry.files)}, expected {sorted(names)}")
+            raise VerifierError(
+                f"{folder.name}/manifest.json: {entry.name}: files {sorted(entry.files)}, expected {sorted(names)}"
+            )
         itemsize = 4 if entry.sa_dtype == "int32" else 8
         perm = MINHASH_PERM
-        sizes = {"text.bin": entry.bytes, "sa.bin": entry.bytes * itemsize, "docs.bin": (entry.documents + 1) * 8,
-                 "meta.idx": (entry.documents + 1) * 8, "minhash.bin": entry.documents * perm * 8}
+        sizes = {
+            "text.bin": entry.bytes,
+            "sa.bin": entry.bytes * itemsize,
+            "docs.bin": (entry.documents + 1) * 8,
+            "meta.idx": (entry.documents + 1) * 8,
+            "minhash.bin": entry.documents * perm * 8,
+        }
         for name in sorted(names):
             path = where / name
             if not path.is_file() or path.is_symlink():
                 raise VerifierError(f"{label}/{name}: missing (corrupt or incomplete index)")
             if name in sizes and path.stat().st_size != sizes[name]:
-                raise VerifierError(f"{label}/{name}: {path.stat().st_size} bytes, the manifest implies {sizes[name]} (truncated or corrupt index)")
+                raise VerifierError(
+                    f"{label}/{name}: {path.stat().st_size} bytes, the manifest implies {sizes[name]} (truncated or "
+                    "corrupt index)"
+                )
             if verify and file_sha256(path) != entry.files[name]:
                 raise VerifierError(f"{label}/{name}: SHA-256 differs from the manifest (corrupt or altered index)")
         starts = np.fromfile(where / "docs.bin", dtype=np.int64)
         offsets = np.fromfile(where / "meta.idx", dtype=np.int64)
         meta_size = (where / "meta.jsonl").stat().st_size
-        if starts[0] != 0 or starts[-1] != entry.bytes or np.any(np.diff(starts) <= 0) \
-                or offsets[0] != 0 or offsets[-1] != meta_size or np.any(np.diff(offsets) <= 0):
+        if (
+            starts[0] != 0
+            or starts[-1] != entry.bytes
+            or np.any(np.diff(starts) <= 0)
+            or offsets[0] != 0
+            or offsets[-1] != meta_size
+            or np.any(np.diff(offsets) <= 0)
+        ):
             raise VerifierError(f"{label}: document boundaries are inconsistent (corrupt index)")
         maps = {name: _map(where / name) for name in names}
-        minhash = np.frombuffer(maps["minhash.bin"], np.uint64).reshape(entry.documents, perm) if manifest.minhash else None
-        return Shard(entry, np.frombuffer(maps["text.bin"], np.uint8), np.frombuffer(maps["sa.bin"], np.dtype(entry.sa_dtype)), starts,
-                     offsets, np.frombuffer(maps["meta.jsonl"], np.uint8), minhash,
-                     (maps["text.bin"], memoryview(maps["sa.bin"]).cast("i" if entry.sa_dtype == "int32" else "q")))
+        minhash = (
+            np.frombuffer(maps["minhash.bin"], np.uint64).reshape(entry.documents, perm) if manifest.minhash else None
+        )
+        return Shard(
+            entry,
+            np.frombuffer(maps["text.bin"], np.uint8),
+            np.frombuffer(maps["sa.bin"], np.dtype(entry.sa_dtype)),
+            starts,
+            offsets,
+            np.frombuffer(maps["meta.jsonl"], np.uint8),
+            minhash,
+            (maps["text.bin"], memoryview(maps["sa.bin"]).cast("i" if entry.sa_dtype == "int32" else "q")),
+        )
 
     def check_text(self, inputs: list[Path], *, text_field: str | None = None) -> None:
         """Rebuild the index from the corpus files ``inputs`` and compare every shard's text,
@@ -281,22 +328,32 @@ class CorpusIndex:
         declares. Raises ``VerifierError`` naming the first difference."""
         import tempfile
 
-
         shard_bytes = self.manifest.shard_bytes or DEFAULT_SHARD_BYTES
         with tempfile.TemporaryDirectory(prefix="verifier-check-") as tmp:
-            rebuilt = build_index(inputs, Path(tmp) / "index", text_field=text_field or self.manifest.text_field,
-                                  shard_bytes=shard_bytes, minhash=self.manifest.minhash is not None)
+            rebuilt = build_index(
+                inputs,
+                Path(tmp) / "index",
+                text_field=text_field or self.manifest.text_field,
+                shard_bytes=shard_bytes,
+                minhash=self.manifest.minhash is not None,
+            )
             again = json.loads((rebuilt.folder / "manifest.json").read_bytes())
         if again["corpus_sha256"] != self.corpus_sha256:
-            raise VerifierError(f"{self.name}: the corpus files' digest {again['corpus_sha256'][:16]}... is not the index's "
-                                f"{self.corpus_sha256[:16]}... (other files, or another order)")
+            raise VerifierError(
+                f"{self.name}: the corpus files' digest {again['corpus_sha256'][:16]}... is not the index's "
+                f"{self.corpus_sha256[:16]}... (other files, or another order)"
+            )
         if len(again["shards"]) != len(self.shards):
-            raise VerifierError(f"{self.name}: the files make {len(again['shards'])} shard(s), the index has {len(self.shards)}")
+            raise VerifierError(
+                f"{self.name}: the files make {len(again['shards'])} shard(s), the index has {len(self.shards)}"
+            )
         for mine, theirs in zip(self.shards, again["shards"]):
             for name, digest in sorted(theirs["files"].items()):
                 if mine.entry.files.get(name) != digest:
-                    raise VerifierError(f"{self.name}/{mine.entry.name}/{name}: differs from the one the corpus files make "
-                                        "(the index does not hold the declared corpus as verifier builds it)")
+                    raise VerifierError(
+                        f"{self.name}/{mine.entry.name}/{name}: differs from the one the corpus files make "
+                        "(the index does not hold the declared corpus as verifier builds it)"
+                    )
 
     # -- queries -----------------------------------------------------------------------------
     def count_frames(self, frames: list[bytes]) -> np.ndarray:
@@ -322,10 +379,10 @@ class CorpusIndex:
             if not n:
                 continue
             exact &= n <= MAX_OCCURRENCES
-            positions = np.sort(np.asarray(shard.sa[lo[0]:lo[0] + min(n, MAX_OCCURRENCES)]).astype(np.int64))
+            positions = np.sort(np.asarray(shard.sa[lo[0] : lo[0] + min(n, MAX_OCCURRENCES)]).astype(np.int64))
             docs, first = np.unique(shard.document_of(positions), return_index=True)
             total_docs += docs.size
-            for local, pos in zip(docs[:max(limit - len(hits), 0)], positions[first]):
+            for local, pos in zip(docs[: max(limit - len(hits), 0)], positions[first]):
                 hits.append(self._hit(shard, int(local), int(pos), len(frame)))
         return Found(count, hits, total_docs, exact)
 
@@ -337,7 +394,7 @@ class CorpusIndex:
         if sum(int(hi[0] - lo[0]) for _, (lo, hi) in ranges) > cap:
             return []
         for shard, (lo, hi) in ranges:
-            positions = np.asarray(shard.sa[lo[0]:hi[0]]).astype(np.int64)
+            positions = np.asarray(shard.sa[lo[0] : hi[0]]).astype(np.int64)
             local = shard.document_of(positions)
             found += [(shard.entry.first_document + int(d), int(p - shard.starts[d])) for d, p in zip(local, positions)]
         return found
@@ -381,11 +438,17 @@ class CorpusIndex:
         if not tokens:
             return []
         size = len(words.encode("utf-8"))
-        starts = sorted({round(i * (len(tokens) - PROBE_WORDS) / max(PROBES - 1, 1)) for i in range(PROBES)}) if len(tokens) > PROBE_WORDS else [0]
-        grams = [f" {' '.join(tokens[i:i + PROBE_WORDS])} ".encode("utf-8") for i in starts]
+        starts = (
+            sorted({round(i * (len(tokens) - PROBE_WORDS) / max(PROBES - 1, 1)) for i in range(PROBES)})
+            if len(tokens) > PROBE_WORDS
+            else [0]
+        )
+        grams = [f" {' '.join(tokens[i : i + PROBE_WORDS])} ".encode() for i in starts]
         distinct = sorted(set(tokens))
-        counts = self.count_frames([f" {w} ".encode("utf-8") for w in distinct])
-        rare = [f" {w} ".encode("utf-8") for c, w in sorted(zip(counts.tolist(), distinct)) if 0 < c <= PROBE_OCCURRENCES][:PROBES]
+        counts = self.count_frames([f" {w} ".encode() for w in distinct])
+        rare = [f" {w} ".encode() for c, w in sorted(zip(counts.tolist(), distinct)) if 0 < c <= PROBE_OCCURRENCES][
+            :PROBES
+        ]
         # Probes are counted by place in the corpus, not by document: a copy split over short
         # joined records (a few words each, other records between them) is one place.
         width = max(size, 64)
@@ -404,7 +467,9 @@ class CorpusIndex:
                 hits.update(buckets)
             place = Counter({key: hits[key] + hits[(key[0], key[1] + 1)] for key in hits})  # a window of two buckets
             needed = 2 if len(probes) > 2 else 1
-            chosen += [k for k in sorted(place, key=lambda k: (-place[k], k)) if place[k] >= needed and k not in chosen][:NEAR_CANDIDATES]
+            chosen += [
+                k for k in sorted(place, key=lambda k: (-place[k], k)) if place[k] >= needed and k not in chosen
+            ][:NEAR_CANDIDATES]
         for document in self._lsh_neighbours(words, threshold)[:NEAR_CANDIDATES]:
             shard_no, shard = self._shard_of(document)
             at = int(shard.starts[document - shard.entry.first_document])
@@ -429,12 +494,22 @@ class CorpusIndex:
             if common / len(tokens) >= threshold and document not in seen_documents:
                 seen_documents.add(document)
                 closeness = fuzz.partial_ratio(tokens, windows[best]) / 100
-                found_docs.append((self._hit(shard, local, int(shard.starts[local]), 0), round(common / len(tokens), 4), round(closeness, 4)))
+                found_docs.append(
+                    (
+                        self._hit(shard, local, int(shard.starts[local]), 0),
+                        round(common / len(tokens), 4),
+                        round(closeness, 4),
+                    )
+                )
         found_docs.sort(key=lambda item: (-item[1], item[0].document))
         return found_docs[:limit]
 
     def _shard_of(self, document: int) -> tuple[int, Shard]:
-        return next((i, s) for i, s in enumerate(self.shards) if s.entry.first_document <= document < s.entry.first_document + s.entry.documents)
+        return next(
+            (i, s)
+            for i, s in enumerate(self.shards)
+            if s.entry.first_document <= document < s.entry.first_document + s.entry.documents
+        )
 
     @staticmethod
     def _window(shard: Shard, anchor: int, size: int) -> str:
@@ -442,7 +517,9 @@ class CorpusIndex:
         run of joined records holding it: an edited copy split over neighbouring records is
         compared whole."""
         begin, end = shard.stream_bounds(anchor, 2 * size)
-        return bytes(shard.text[max(begin, anchor - size):min(end, anchor + 2 * size)]).decode("utf-8", errors="ignore")
+        return bytes(shard.text[max(begin, anchor - size) : min(end, anchor + 2 * size)]).decode(
+            "utf-8", errors="ignore"
+        )
 
     def _lsh_neighbours(self, words: str, threshold: float) -> list[int]:
         """Documents whose MinHash signatures the LSH puts near ``words`` (none without signatures)."""
@@ -456,7 +533,12 @@ class CorpusIndex:
             with lsh.insertion_session() as session:
                 for shard in self.shards:
                     for local, row in enumerate(np.asarray(shard.minhash)):
-                        session.insert(shard.entry.first_document + local, LeanMinHash(seed=MINHASH_SEED, hashvalues=row, scheme=MINHASH_SCHEME))
+                        session.insert(
+                            shard.entry.first_document + local,
+                            LeanMinHash(seed=MINHASH_SEED, hashvalues=row, scheme=MINHASH_SCHEME),
+                        )
             self._lsh[threshold] = lsh
-        query = LeanMinHash(seed=MINHASH_SEED, hashvalues=minhash_signature(f" {words} ".encode("utf-8")), scheme=MINHASH_SCHEME)
+        query = LeanMinHash(
+            seed=MINHASH_SEED, hashvalues=minhash_signature(f" {words} ".encode()), scheme=MINHASH_SCHEME
+        )
         return sorted(lsh.query(query))

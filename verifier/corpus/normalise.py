@@ -28,11 +28,33 @@ NORMALISATION = f"nfkc-casefold-alnum-noignorable-cjkchar/3+{FORMS_VERSION}"
 # points): deleted, since inside a word they would otherwise split it. Marks that are letters of
 # their script (Thai and Indic vowel signs: ไม่ "not" and ไม้ "wood" differ only by one) are kept
 # as part of their word.
-_DECORATIVE = ((0x0300, 0x036F), (0x0483, 0x0489), (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670),
-               (0x06D6, 0x06ED), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF), (0xFE20, 0xFE2F))
+_DECORATIVE = (
+    (0x0300, 0x036F),
+    (0x0483, 0x0489),
+    (0x0591, 0x05C7),
+    (0x0610, 0x061A),
+    (0x064B, 0x065F),
+    (0x0670, 0x0670),
+    (0x06D6, 0x06ED),
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0xFE20, 0xFE2F),
+)
 # Default-ignorable code points besides the format characters: invisible in running text.
-_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
-              (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_IGNORABLE = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
 _PLANES = [*range(0x20000), *range(0xE0000, 0xE1000)]  # every mark and format character lies in these
 _SIMPLE_NOT_WORD = re.compile(r"[\W_]+")
 
@@ -66,10 +88,16 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.P
     are character n-grams). Regex classes rather than ``str.translate``: they scan 4x faster."""
     deleted = _invisible()
     marks = _class([cp for cp in _PLANES if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me") and cp not in deleted])
-    unspaced = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
-                "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f")
-    return (re.compile(f"[{_class(sorted(deleted))}]+"), re.compile(f"[{marks}]"),
-            re.compile(f"(?:[^\\w{marks}]|_)+"), re.compile(f"([{unspaced}][{marks}]*)"))
+    unspaced = (
+        "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf"
+        "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+    )
+    return (
+        re.compile(f"[{_class(sorted(deleted))}]+"),
+        re.compile(f"[{marks}]"),
+        re.compile(f"(?:[^\\w{marks}]|_)+"),
+        re.compile(f"([{unspaced}][{marks}]*)"),
+    )
 
 
 # ASCII text (most of any English corpus) takes a byte-table path with the same result: NFKC
@@ -98,7 +126,7 @@ def normalise_unicode(text: str) -> str:
 def framed(text: str) -> bytes:
     """``normalise(text)`` as the index stores a document: UTF-8 with a space at both ends."""
     norm = normalise(text)
-    return f" {norm} ".encode("utf-8") if norm else b""
+    return f" {norm} ".encode() if norm else b""
 
 
 def word_starts(frame: bytes) -> np.ndarray:

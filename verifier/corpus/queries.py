@@ -52,7 +52,9 @@ class Lookup:
     longest_chars: int | None
     fifty_char: bool | None
     spans: list[Span]
-    near_duplicates: list[tuple[Hit, float, float]] | None  # (document, containment, closeness): CorpusIndex.near_duplicates
+    near_duplicates: (
+        list[tuple[Hit, float, float]] | None
+    )  # (document, containment, closeness): CorpusIndex.near_duplicates
     form: str = "plain"
     unread: tuple[str, ...] = ()
     # Source-wide shared text (boilerplate): words inside verbatim spans that many corpus
@@ -98,9 +100,18 @@ def find(index: CorpusIndex, text: str, limit: int = 10) -> Found:
     return index.find_frame(frame, limit) if frame else Found(0)
 
 
-def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_words: int = 8, spans: int = 10,
-           span_documents: int = 3, characters: bool = False, near_duplicates: float | None = None,
-           shared_documents: int | None = None) -> list[Lookup]:
+def lookup(
+    index: CorpusIndex,
+    texts: list[str],
+    *,
+    ngram: int = 13,
+    min_span_words: int = 8,
+    spans: int = 10,
+    span_documents: int = 3,
+    characters: bool = False,
+    near_duplicates: float | None = None,
+    shared_documents: int | None = None,
+) -> list[Lookup]:
     """Matching statistics of each text against the corpus, summarised (see the module doc).
 
     Texts are read in their form first (``forms.read_form``: markup, token-per-line, JSON), as
@@ -121,8 +132,11 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
     # reported in two parts; whole-text presence is one count of the whole text.
     readings = [read_form(t) for t in texts]
     norms = [normalise(r.text).split() for r in readings]
-    pieces = [(i, first, f" {' '.join(words[first:first + CHUNK_WORDS])} ".encode("utf-8") if words else b"")
-              for i, words in enumerate(norms) for first in _piece_starts(len(words))]
+    pieces = [
+        (i, first, f" {' '.join(words[first : first + CHUNK_WORDS])} ".encode() if words else b"")
+        for i, words in enumerate(norms)
+        for first in _piece_starts(len(words))
+    ]
     frames = [frame for _, _, frame in pieces]
     offsets = np.cumsum([0] + [len(f) + 1 for f in frames])[:-1]
     buffer = np.frombuffer(bytes([DOC_SEPARATOR]).join(frames) + bytes([DOC_SEPARATOR]), dtype=np.uint8)
@@ -131,24 +145,26 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         """Per piece, its start positions and the longest corpus match from each."""
         starts = [starts_of(f) for f in frames]
         positions = np.concatenate([s + o for s, o in zip(starts, offsets)] or [np.zeros(0, np.int64)])
-        ends = np.concatenate([np.full(s.size, o + len(f)) for s, f, o in zip(starts, frames, offsets)] or [np.zeros(0, np.int64)])
+        ends = np.concatenate(
+            [np.full(s.size, o + len(f)) for s, f, o in zip(starts, frames, offsets)] or [np.zeros(0, np.int64)]
+        )
         lengths = index.matching(buffer, positions, ends)
         cut = np.cumsum([0] + [s.size for s in starts])
-        return starts, [lengths[cut[i]:cut[i + 1]] for i in range(len(frames))]
+        return starts, [lengths[cut[i] : cut[i + 1]] for i in range(len(frames))]
 
     word_pos, word_len = longest_matches(word_starts)
     covered = [np.zeros(len(words), dtype=np.int64) for words in norms]
     for (i, first, frame), pos, length in zip(pieces, word_pos, word_len):
         part = _words_covered(frame, pos, length)
-        covered[i][first:first + part.size] = np.maximum(covered[i][first:first + part.size], part)
+        covered[i][first : first + part.size] = np.maximum(covered[i][first : first + part.size], part)
     shared = [np.zeros(len(words), dtype=bool) for words in norms]
     shared_spans: list[list[Span]] = [[] for _ in norms]
     if shared_documents is not None:
         for i, words in enumerate(norms):
             for first, k in maximal_spans(covered[i], min(ngram, min_span_words)):
-                found = index.find_frame(f" {' '.join(words[first:first + k])} ".encode("utf-8"), span_documents)
+                found = index.find_frame(f" {' '.join(words[first : first + k])} ".encode(), span_documents)
                 if found.documents_total >= shared_documents:
-                    shared[i][first:first + k] = True
+                    shared[i][first : first + k] = True
                     shared_spans[i].append(Span(0, 0, k, found.count, found.documents, first))
     char_best: list[int | None] = [None] * len(texts)
     if characters:
@@ -157,34 +173,53 @@ def lookup(index: CorpusIndex, texts: list[str], *, ngram: int = 13, min_span_wo
         for (i, first, frame), pos, length in zip(pieces, char_pos, char_len):
             if frame:
                 if shared[i].any():  # only the part of a match before the next shared text counts
-                    pos, length = _outside_shared(frame, shared[i][first:first + len(word_starts(frame))], pos, length)
+                    pos, length = _outside_shared(
+                        frame, shared[i][first : first + len(word_starts(frame))], pos, length
+                    )
                 char_best[i] = max(char_best[i] or 0, _longest_chars(frame, pos, length))
-    whole = [bool(words) and bool(covered[i][0] == len(words) if len(words) <= CHUNK_WORDS
-                                  else index.count_frames([f" {' '.join(words)} ".encode("utf-8")])[0] > 0)
-             for i, words in enumerate(norms)]
+    whole = [
+        bool(words)
+        and bool(
+            covered[i][0] == len(words)
+            if len(words) <= CHUNK_WORDS
+            else index.count_frames([f" {' '.join(words)} ".encode()])[0] > 0
+        )
+        for i, words in enumerate(norms)
+    ]
     own_words = [[w for w, s_ in zip(words, mask) if not s_] for words, mask in zip(norms, shared)]
-    near = [None if near_duplicates is None else index.near_duplicates(" ".join(own), near_duplicates) if own else []
-            for own in own_words]
-    results = [summarise(" ".join(words), c, ngram, min_span_words, spans, cb, nd, w, mask)
-               for words, c, cb, nd, w, mask in zip(norms, covered, char_best, near, whole, shared)]
-    results = [replace(r, form=reading.form, unread=reading.unread, shared_spans=_placed(r.text, found))
-               for r, reading, found in zip(results, readings, shared_spans)]
+    near = [
+        None if near_duplicates is None else index.near_duplicates(" ".join(own), near_duplicates) if own else []
+        for own in own_words
+    ]
+    results = [
+        summarise(" ".join(words), c, ngram, min_span_words, spans, cb, nd, w, mask)
+        for words, c, cb, nd, w, mask in zip(norms, covered, char_best, near, whole, shared)
+    ]
+    results = [
+        replace(r, form=reading.form, unread=reading.unread, shared_spans=_placed(r.text, found))
+        for r, reading, found in zip(results, readings, shared_spans)
+    ]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]
     if wanted:
-        frames_of = [f" {' '.join(results[i].text.split()[span.start_word:span.start_word + span.words])} ".encode("utf-8") for i, span in wanted]
+        frames_of = [
+            f" {' '.join(results[i].text.split()[span.start_word : span.start_word + span.words])} ".encode()
+            for i, span in wanted
+        ]
         for (i, span), found in zip(wanted, (index.find_frame(f, span_documents) for f in frames_of)):
             results[i].spans[results[i].spans.index(span)] = replace(span, count=found.count, documents=found.documents)
     return results
 
 
-def _outside_shared(frame: bytes, shared_words: np.ndarray, positions: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _outside_shared(
+    frame: bytes, shared_words: np.ndarray, positions: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Matches starting outside shared text, each cut where the next shared word begins: a match
     that runs from a document's own last letters into a credit line counts only for its own part."""
     starts = word_starts(frame)
     ends = np.append(starts[1:], len(frame) - 1)
     shared_byte = np.zeros(len(frame) + 1, dtype=bool)
     for lo, hi in zip(starts[shared_words], ends[shared_words]):
-        shared_byte[lo:hi + 1] = True
+        shared_byte[lo : hi + 1] = True
     shared_byte[-1] = True
     next_shared = np.minimum.accumulate(np.where(shared_byte, np.arange(len(frame) + 1), len(frame))[::-1])[::-1]
     own = ~shared_byte[positions]
@@ -228,9 +263,17 @@ def covered_from_spans(words: int, spans: list[tuple[int, int]]) -> np.ndarray:
     return covered
 
 
-def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, spans: int,
-              longest_chars: int | None, near: list[tuple[Hit, float]] | None, verbatim: bool | None = None,
-              shared: np.ndarray | None = None) -> Lookup:
+def summarise(
+    norm: str,
+    covered: np.ndarray,
+    ngram: int,
+    min_span_words: int,
+    spans: int,
+    longest_chars: int | None,
+    near: list[tuple[Hit, float]] | None,
+    verbatim: bool | None = None,
+    shared: np.ndarray | None = None,
+) -> Lookup:
     """A document's lookup, from its compared form and the longest match at each word: n-grams
     found, verbatim (unless given), spans (their counts and documents are filled by the caller),
     and, with ``shared`` (per word: inside source-wide shared text), the document's own n-grams
@@ -257,11 +300,29 @@ def summarise(norm: str, covered: np.ndarray, ngram: int, min_span_words: int, s
         np.add.at(marks, starts + n, -1)
         inside = np.cumsum(marks[:-1]) > 0
     own = np.ones(n_words, dtype=bool) if shared is None else ~shared
-    runs = np.diff(np.flatnonzero(np.diff(np.concatenate([[0], (~own).astype(np.int8), [0]]))))[::2] if not own.all() else np.zeros(0)
-    return Lookup(norm, n_words, n, ngrams, found, whole, int(covered.max(initial=0)),
-                  longest_chars, None if longest_chars is None else longest_chars >= FIFTY, span_list, near,
-                  shared_words=int(n_words - own.sum()), content_ngrams=content_ngrams, content_found=content_found,
-                  covered_words=int(np.count_nonzero(inside & own)), longest_shared=int(runs.max(initial=0)))
+    runs = (
+        np.diff(np.flatnonzero(np.diff(np.concatenate([[0], (~own).astype(np.int8), [0]]))))[::2]
+        if not own.all()
+        else np.zeros(0)
+    )
+    return Lookup(
+        norm,
+        n_words,
+        n,
+        ngrams,
+        found,
+        whole,
+        int(covered.max(initial=0)),
+        longest_chars,
+        None if longest_chars is None else longest_chars >= FIFTY,
+        span_list,
+        near,
+        shared_words=int(n_words - own.sum()),
+        content_ngrams=content_ngrams,
+        content_found=content_found,
+        covered_words=int(np.count_nonzero(inside & own)),
+        longest_shared=int(runs.max(initial=0)),
+    )
 
 
 def _words_covered(frame: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -28,9 +28,9 @@ class Prefixes(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self.sa)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):  # noqa: ANN001, ANN204 - type: ignore[override]
         start = self.sa[i]
-        return self.text[start:start + self.width]
+        return self.text[start : start + self.width]
 
 
 def windows(text: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
@@ -81,8 +81,9 @@ def bound(text: np.ndarray, sa: np.ndarray, queries: np.ndarray, lengths: np.nda
     return lo
 
 
-def count_range(text: np.ndarray, sa: np.ndarray, queries: list[bytes],
-                scalar: tuple[bytes | memoryview, memoryview] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def count_range(
+    text: np.ndarray, sa: np.ndarray, queries: list[bytes], scalar: tuple[bytes | memoryview, memoryview] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Suffix-array ranges [lo, hi) of each query's occurrences. Given ``scalar`` (the text as a
     buffer and the suffix array as an int memoryview), a few queries are bisected one by one."""
     lo = np.empty(len(queries), dtype=np.int64)
@@ -93,14 +94,15 @@ def count_range(text: np.ndarray, sa: np.ndarray, queries: list[bytes],
             lo[i], hi[i] = bisect_left(prefixes, query), bisect_right(prefixes, query)
         return lo, hi
     for start in range(0, len(queries), ROWS_PER_BLOCK):
-        matrix, lengths = pack(queries[start:start + ROWS_PER_BLOCK])
-        lo[start:start + len(lengths)] = bound(text, sa, matrix, lengths, upper=False)
-        hi[start:start + len(lengths)] = bound(text, sa, matrix, lengths, upper=True)
+        matrix, lengths = pack(queries[start : start + ROWS_PER_BLOCK])
+        lo[start : start + len(lengths)] = bound(text, sa, matrix, lengths, upper=False)
+        hi[start : start + len(lengths)] = bound(text, sa, matrix, lengths, upper=True)
     return lo, hi
 
 
-def matching_lengths(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positions: np.ndarray,
-                     ends: np.ndarray) -> np.ndarray:
+def matching_lengths(
+    text: np.ndarray, sa: np.ndarray, query: np.ndarray, positions: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
     """Per position p: the length of the longest prefix of ``query[p:end]`` that occurs in the
     shard (the matching statistics of the query).
 
@@ -130,19 +132,29 @@ def matching_lengths(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positi
             first_whole = {}
             for row in whole:
                 first_whole.setdefault(int(ends[row]), int(positions[row]))
-            settled = np.array([positions[r] > first_whole.get(int(ends[r]), np.iinfo(np.int64).max) for r in todo], dtype=bool)
+            settled = np.array(
+                [positions[r] > first_whole.get(int(ends[r]), np.iinfo(np.int64).max) for r in todo], dtype=bool
+            )
             best[todo[settled]] = remaining[todo[settled]]
             todo = todo[~settled]
     return best
 
 
-def _search_rows(text: np.ndarray, sa: np.ndarray, query: np.ndarray, positions: np.ndarray, remaining: np.ndarray,
-                 best: np.ndarray, rows_all: np.ndarray, width: int) -> None:
+def _search_rows(
+    text: np.ndarray,
+    sa: np.ndarray,
+    query: np.ndarray,
+    positions: np.ndarray,
+    remaining: np.ndarray,
+    best: np.ndarray,
+    rows_all: np.ndarray,
+    width: int,
+) -> None:
     """Longest match of the first ``width`` bytes from each row's position; raises ``best``."""
     n = sa.shape[0]
     block = max(1, min(ROWS_PER_BLOCK, (1 << 22) // max(width, 1)))  # at most ~4M window bytes in memory at once
     for start in range(0, rows_all.size, block):
-        rows = rows_all[start:start + block]
+        rows = rows_all[start : start + block]
         lengths = np.minimum(remaining[rows], width)
         w = max(int(lengths.max()), 1)
         q = windows(query, positions[rows], w)

@@ -42,7 +42,9 @@ class Limits:
     header_timeout_s: float = 5.0  # from connecting to the end of the request's headers
     body_timeout_s: float = 10.0  # to send the whole body
     max_body: int = MAX_BODY
-    connections: int = 1024  # open connections (idle ones cost a socket, not a thread); beyond them new requests get 503
+    connections: int = (
+        1024  # open connections (idle ones cost a socket, not a thread); beyond them new requests get 503
+    )
     per_client: int = 32  # open connections from one address; beyond them new ones are closed at once
     workers: int = 2  # queries computed at once (CPU-bound; one per core)
     waiting: int = 64  # queries queued for a worker; beyond them 503
@@ -65,9 +67,12 @@ def answer(index: CorpusIndex, name: str, payload: Any) -> tuple[int, dict[str, 
         result = wire.CountAnswer(count=queries.count(index, query))
     elif request.query_type == "search_docs":
         found = index.find_frame(framed(query), request.maxnum) if framed(query) else None
-        result = wire.SearchAnswer(cnt=found.count if found else 0, approx=not (found.documents_exact if found else True),
-                                   documents_total=found.documents_total if found else 0,
-                                   documents=[wire.Document.of(h) for h in (found.documents if found else [])])
+        result = wire.SearchAnswer(
+            cnt=found.count if found else 0,
+            approx=not (found.documents_exact if found else True),
+            documents_total=found.documents_total if found else 0,
+            documents=[wire.Document.of(h) for h in (found.documents if found else [])],
+        )
     else:
         result = wire.AttributionAnswer(spans=attribution(index, query, request.min_len, request.max_cnt))
     return 200, result.model_dump() | {"latency": round((time.perf_counter() - started) * 1000, 3)}
@@ -76,10 +81,19 @@ def answer(index: CorpusIndex, name: str, payload: Any) -> tuple[int, dict[str, 
 def attribution(index: CorpusIndex, text: str, min_words: int, documents: int) -> list[wire.Span]:
     """Every maximal span of at least ``min_words`` words, as word offsets [l, r) of the compared
     text, with its corpus count and up to ``documents`` documents."""
-    found = queries.lookup(index, [text], ngram=min_words, min_span_words=min_words, spans=10**6, span_documents=documents)[0]
-    return [wire.Span(l=s.start_word, r=s.start_word + s.words, length=s.words, count=s.count,
-                      docs=[wire.Document.of(h) for h in s.documents])
-            for s in sorted(found.spans, key=lambda s: s.start_word)]
+    found = queries.lookup(
+        index, [text], ngram=min_words, min_span_words=min_words, spans=10**6, span_documents=documents
+    )[0]
+    return [
+        wire.Span(
+            l=s.start_word,
+            r=s.start_word + s.words,
+            length=s.words,
+            count=s.count,
+            docs=[wire.Document.of(h) for h in s.documents],
+        )
+        for s in sorted(found.spans, key=lambda s: s.start_word)
+    ]
 
 
 def parse_body(body: bytes) -> Any:
@@ -107,9 +121,17 @@ class IndexApp:
         except Exception:  # noqa: BLE001 - a bug answers 500 in one line; the log never holds a query or a traceback
             status, body = 500, {"error": "internal error"}
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(data)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": data})
 
     async def _handle(self, scope: dict, receive: Any) -> tuple[int, dict[str, Any]]:
@@ -121,7 +143,7 @@ class IndexApp:
             return too_large
         try:
             raw = await asyncio.wait_for(self._body(receive), self.limits.body_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if declared and int(declared) > self.limits.max_body:
                 return too_large
             return 408, {"error": f"body not received within {self.limits.body_timeout_s:.0f} s"}
@@ -199,16 +221,32 @@ class IndexProtocol(H11Protocol):
 class IndexServer:
     """A uvicorn server for one index on a socket bound at creation (so its port is known)."""
 
-    def __init__(self, index: CorpusIndex, name: str, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits()) -> None:
+    def __init__(
+        self, index: CorpusIndex, name: str, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits()
+    ) -> None:
         import socket
 
         import uvicorn
 
-        protocol = type("BoundIndexProtocol", (IndexProtocol,), {"header_timeout_s": limits.header_timeout_s,
-                                                                 "per_client": limits.per_client, "open_by_address": {}})
-        config = uvicorn.Config(IndexApp(index, name, limits), host=host, port=port, http=protocol, lifespan="off", access_log=False,
-                                log_level="critical", limit_concurrency=limits.connections, timeout_keep_alive=1,
-                                h11_max_incomplete_event_size=16 << 10, server_header=False, date_header=False)
+        protocol = type(
+            "BoundIndexProtocol",
+            (IndexProtocol,),
+            {"header_timeout_s": limits.header_timeout_s, "per_client": limits.per_client, "open_by_address": {}},
+        )
+        config = uvicorn.Config(
+            IndexApp(index, name, limits),
+            host=host,
+            port=port,
+            http=protocol,
+            lifespan="off",
+            access_log=False,
+            log_level="critical",
+            limit_concurrency=limits.connections,
+            timeout_keep_alive=1,
+            h11_max_incomplete_event_size=16 << 10,
+            server_header=False,
+            date_header=False,
+        )
         self.server = uvicorn.Server(config)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
@@ -228,6 +266,8 @@ class IndexServer:
         self.server.should_exit = True
 
 
-def make_server(index: CorpusIndex, name: str, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits()) -> IndexServer:
+def make_server(
+    index: CorpusIndex, name: str, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits()
+) -> IndexServer:
     """A server for ``index`` bound to ``host:port`` (port 0: any free port); call ``serve_forever``."""
     return IndexServer(index, name, host, port, limits)

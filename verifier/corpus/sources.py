@@ -30,11 +30,45 @@ META_FIELDS = {"id": ("id", "doc_id", "document_id"), "source": ("source", "data
 # declared collection date contradicts it, but only a collection date can confirm it. Processing
 # dates ("added" to a dataset, "processed") are neither and are not read.
 URL_KEYS = ("url", "uri", "link", "warc_target_uri", "target_uri", "source_url", "page_url")
-COLLECTED_KEYS = ("crawl_date", "crawled", "crawled_at", "crawl_time", "crawl_timestamp", "fetch_time", "fetch_date", "fetched",
-                  "fetched_at", "retrieved", "retrieved_at", "retrieval_date", "date_download", "downloaded", "downloaded_at",
-                  "warc_date", "collected", "collected_at", "collection_date", "access_date", "accessed", "dump")
-PUBLISHED_KEYS = ("date", "published", "published_at", "publication_date", "date_published", "date_publish", "created",
-                  "created_at", "year", "timestamp", "last_modified", "date_modified", "modified")
+COLLECTED_KEYS = (
+    "crawl_date",
+    "crawled",
+    "crawled_at",
+    "crawl_time",
+    "crawl_timestamp",
+    "fetch_time",
+    "fetch_date",
+    "fetched",
+    "fetched_at",
+    "retrieved",
+    "retrieved_at",
+    "retrieval_date",
+    "date_download",
+    "downloaded",
+    "downloaded_at",
+    "warc_date",
+    "collected",
+    "collected_at",
+    "collection_date",
+    "access_date",
+    "accessed",
+    "dump",
+)
+PUBLISHED_KEYS = (
+    "date",
+    "published",
+    "published_at",
+    "publication_date",
+    "date_published",
+    "date_publish",
+    "created",
+    "created_at",
+    "year",
+    "timestamp",
+    "last_modified",
+    "date_modified",
+    "modified",
+)
 NESTED_DEPTH = 3
 
 
@@ -70,14 +104,17 @@ class _Bounded(io.RawIOBase):
         data = self.stream.read(len(buffer))
         self.given += len(data)
         if self.given > self.limit:
-            raise VerifierError(f"{self.name}: decompresses to more than {self.limit:,} bytes (a compression bomb? "
-                                "raise --max-expansion if the file is real)")
-        buffer[:len(data)] = data
+            raise VerifierError(
+                f"{self.name}: decompresses to more than {self.limit:,} bytes (a compression bomb? "
+                "raise --max-expansion if the file is real)"
+            )
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self) -> None:
         self.stream.close()
         super().close()
+
 
 @dataclass(frozen=True)
 class Source:
@@ -112,11 +149,17 @@ def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            entries = sorted(p for p in path.rglob("*") if not any(part.startswith(".") for part in p.relative_to(path).parts))
+            entries = sorted(
+                p for p in path.rglob("*") if not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
             if link := next((p for p in entries if p.is_symlink()), None):
-                raise VerifierError(f"{path.name}/{link.relative_to(path).as_posix()}: a link; corpus evidence must be plain files")
+                raise VerifierError(
+                    f"{path.name}/{link.relative_to(path).as_posix()}: a link; corpus evidence must be plain files"
+                )
             if odd := next((p for p in entries if not p.is_file() and not p.is_dir()), None):
-                raise VerifierError(f"{path.name}/{odd.relative_to(path).as_posix()}: not a plain file (a device, socket or pipe)")
+                raise VerifierError(
+                    f"{path.name}/{odd.relative_to(path).as_posix()}: not a plain file (a device, socket or pipe)"
+                )
             files = [p for p in entries if p.is_file()]
             if not files:
                 raise VerifierError(f"{path.name}: folder holds no files")
@@ -136,7 +179,9 @@ def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
     return sources
 
 
-def read_documents(source: Source, stats: SourceStats, text_field: str = "text", limits: ReadLimits = ReadLimits()) -> Iterator[Document]:
+def read_documents(
+    source: Source, stats: SourceStats, text_field: str = "text", limits: ReadLimits = ReadLimits()
+) -> Iterator[Document]:
     """Documents of one file; ``stats`` counts them as they go."""
     name = source.name.lower()
     if name.endswith(JSONL_SUFFIXES):
@@ -250,8 +295,10 @@ def _lines(handle: io.TextIOBase, source: Source, limits: ReadLimits) -> Iterato
     while line := handle.readline(limits.max_document_bytes + 1):
         line_no += 1
         if len(line) > limits.max_document_bytes:
-            raise VerifierError(f"{source.name}: line {line_no}: longer than {limits.max_document_bytes:,} characters "
-                                "(raise --max-document-mb if the record is real)")
+            raise VerifierError(
+                f"{source.name}: line {line_no}: longer than {limits.max_document_bytes:,} characters "
+                "(raise --max-document-mb if the record is real)"
+            )
         yield line_no, line
 
 
@@ -265,11 +312,16 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str, limits: ReadLimi
                 try:
                     record = json.loads(line, object_pairs_hook=_unique_keys)
                 except (json.JSONDecodeError, RecursionError):
-                    raise VerifierError(f"{source.name}: line {line_no}: not a JSON object (malformed, or nested too deeply)") from None
+                    raise VerifierError(
+                        f"{source.name}: line {line_no}: not a JSON object (malformed, or nested too deeply)"
+                    ) from None
                 except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
                     raise VerifierError(f"{source.name}: line {line_no}: holds a number too long to read") from None
                 except KeyError as exc:
-                    raise VerifierError(f"{source.name}: line {line_no}: key {exc.args[0]!r} given twice (readers disagree on which counts)") from None
+                    raise VerifierError(
+                        f"{source.name}: line {line_no}: key {exc.args[0]!r} given twice (readers disagree on which "
+                        "counts)"
+                    ) from None
                 if not isinstance(record, dict) or text_field not in record:
                     raise VerifierError(f"{source.name}: line {line_no}: no {text_field!r} field")
                 text = _text(source, record[text_field], f"line {line_no}")
@@ -280,8 +332,16 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str, limits: ReadLimi
                 yield Document(text, _meta(record, f"{source.name}:{line_no}"))
     except UnicodeDecodeError:
         raise VerifierError(f"{source.name}: line {line_no + 1}: not UTF-8 text") from None
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:  # zlib.error: a corrupt deflate stream inside a gzip
-        raise VerifierError(f"{source.name}: cannot be read as {'compressed ' if source.name.endswith(('.gz', '.zst')) else ''}JSONL ({exc})") from None
+    except (
+        OSError,
+        EOFError,
+        gzip.BadGzipFile,
+        zlib.error,
+    ) as exc:  # zlib.error: a corrupt deflate stream inside a gzip
+        raise VerifierError(
+            f"{source.name}: cannot be read as {'compressed ' if source.name.endswith(('.gz', '.zst')) else ''}JSONL "
+            f"({exc})"
+        ) from None
     except Exception as exc:  # zstandard raises its own error type for corrupt frames
         if type(exc).__module__.startswith("zstandard"):
             raise VerifierError(f"{source.name}: corrupt zstd data ({exc})") from None
@@ -293,14 +353,16 @@ def _parquet(source: Source, stats: SourceStats, text_field: str, limits: ReadLi
 
     try:
         table = pq.ParquetFile(source.path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a file that is not Parquet
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid / OSError for a file that is not Parquet
         raise VerifierError(f"{source.name}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
     columns = set(table.schema_arrow.names)
     if text_field not in columns:
         raise VerifierError(f"{source.name}: no {text_field!r} column")
     known = {*(c for names in META_FIELDS.values() for c in names), *URL_KEYS, *COLLECTED_KEYS, *PUBLISHED_KEYS}
     nested = {f.name for f in table.schema_arrow if str(f.type).startswith("struct")}
-    wanted = [text_field] + [c for c in table.schema_arrow.names if c != text_field and (c.lower().replace("-", "_") in known or c in nested)]
+    wanted = [text_field] + [
+        c for c in table.schema_arrow.names if c != text_field and (c.lower().replace("-", "_") in known or c in nested)
+    ]
     row = 0
     for batch in table.iter_batches(columns=wanted, batch_size=4096):
         for record in batch.to_pylist():
@@ -311,19 +373,25 @@ def _parquet(source: Source, stats: SourceStats, text_field: str, limits: ReadLi
                 continue
             text = _text(source, value, f"row {row}")
             if len(text) > limits.max_document_bytes:
-                raise VerifierError(f"{source.name}: row {row}: longer than {limits.max_document_bytes:,} characters "
-                                    "(raise --max-document-mb if the record is real)")
+                raise VerifierError(
+                    f"{source.name}: row {row}: longer than {limits.max_document_bytes:,} characters "
+                    "(raise --max-document-mb if the record is real)"
+                )
             stats.documents += 1
             yield Document(text, _meta(record, f"{source.name}:{row}"))
 
 
 def _plain(source: Source, stats: SourceStats, limits: ReadLimits) -> Iterator[Document]:
     if source.path.stat().st_size > limits.max_document_bytes:
-        raise VerifierError(f"{source.name}: a plain-text document larger than {limits.max_document_bytes:,} bytes "
-                            "(raise --max-document-mb if it is real)")
+        raise VerifierError(
+            f"{source.name}: a plain-text document larger than {limits.max_document_bytes:,} bytes "
+            "(raise --max-document-mb if it is real)"
+        )
     data = source.path.read_bytes()
     if b"\x00" in data:
-        raise VerifierError(f"{source.name}: binary file (NUL bytes), not text; corpus inputs are JSONL, Parquet or plain text")
+        raise VerifierError(
+            f"{source.name}: binary file (NUL bytes), not text; corpus inputs are JSONL, Parquet or plain text"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

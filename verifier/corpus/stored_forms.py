@@ -29,7 +29,9 @@ def as_conll(text: str) -> str:
     """One token a line with a part-of-speech-like and a chunk-like tag (CoNLL-2003's layout)."""
     tokens = text.split()
     tags = ("NN", "VBZ", "DT", "JJ", "IN", "NNP")
-    return "-DOCSTART- -X- O O\n\n" + "\n".join(f"{t} {tags[i % len(tags)]} B-NP O" for i, t in enumerate(tokens)) + "\n"
+    return (
+        "-DOCSTART- -X- O O\n\n" + "\n".join(f"{t} {tags[i % len(tags)]} B-NP O" for i, t in enumerate(tokens)) + "\n"
+    )
 
 
 def as_conllu(text: str) -> str:
@@ -40,14 +42,21 @@ def as_conllu(text: str) -> str:
 
 def as_markup(text: str) -> str:
     """Every word in a tagged element, as TEI word-level markup stores it."""
-    return "<text><body><p>" + " ".join(f'<w n="{i}">{escape(w)}</w>' for i, w in enumerate(text.split())) + "</p></body></text>"
+    return (
+        "<text><body><p>"
+        + " ".join(f'<w n="{i}">{escape(w)}</w>' for i, w in enumerate(text.split()))
+        + "</p></body></text>"
+    )
 
 
 def as_html(text: str) -> str:
     """A web page: head, script, paragraphs with inline emphasis."""
     words = [escape(w) for w in text.split()]
     body = " ".join(f"<b>{w}</b>" if i % 7 == 3 else w for i, w in enumerate(words))
-    return f"<html><head><title>page</title><script>var x = 1;</script></head><body><div class='c'><p>{body}</p></div></body></html>"
+    return (
+        "<html><head><title>page</title><script>var x = 1;</script></head><body><div "
+        f"class='c'><p>{body}</p></div></body></html>"
+    )
 
 
 def with_lookalikes(text: str, every: int = 5, seed: int = 0) -> str:
@@ -58,14 +67,14 @@ def with_lookalikes(text: str, every: int = 5, seed: int = 0) -> str:
         letters = [j for j, ch in enumerate(words[i]) if ch in LOOKALIKES]
         if letters:
             j = rng.choice(letters)
-            words[i] = words[i][:j] + LOOKALIKES[words[i][j]] + words[i][j + 1:]
+            words[i] = words[i][:j] + LOOKALIKES[words[i][j]] + words[i][j + 1 :]
     return " ".join(words)
 
 
 def prefix(text: str, share: float) -> str:
     """The first ``share`` of a text's words."""
     words = text.split()
-    return " ".join(words[:max(1, round(share * len(words)))])
+    return " ".join(words[: max(1, round(share * len(words)))])
 
 
 def collage(texts: list[str], piece_words: int = 45) -> str:
@@ -142,6 +151,6 @@ def upside_down(text: str) -> str:
 def interleaved_records(text: str, other: str, words: int = 6) -> list[str]:
     """Records of ``words`` words of ``text`` alternating, in file order, with records of ``other``."""
     a, b = text.split(), other.split()
-    pieces = [" ".join(a[i:i + words]) for i in range(0, len(a), words)]
-    fillers = [" ".join(b[i:i + words]) for i in range(0, len(b), words)]
+    pieces = [" ".join(a[i : i + words]) for i in range(0, len(a), words)]
+    fillers = [" ".join(b[i : i + words]) for i in range(0, len(b), words)]
     return [r for pair in zip(pieces, fillers + [""] * len(pieces)) for r in pair if r]

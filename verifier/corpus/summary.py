@@ -32,58 +32,128 @@ def check_summary(index: CorpusIndex, declared: DeclaredSummary, fields: set[str
     rows: list[list[Any]] = []
     problems: list[str] = []
     unchecked: list[str] = []
-    metrics: dict[str, Any] = {"documents": facts.documents, "words": facts.words, "tokens_range": [facts.tokens_low, facts.tokens_high]}
+    metrics: dict[str, Any] = {
+        "documents": facts.documents,
+        "words": facts.words,
+        "tokens_range": [facts.tokens_low, facts.tokens_high],
+    }
     if "eu:2.3" in fields:
-        if declared.crawled_domains is None or not facts.domains or facts.urls_without_host or facts.unknown_could_change_the_cut(declared.sme):
-            why = ("no domains declared" if declared.crawled_domains is None else "the corpus has no URLs" if not facts.domains
-                   else f"{facts.urls_without_host} documents have URLs without a host" if facts.urls_without_host
-                   else f"{facts.no_url_documents} documents with no URL in any field read hold {facts.no_url_bytes:,} bytes of text: "
-                        "crawled, they could change which domains are the largest")
+        if (
+            declared.crawled_domains is None
+            or not facts.domains
+            or facts.urls_without_host
+            or facts.unknown_could_change_the_cut(declared.sme)
+        ):
+            why = (
+                "no domains declared"
+                if declared.crawled_domains is None
+                else "the corpus has no URLs"
+                if not facts.domains
+                else f"{facts.urls_without_host} documents have URLs without a host"
+                if facts.urls_without_host
+                else f"{facts.no_url_documents} documents with no URL in any field read hold {facts.no_url_bytes:,} "
+                "bytes of text: "
+                "crawled, they could change which domains are the largest"
+            )
             unchecked.append(f"2.3 domains: {why}")
         else:
             certain, tied, slots = facts.required_domains(declared.sme)
-            covered = lambda d: any(d == x or d.endswith("." + x) for x in declared.crawled_domains)  # noqa: E731 - a domain covers its subdomains
+
+            def covered(d: str) -> bool:
+                return any(
+                    d == x or d.endswith("." + x) for x in declared.crawled_domains
+                )  # a domain covers its subdomains
+
             missing = [d for d in certain if not covered(d)]
             short = max(0, slots - sum(covered(d) for d in tied))
             quota = len(certain) + slots
             share = (quota - len(missing) - short) / quota
-            metrics |= {"domains": len(facts.domains), "required_domains": certain, "tied_domains": tied, "tied_slots": slots,
-                        "missing_domains": missing, "domain_coverage": share, "url_fields": facts.fields.get("url", {})}
-            rows.append(["2.3 most relevant domains", f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} "
-                         f"domains by text size: {quota} required ({len(tied)} tied for the last {slots}), {share:.0%} declared"
-                         + (f"; missing {', '.join(missing[:20])}" if missing else "") + (f"; {short} more of the tied domains needed" if short else "")])
+            metrics |= {
+                "domains": len(facts.domains),
+                "required_domains": certain,
+                "tied_domains": tied,
+                "tied_slots": slots,
+                "missing_domains": missing,
+                "domain_coverage": share,
+                "url_fields": facts.fields.get("url", {}),
+            }
+            rows.append(
+                [
+                    "2.3 most relevant domains",
+                    f"top {'5% (SME, at most 1,000)' if declared.sme else '10%'} of {len(facts.domains)} "
+                    f"domains by text size: {quota} required ({len(tied)} tied for the last {slots}), {share:.0%} "
+                    "declared"
+                    + (f"; missing {', '.join(missing[:20])}" if missing else "")
+                    + (f"; {short} more of the tied domains needed" if short else ""),
+                ]
+            )
             if missing or short:
                 open_tied = [d for d in tied if not covered(d)]
-                problems.append(f"{len(missing) + short} of the {quota} largest domains are not declared"
-                                + (f" ({', '.join(missing[:5])})" if missing else "")
-                                + (f" ({short} more of the {len(tied)} tied for the last places: {', '.join(open_tied[:5])})" if short else ""))
+                problems.append(
+                    f"{len(missing) + short} of the {quota} largest domains are not declared"
+                    + (f" ({', '.join(missing[:5])})" if missing else "")
+                    + (
+                        f" ({short} more of the {len(tied)} tied for the last places: {', '.join(open_tied[:5])})"
+                        if short
+                        else ""
+                    )
+                )
     if "eu:1.3" in fields:
         if declared.size_band is not None:
             bands = facts.bands()
             metrics["size_bands_possible"] = bands
-            rows.append(["1.3 text size band", f"{facts.tokens_low:,}-{facts.tokens_high:,} tokens (1 per 8 compared bytes to 2 per byte read): "
-                         f"{' or '.join(bands)}; declared {declared.size_band}"])
+            rows.append(
+                [
+                    "1.3 text size band",
+                    f"{facts.tokens_low:,}-{facts.tokens_high:,} tokens (1 per 8 compared bytes to 2 per byte read): "
+                    f"{' or '.join(bands)}; declared {declared.size_band}",
+                ]
+            )
             if declared.size_band not in bands:
-                problems.append(f"the corpus holds {facts.tokens_low:,}-{facts.tokens_high:,} tokens, outside the declared band {declared.size_band}")
+                problems.append(
+                    f"the corpus holds {facts.tokens_low:,}-{facts.tokens_high:,} tokens, outside the declared band "
+                    f"{declared.size_band}"
+                )
             elif len(bands) > 1:
                 unchecked.append("1.3 size band: the token range spans two bands")
         if declared.latest_collection is not None:
             later = facts.after(declared.latest_collection)
             earliest, latest = facts.latest_collected
-            metrics |= {"latest_collection_between": [earliest, latest], "collection_dated_documents": facts.dated_documents,
-                        "unreadable_collection_dates": facts.collected.unreadable,
-                        "date_fields": {k: facts.fields.get(k, {}) for k in ("collected", "published")}}
-            fields_read = "; ".join(f"{kind} from {', '.join(f'{f} ({n})' for f, n in facts.fields[kind].items())}"
-                                    for kind in ("collected", "published") if facts.fields.get(kind)) or "no date fields"
-            rows.append(["1.3 latest collection date", f"latest collection dates mean {earliest or 'none'}"
-                         + (f" to {latest}" if latest != earliest else "") + f" ({facts.dated_documents} of {facts.documents} with a "
-                         f"readable collection date, {facts.collected.unreadable} with a date field that is no calendar date; {fields_read}); "
-                         f"declared {declared.latest_collection}. Publication dates can contradict a collection date, never confirm it"])
+            metrics |= {
+                "latest_collection_between": [earliest, latest],
+                "collection_dated_documents": facts.dated_documents,
+                "unreadable_collection_dates": facts.collected.unreadable,
+                "date_fields": {k: facts.fields.get(k, {}) for k in ("collected", "published")},
+            }
+            fields_read = (
+                "; ".join(
+                    f"{kind} from {', '.join(f'{f} ({n})' for f, n in facts.fields[kind].items())}"
+                    for kind in ("collected", "published")
+                    if facts.fields.get(kind)
+                )
+                or "no date fields"
+            )
+            rows.append(
+                [
+                    "1.3 latest collection date",
+                    f"latest collection dates mean {earliest or 'none'}"
+                    + (f" to {latest}" if latest != earliest else "")
+                    + f" ({facts.dated_documents} of {facts.documents} with a "
+                    f"readable collection date, {facts.collected.unreadable} with a date field that is no calendar "
+                    f"date; {fields_read}); "
+                    f"declared {declared.latest_collection}. Publication dates can contradict a collection date, "
+                    "never confirm it",
+                ]
+            )
             if later is not None:
-                problems.append(f"documents are dated {later}, after the declared latest collection {declared.latest_collection}")
+                problems.append(
+                    f"documents are dated {later}, after the declared latest collection {declared.latest_collection}"
+                )
             elif facts.uncertain(declared.latest_collection):
-                unchecked.append("1.3 latest date: documents without a readable collection date (a publication date does not say "
-                                 "when a page was collected; a timestamp is no calendar date), or dated so that a later month is "
-                                 "possible (a year alone, a crawl spanning two months), could have been collected later")
+                unchecked.append(
+                    "1.3 latest date: documents without a readable collection date (a publication date does not say "
+                    "when a page was collected; a timestamp is no calendar date), or dated so that a later month is "
+                    "possible (a year alone, a crawl spanning two months), could have been collected later"
+                )
     metrics |= {"problems": problems, "unchecked": unchecked}
     return SummaryCheck(rows, problems, unchecked, metrics)

@@ -29,19 +29,32 @@ BLIND_CLASSIFIER = "blind_classifier"
 def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:
     """The blind check as rows of a checks table: what it measured, its null, what it could miss."""
     rows: list[list[Cell]] = [
-        ["blind classifier, suspect vs comparison (no model: words, characters, casing, punctuation, whitespace, length, "
-         "format, years); AUC re-centred on its permutation null, null-calibrated 95% interval",
-         f"{num(check.auc_corrected)} [{num(check.ci_low, 3)}, {num(check.ci_high, 3)}] (raw out-of-fold {num(check.auc, 3)})"],
-        [f"exact permutation p-value (H0: {check.null_hypothesis}; {check.n_permutations} relabellings)",
-         pval(check.p_value) + (" (shift detected)" if check.detected else "")],
-        ["lower-tail p-value: the sets more alike than random halves would be (matched, not drawn)",
-         pval(check.p_value_mirrored) + (" (sets look matched)" if check.mirrored else "")],
+        [
+            "blind classifier, suspect vs comparison (no model: words, characters, casing, punctuation, whitespace, "
+            "length, "
+            "format, years); AUC re-centred on its permutation null, null-calibrated 95% interval",
+            f"{num(check.auc_corrected)} [{num(check.ci_low, 3)}, {num(check.ci_high, 3)}] (raw out-of-fold "
+            f"{num(check.auc, 3)})",
+        ],
+        [
+            f"exact permutation p-value (H0: {check.null_hypothesis}; {check.n_permutations} relabellings)",
+            pval(check.p_value) + (" (shift detected)" if check.detected else ""),
+        ],
+        [
+            "lower-tail p-value: the sets more alike than random halves would be (matched, not drawn)",
+            pval(check.p_value_mirrored) + (" (sets look matched)" if check.mirrored else ""),
+        ],
         ["smallest shift this check could detect at this size (AUC, power 0.8)", num(check.smallest_detectable, 3)],
-        [f"exchangeability established (nothing detected and the interval's upper end below the margin {num(check.margin, 3)})",
-         "yes" if check.exchangeable else "no"],
+        [
+            "exchangeability established (nothing detected and the interval's upper end below the margin "
+            f"{num(check.margin, 3)})",
+            "yes" if check.exchangeable else "no",
+        ],
     ]
     if check.n_checked_first < check.n_first or check.n_checked_second < check.n_second:
-        rows.append(["documents the check used (seeded subsample)", f"{check.n_checked_first} / {check.n_checked_second}"])
+        rows.append(
+            ["documents the check used (seeded subsample)", f"{check.n_checked_first} / {check.n_checked_second}"]
+        )
     return rows
 
 
@@ -57,7 +70,9 @@ def compare_sets(
     """Rows (signal and blind AUCs, suspect = positive class) and the report sections showing them."""
     labels = np.r_[np.ones(len(suspect), dtype=int), np.zeros(len(comparison), dtype=int)]
     texts = list(suspect_texts) + list(comparison_texts)
-    pooled, _ = fill_failed(np.r_[suspect, comparison])  # failed items (counted by RouteContext.features) carry no information
+    pooled, _ = fill_failed(
+        np.r_[suspect, comparison]
+    )  # failed items (counted by RouteContext.features) carry no information
     columns = {name: (pooled[:, i], labels, "signal") for i, name in enumerate(signals)}
     columns[BLIND_CLASSIFIER] = (blind.scores, blind.labels, "blind")
     columns["latest_year"] = (latest_year_baseline(texts, labels, seed=seed), labels, "blind")
@@ -78,12 +93,27 @@ def compare_sets(
     table = Table(
         "Membership signals beside the blind baselines",
         ["score", "uses model", "AUC", "95% CI", "TPR@1%FPR", "TPR@5%FPR", "n suspect / comparison"],
-        [[r["name"], "yes" if r["kind"] == "signal" else "no (blind)", num(r["auc"]), f"[{num(r['auc_ci_low'], 3)}, {num(r['auc_ci_high'], 3)}]",
-          num(r["tpr_at_1_fpr"], 3), num(r["tpr_at_5_fpr"], 3), f"{r['n_members']} / {r['n_nonmembers']}"] for r in rows],
+        [
+            [
+                r["name"],
+                "yes" if r["kind"] == "signal" else "no (blind)",
+                num(r["auc"]),
+                f"[{num(r['auc_ci_low'], 3)}, {num(r['auc_ci_high'], 3)}]",
+                num(r["tpr_at_1_fpr"], 3),
+                num(r["tpr_at_5_fpr"], 3),
+                f"{r['n_members']} / {r['n_nonmembers']}",
+            ]
+            for r in rows
+        ],
         row_classes=[r["kind"] for r in rows],
-        note=(f"Document-level AUCs, suspect set as the positive class; null hypothesis AUC = 0.5; CIs from a stratified bootstrap "
-              f"(1,000 resamples, seed {seed}). The blind classifier's row is the exchangeability check's own out-of-fold scores. "
-              f"Where a blind row separates the sets, the signal rows measure the difference between the sets, not training."),
+        note=(
+            "Document-level AUCs, suspect set as the positive class; null hypothesis AUC = 0.5; CIs from a "
+            "stratified bootstrap "
+            f"(1,000 resamples, seed {seed}). The blind classifier's row is the exchangeability check's own "
+            "out-of-fold scores. "
+            "Where a blind row separates the sets, the signal rows measure the difference between the sets, not "
+            "training."
+        ),
     )
     sections: list[Section] = [
         table,

@@ -39,9 +39,16 @@ from scipy.stats import beta, false_discovery_control
 
 from verifier.dataset_inference.statistic import fit_weights
 
-LEVELS = (0.5, 0.7, 0.85, 0.95)  # held-out quantile levels at which the bound sets its thresholds (fixed before looking)
-METHOD = (f"mixture-proportion lower bound: Clopper-Pearson (suspect) and order-statistic Beta (held-out) bounds at held-out "
-          f"quantile levels {', '.join(map(str, LEVELS))} of each cross-fitted fold, Bonferroni over folds, levels and bounds")
+LEVELS = (
+    0.5,
+    0.7,
+    0.85,
+    0.95,
+)  # held-out quantile levels at which the bound sets its thresholds (fixed before looking)
+METHOD = (
+    f"mixture-proportion lower bound: Clopper-Pearson (suspect) and order-statistic Beta (held-out) bounds at held-out "
+    f"quantile levels {', '.join(map(str, LEVELS))} of each cross-fitted fold, Bonferroni over folds, levels and bounds"
+)
 FDR_METHOD = "conformal p-values against the held-out half of the same fold; Benjamini-Hochberg at q/2 per fold"
 
 
@@ -111,7 +118,9 @@ def fraction_trained(folds: FoldScores, confidence: float = 0.95) -> list[Fracti
     columns = np.arange(len(chosen))
     best, estimate = np.stack(bounds)[chosen, columns], np.stack(estimates)[chosen, columns]
     # The bound is rounded down (a bound rounded up could pass the true fraction), the estimate to nearest.
-    return [FractionTrained(float(np.floor(b * 1e6) / 1e6), round(float(e), 6), confidence) for b, e in zip(best, estimate)]
+    return [
+        FractionTrained(float(np.floor(b * 1e6) / 1e6), round(float(e), 6), confidence) for b, e in zip(best, estimate)
+    ]
 
 
 def conformal_p_values(folds: FoldScores, trial: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,18 @@ DEFAULT_THRESHOLD = 90.0
 PREFIX_CHARS = 120
 MIN_OPENING = 40  # a text shorter than this (or empty) never counts as the opening of another
 CDIST_ROWS = 1000
-TRANSLATE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u2013": "-", "\u2014": "-", "\u2026": "..."})
+TRANSLATE = str.maketrans(
+    {
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+    }
+)
 SPACES = re.compile(r"\s+")
 
 
@@ -58,7 +69,9 @@ def normalise(text: str) -> str:
     return SPACES.sub(" ", unicodedata.normalize("NFKC", text).translate(TRANSLATE).casefold()).strip()
 
 
-def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tuple[dict[int, set[int]], dict[int, str]]:
+def _matches(
+    com: list[str], ref: list[str], threshold: float, same: bool
+) -> tuple[dict[int, set[int]], dict[int, str]]:
     """``com`` index -> matching ``ref`` indices, and how each ``com`` index matched.
 
     ``same``: the two lists are one set, so a document matches only earlier documents still kept
@@ -66,7 +79,9 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
     """
     by_text: dict[str, list[int]] = {}
     by_prefix: dict[str, list[int]] = {}
-    short: dict[str, list[int]] = {}  # ``ref`` texts too short for the prefix key, but long enough to count as an opening
+    short: dict[
+        str, list[int]
+    ] = {}  # ``ref`` texts too short for the prefix key, but long enough to count as an opening
     for j, text in enumerate(ref):
         by_text.setdefault(text, []).append(j)
         by_prefix.setdefault(text[:PREFIX_CHARS], []).append(j)
@@ -81,7 +96,9 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
         opened = set(by_prefix.get(text[:PREFIX_CHARS], ())) if len(text) >= MIN_OPENING else set()
         if MIN_OPENING <= len(text) < PREFIX_CHARS:  # a short text that opens a longer one
             opened |= {j for j, r in enumerate(ref) if r.startswith(text)}
-        opened |= {j for r, js in short.items() if text.startswith(r) for j in js}  # a longer text opened by a short one
+        opened |= {
+            j for r, js in short.items() if text.startswith(r) for j in js
+        }  # a longer text opened by a short one
         opened.discard(i if same else -1)
         if opened:
             candidates[i] = (opened, "prefix")
@@ -90,7 +107,9 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
         block = rest[start : start + CDIST_ROWS]
         if not ref:
             break
-        scores = process.cdist([com[i] for i in block], ref, scorer=fuzz.ratio, score_cutoff=threshold, dtype=np.uint8, workers=-1)
+        scores = process.cdist(
+            [com[i] for i in block], ref, scorer=fuzz.ratio, score_cutoff=threshold, dtype=np.uint8, workers=-1
+        )
         for row, i in enumerate(block):
             near = {int(j) for j in np.flatnonzero(scores[row])} - {i if same else -1}
             if near:
@@ -107,12 +126,16 @@ def _matches(com: list[str], ref: list[str], threshold: float, same: bool) -> tu
 
 
 def find_overlap(suspect: Sequence[str], others: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> Overlap:
-    """Documents of ``others`` (a held-out or control set) and of ``suspect`` that duplicate, prefix-match or nearly match each other."""
+    """Documents of ``others`` (a held-out or control set) and of ``suspect`` that duplicate, prefix-match or nearly
+    match each other."""
     pairs, kind = _matches([normalise(t) for t in others], [normalise(t) for t in suspect], threshold, same=False)
     kinds = list(kind.values())
     return Overlap(
-        exact=kinds.count("exact"), prefix=kinds.count("prefix"), near=kinds.count("near"),
-        removed=sorted(pairs), removed_suspect=sorted(set().union(*pairs.values())) if pairs else [],
+        exact=kinds.count("exact"),
+        prefix=kinds.count("prefix"),
+        near=kinds.count("near"),
+        removed=sorted(pairs),
+        removed_suspect=sorted(set().union(*pairs.values())) if pairs else [],
     )
 
 

@@ -17,7 +17,9 @@ from scipy.stats import nct, norm, t
 SIZES = np.unique(np.round(np.logspace(np.log10(20), 5, 60)).astype(int))
 
 
-def set_test_power(effect_size: float, n_per_set: np.ndarray | int, alpha: float, method: str = "permutation") -> np.ndarray:
+def set_test_power(
+    effect_size: float, n_per_set: np.ndarray | int, alpha: float, method: str = "permutation"
+) -> np.ndarray:
     tested = np.asarray(n_per_set, dtype=float) / (1 if method == "permutation" else 2)
     level = alpha if method == "permutation" else alpha / 2
     df = 2 * tested - 2

@@ -137,6 +137,15 @@ def power_from_table(
     if unknown := sorted(set(names) - set(table.signal_names)):
         raise VerifierError(f"{path}: no signal column {', '.join(unknown)}")
     features = np.column_stack([table.signal(n) for n in names])
-    result = simulate_power(features[labels == 1], features[labels == 0], names, sizes=list(sizes), trials=trials, alpha=alpha,
-                            method=method, n_permutations=n_permutations, seed=seed)
+    result = simulate_power(
+        features[labels == 1],
+        features[labels == 0],
+        names,
+        sizes=list(sizes),
+        trials=trials,
+        alpha=alpha,
+        method=method,
+        n_permutations=n_permutations,
+        seed=seed,
+    )
     return result, names

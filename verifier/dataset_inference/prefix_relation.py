@@ -52,7 +52,9 @@ class PrefixRelation:
     """How close each set's documents are to the prefix, and what follows."""
 
     derived: dict[str, list[int]]  # role -> indices of its documents derived from a prefix document (removed)
-    closer_heldout_auc: dict[str, float]  # measure -> P(a held-out document is closer than a suspect one), ties counted half
+    closer_heldout_auc: dict[
+        str, float
+    ]  # measure -> P(a held-out document is closer than a suspect one), ties counted half
     p_values: dict[str, float]  # measure -> two-sided Mann-Whitney over the documents left
 
     @property
@@ -60,38 +62,56 @@ class PrefixRelation:
         return min(self.p_values.values()) >= BALANCE_ALPHA / len(self.p_values)
 
     def as_finding(self) -> dict[str, object]:
-        return {"derived_removed": {role: len(idx) for role, idx in self.derived.items()}, "derived_at": DERIVED,
-                "copy_words": COPY_WORDS, "closer_heldout_auc": {k: round(v, 4) for k, v in self.closer_heldout_auc.items()},
-                "p_values": {k: round(v, 6) for k, v in self.p_values.items()}, "alpha": BALANCE_ALPHA, "balanced": self.balanced,
-                "null_hypothesis": "the prefix documents are as close to suspect documents as to held-out ones "
-                                   "(TF-IDF cosine; share of words in runs copied verbatim)"}
+        return {
+            "derived_removed": {role: len(idx) for role, idx in self.derived.items()},
+            "derived_at": DERIVED,
+            "copy_words": COPY_WORDS,
+            "closer_heldout_auc": {k: round(v, 4) for k, v in self.closer_heldout_auc.items()},
+            "p_values": {k: round(v, 6) for k, v in self.p_values.items()},
+            "alpha": BALANCE_ALPHA,
+            "balanced": self.balanced,
+            "null_hypothesis": "the prefix documents are as close to suspect documents as to held-out ones "
+            "(TF-IDF cosine; share of words in runs copied verbatim)",
+        }
 
     def reason(self) -> str:
         measure = min(self.p_values, key=self.p_values.get)
         auc = self.closer_heldout_auc[measure]
         side = "held-out" if auc > 0.5 else "suspect"
-        return (f"the prefix documents are closer to the {side} documents than to the others ({measure}: closeness AUC {auc:.2f}, "
-                f"Mann-Whitney p = {self.p_values[measure]:.3g} < {BALANCE_ALPHA / len(self.p_values):.3g}): a prefixed signal would "
-                "differ between the sets for a reason other than training")
+        return (
+            f"the prefix documents are closer to the {side} documents than to the others ({measure}: closeness AUC "
+            f"{auc:.2f}, "
+            f"Mann-Whitney p = {self.p_values[measure]:.3g} < {BALANCE_ALPHA / len(self.p_values):.3g}): a prefixed "
+            "signal would "
+            "differ between the sets for a reason other than training"
+        )
 
 
 def cosine(prefix: list[str], sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
     """Each (normalised) document's largest TF-IDF cosine to a prefix document, by role (the
     vocabulary is fit on every text at once, blind to which set a text is in)."""
     try:
-        vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(prefix + [t for docs in sets.values() for t in docs])
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(
+            prefix + [t for docs in sets.values() for t in docs]
+        )
     except ValueError:  # no word in any text: nothing is close to anything
         return {role: np.zeros(len(docs)) for role, docs in sets.items()}
     anchors = vectorizer.transform(prefix)
-    return {role: cosine_similarity(vectorizer.transform(docs), anchors).max(axis=1) if docs else np.zeros(0)
-            for role, docs in sets.items()}
+    return {
+        role: cosine_similarity(vectorizer.transform(docs), anchors).max(axis=1) if docs else np.zeros(0)
+        for role, docs in sets.items()
+    }
 
 
 def copy_coverage(prefix: list[str], sets: dict[str, list[str]]) -> dict[str, np.ndarray]:
     """Each (normalised) document's share of words covered by a run of ``COPY_WORDS`` words found
     verbatim in some prefix document, by role."""
-    runs = {tuple(words[i : i + COPY_WORDS]) for text in prefix for words in [WORD.findall(text)]
-            for i in range(len(words) - COPY_WORDS + 1)}
+    runs = {
+        tuple(words[i : i + COPY_WORDS])
+        for text in prefix
+        for words in [WORD.findall(text)]
+        for i in range(len(words) - COPY_WORDS + 1)
+    }
 
     def covered(text: str) -> float:
         words = WORD.findall(text)
@@ -110,8 +130,10 @@ def prefix_relation(prefix: Sequence[str], sets: dict[str, Sequence[str]]) -> Pr
     anchors = [normalise(t) for t in prefix]
     texts = {role: [normalise(t) for t in docs] for role, docs in sets.items()}  # once, for both measures
     measures = {"cosine": cosine(anchors, texts), "copy_coverage": copy_coverage(anchors, texts)}
-    derived = {role: [int(i) for i in np.flatnonzero(np.logical_or.reduce([m[role] >= DERIVED for m in measures.values()]))]
-               for role in sets}
+    derived = {
+        role: [int(i) for i in np.flatnonzero(np.logical_or.reduce([m[role] >= DERIVED for m in measures.values()]))]
+        for role in sets
+    }
     aucs, p_values = {}, {}
     for name, close in measures.items():
         suspect, heldout = (np.delete(close[r], derived[r]) for r in ("suspect", "heldout"))

@@ -99,7 +99,12 @@ class DocumentSet:
 
     def without(self, removed: list[int]) -> DocumentSet:
         keep = np.setdiff1d(np.arange(len(self.texts)), removed)
-        return DocumentSet([self.texts[i] for i in keep], None if self.features is None else self.features[keep], self.year, self.origin)
+        return DocumentSet(
+            [self.texts[i] for i in keep],
+            None if self.features is None else self.features[keep],
+            self.year,
+            self.origin,
+        )
 
     def scored(self, role: str, scorer: Scorer | None) -> DocumentSet:
         if self.features is not None:
@@ -112,7 +117,12 @@ class DocumentSet:
         """Rows in canonical order (by text digest: the outcome cannot depend on the order a claimant
         listed them in), without documents repeating an earlier one; and how many were removed."""
         order = sorted(range(len(self.texts)), key=lambda i: text_digest(self.texts[i]))
-        ordered = DocumentSet([self.texts[i] for i in order], None if self.features is None else self.features[order], self.year, self.origin)
+        ordered = DocumentSet(
+            [self.texts[i] for i in order],
+            None if self.features is None else self.features[order],
+            self.year,
+            self.origin,
+        )
         repeated = find_duplicates(ordered.texts, threshold)
         return ordered.without(repeated), len(repeated)
 
@@ -127,40 +137,105 @@ class SetTestParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     # json_schema_extra "weaker": the direction in which a value loosens the test (policy comparison)
-    alpha: float = Field(0.05, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
-                         description="the level the set-level test's p-value must reach")
-    min_set_size: int = Field(MIN_SET_SIZE, ge=MIN_SET_SIZE, le=100_000, json_schema_extra={"weaker": "lower"},
-                              description="fewest documents per set after duplicates are removed")
+    alpha: float = Field(
+        0.05,
+        gt=0,
+        le=0.2,
+        json_schema_extra={"weaker": "higher"},
+        description="the level the set-level test's p-value must reach",
+    )
+    min_set_size: int = Field(
+        MIN_SET_SIZE,
+        ge=MIN_SET_SIZE,
+        le=100_000,
+        json_schema_extra={"weaker": "lower"},
+        description="fewest documents per set after duplicates are removed",
+    )
     method: Literal["permutation", "split_median"] = "permutation"
-    n_permutations: int = Field(999, ge=19, le=100_000, json_schema_extra={"weaker": "lower"},
-                                description="relabellings of the permutation method (its p-value is exact for any count)")
+    n_permutations: int = Field(
+        999,
+        ge=19,
+        le=100_000,
+        json_schema_extra={"weaker": "lower"},
+        description="relabellings of the permutation method (its p-value is exact for any count)",
+    )
     n_splits: int = Field(5, ge=1, le=101, description="split_median method: random splits whose p-values are combined")
-    condition_on_text: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
-                                          description="residualise the signals on surface features of the text before the test")
-    shift_alpha: float = Field(DEFAULT_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"},
-                               description="the blind classifier's permutation test refuses the method below this p-value")
-    mirror_alpha: float = Field(DEFAULT_MIRROR_ALPHA, gt=0, le=0.2, json_schema_extra={"weaker": "lower"},
-                                description="its lower tail: sets more alike than random halves (matched, not drawn) are refused")
-    shift_permutations: int = Field(DEFAULT_PERMUTATIONS, ge=19, le=100_000, json_schema_extra={"weaker": "lower"},
-                                    description="relabellings of the blind classifier's permutation test")
-    margin_scale: float = Field(DEFAULT_MARGIN_SCALE, gt=0, le=3.0, json_schema_extra={"weaker": "higher"},
-                                description="exchangeability needs the blind AUC interval's upper end below min(margin_cap, 0.5 + margin_scale / sqrt(n))")
-    margin_cap: float = Field(DEFAULT_MARGIN_CAP, ge=0.55, le=0.75, json_schema_extra={"weaker": "higher"},
-                              description="the cap of that margin")
-    near_duplicate_threshold: float = Field(DEFAULT_THRESHOLD, ge=50, le=100, json_schema_extra={"weaker": "higher"},
-                                            description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate")
-    blind_residual_test: StrictBool = Field(False, json_schema_extra={"weaker": "true"},
-                                            description="where the blind check finds no shift but cannot establish exchangeability at "
-                                                        "this size, test the signals residualised on its text features instead of "
-                                                        "stopping (INCONCLUSIVE unless that test is significant). Off by default: a "
-                                                        "subtle shift the model is more sensitive to than the blind classifier survives "
-                                                        "the residualisation")
-    require_control: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
-                                        description="SUPPORTED or CONTRADICTED only beside a validated member-free control")
-    fraction_confidence: float = Field(0.95, ge=0.8, lt=1, json_schema_extra={"weaker": "lower"},
-                                       description="confidence of the lower bound on the fraction of suspect documents trained on")
-    document_fdr: float = Field(0.1, gt=0, le=0.2, json_schema_extra={"weaker": "higher"},
-                                description="false discovery rate at which single suspect documents are identified")
+    condition_on_text: StrictBool = Field(
+        False,
+        json_schema_extra={"weaker": "false"},
+        description="residualise the signals on surface features of the text before the test",
+    )
+    shift_alpha: float = Field(
+        DEFAULT_ALPHA,
+        gt=0,
+        le=0.2,
+        json_schema_extra={"weaker": "lower"},
+        description="the blind classifier's permutation test refuses the method below this p-value",
+    )
+    mirror_alpha: float = Field(
+        DEFAULT_MIRROR_ALPHA,
+        gt=0,
+        le=0.2,
+        json_schema_extra={"weaker": "lower"},
+        description="its lower tail: sets more alike than random halves (matched, not drawn) are refused",
+    )
+    shift_permutations: int = Field(
+        DEFAULT_PERMUTATIONS,
+        ge=19,
+        le=100_000,
+        json_schema_extra={"weaker": "lower"},
+        description="relabellings of the blind classifier's permutation test",
+    )
+    margin_scale: float = Field(
+        DEFAULT_MARGIN_SCALE,
+        gt=0,
+        le=3.0,
+        json_schema_extra={"weaker": "higher"},
+        description="exchangeability needs the blind AUC interval's upper end below min(margin_cap, 0.5 + "
+        "margin_scale / sqrt(n))",
+    )
+    margin_cap: float = Field(
+        DEFAULT_MARGIN_CAP,
+        ge=0.55,
+        le=0.75,
+        json_schema_extra={"weaker": "higher"},
+        description="the cap of that margin",
+    )
+    near_duplicate_threshold: float = Field(
+        DEFAULT_THRESHOLD,
+        ge=50,
+        le=100,
+        json_schema_extra={"weaker": "higher"},
+        description="rapidfuzz ratio at which a held-out or control document counts as a suspect duplicate",
+    )
+    blind_residual_test: StrictBool = Field(
+        False,
+        json_schema_extra={"weaker": "true"},
+        description="where the blind check finds no shift but cannot establish exchangeability at "
+        "this size, test the signals residualised on its text features instead of "
+        "stopping (INCONCLUSIVE unless that test is significant). Off by default: a "
+        "subtle shift the model is more sensitive to than the blind classifier survives "
+        "the residualisation",
+    )
+    require_control: StrictBool = Field(
+        False,
+        json_schema_extra={"weaker": "false"},
+        description="SUPPORTED or CONTRADICTED only beside a validated member-free control",
+    )
+    fraction_confidence: float = Field(
+        0.95,
+        ge=0.8,
+        lt=1,
+        json_schema_extra={"weaker": "lower"},
+        description="confidence of the lower bound on the fraction of suspect documents trained on",
+    )
+    document_fdr: float = Field(
+        0.1,
+        gt=0,
+        le=0.2,
+        json_schema_extra={"weaker": "higher"},
+        description="false discovery rate at which single suspect documents are identified",
+    )
 
     def for_family(self, claims: int) -> SetTestParams:
         """These params for one of ``claims`` claims tested together (a batch): enough relabellings
@@ -175,9 +250,11 @@ class SetTestParams(BaseModel):
 
     @model_validator(mode="after")
     def reachable_levels(self) -> SetTestParams:
-        for level, count, names in ((self.alpha, self.n_permutations, "alpha / n_permutations"),
-                                    (self.shift_alpha, self.shift_permutations, "shift_alpha / shift_permutations"),
-                                    (self.mirror_alpha, self.shift_permutations, "mirror_alpha / shift_permutations")):
+        for level, count, names in (
+            (self.alpha, self.n_permutations, "alpha / n_permutations"),
+            (self.shift_alpha, self.shift_permutations, "shift_alpha / shift_permutations"),
+            (self.mirror_alpha, self.shift_permutations, "mirror_alpha / shift_permutations"),
+        ):
             if 1 / (count + 1) >= level:
                 raise ValueError(f"{names}: with {count} relabellings no p-value can fall below {level}")
         return self
@@ -208,9 +285,16 @@ class DocumentsFinding:
     stated: bool  # False: the set test was not significant, so the bound is 0 and the list empty
 
     def as_finding(self) -> dict[str, Any]:
-        return {"fraction_trained": asdict(self.fraction), "stated": self.stated,
-                "documents": {"method": FDR_METHOD, "fdr": self.fdr, "identified_sha256": list(self.identified),
-                              "p_values": dict(self.p_values)}}
+        return {
+            "fraction_trained": asdict(self.fraction),
+            "stated": self.stated,
+            "documents": {
+                "method": FDR_METHOD,
+                "fdr": self.fdr,
+                "identified_sha256": list(self.identified),
+                "p_values": dict(self.p_values),
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -228,16 +312,26 @@ class SetMembershipFinding:
     control: ControlFinding | None = None
     documents: DocumentsFinding | None = None
     on_blind: bool = False  # the test ran on signals residualised on the blind classifier's text features
-    least_favourable: DatasetInferenceResult | None = None  # the test with failed items filled against a detection, when any failed
+    least_favourable: DatasetInferenceResult | None = (
+        None  # the test with failed items filled against a detection, when any failed
+    )
     notes: list[str] = field(default_factory=list)
-    tested: dict[str, DocumentSet] = field(default_factory=dict)  # the sets as tested (after removals; scored if the test ran)
+    tested: dict[str, DocumentSet] = field(
+        default_factory=dict
+    )  # the sets as tested (after removals; scored if the test ran)
 
     def as_finding(self) -> dict[str, Any]:
         """Where the rules stopped and why; the shift check, test and control are recorded by the route."""
         return {
-            "status": self.status.value, "reason": self.reason, "heldout_overlap": asdict(self.heldout_overlap),
-            "duplicates_removed": dict(self.duplicates_removed), "overlap_removed_sha256": self.overlap_removed_sha256,
-            "n_suspect_tested": self.n_suspect, "n_heldout_tested": self.n_heldout, "seed": self.seed, "notes": list(self.notes),
+            "status": self.status.value,
+            "reason": self.reason,
+            "heldout_overlap": asdict(self.heldout_overlap),
+            "duplicates_removed": dict(self.duplicates_removed),
+            "overlap_removed_sha256": self.overlap_removed_sha256,
+            "n_suspect_tested": self.n_suspect,
+            "n_heldout_tested": self.n_heldout,
+            "seed": self.seed,
+            "notes": list(self.notes),
             "signals_residualised_on_blind_features": self.on_blind,
         }
 
@@ -276,9 +370,15 @@ def dates_reason(suspect_year: int | None, other_year: int | None, cutoff: int |
     if suspect_year is None or other_year is None or suspect_year == other_year:
         return None
     if cutoff is not None and min(suspect_year, other_year) <= cutoff < max(suspect_year, other_year):
-        return (f"the sets are declared from {suspect_year} and {other_year}, on both sides of the training cutoff ({cutoff}): "
-                f"a difference measures the date, not training")
-    return f"the sets are declared from different years ({suspect_year} and {other_year}): a difference may be the date, not training"
+        return (
+            f"the sets are declared from {suspect_year} and {other_year}, on both sides of the training cutoff "
+            f"({cutoff}): "
+            f"a difference measures the date, not training"
+        )
+    return (
+        f"the sets are declared from different years ({suspect_year} and {other_year}): a difference may be the "
+        "date, not training"
+    )
 
 
 def documents_seed(*sets: Sequence[str]) -> int:
@@ -316,114 +416,255 @@ def run_set_membership(
     (suspect, s_repeated), (heldout, h_repeated) = suspect.distinct(threshold), heldout.distinct(threshold)
     repeated = {Role.SUSPECT.value: s_repeated, Role.HELDOUT.value: h_repeated}
     overlap = find_overlap(suspect.texts, heldout.texts, threshold)
-    removed_sha256 = {"suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_suspect],
-                      "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed]}
+    removed_sha256 = {
+        "suspect": [text_digest(suspect.texts[i]) for i in overlap.removed_suspect],
+        "held-out": [text_digest(heldout.texts[i]) for i in overlap.removed],
+    }
     suspect, heldout = suspect.without(overlap.removed_suspect), heldout.without(overlap.removed)
     seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
-    common = {"tested": {"suspect": suspect, "heldout": heldout}, "heldout_overlap": overlap, "n_suspect": len(suspect.texts), "n_heldout": len(heldout.texts),
-              "duplicates_removed": repeated,
-              "overlap_removed_sha256": removed_sha256, "seed": seed}
-    notes = [f"{count} {PROSE.get(role, role)} documents repeat (or nearly repeat) an earlier one of the same set and were removed"
-             for role, count in repeated.items() if count]
+    common = {
+        "tested": {"suspect": suspect, "heldout": heldout},
+        "heldout_overlap": overlap,
+        "n_suspect": len(suspect.texts),
+        "n_heldout": len(heldout.texts),
+        "duplicates_removed": repeated,
+        "overlap_removed_sha256": removed_sha256,
+        "seed": seed,
+    }
+    notes = [
+        f"{count} {PROSE.get(role, role)} documents repeat (or nearly repeat) an earlier one of the same set and were "
+        "removed"
+        for role, count in repeated.items()
+        if count
+    ]
     if overlap.count:
-        notes.append(f"{overlap.count} held-out and {len(overlap.removed_suspect)} suspect documents duplicate or nearly duplicate "
-                     f"each other ({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near) and were removed from both sets")
-    small = [f"{name} ({len(s.texts)})" for name, s in (("suspect", suspect), ("held-out", heldout)) if len(s.texts) < params.min_set_size]
+        notes.append(
+            f"{overlap.count} held-out and {len(overlap.removed_suspect)} suspect documents duplicate or nearly "
+            "duplicate "
+            f"each other ({overlap.exact} exact, {overlap.prefix} prefix, {overlap.near} near) and were removed from "
+            "both sets"
+        )
+    small = [
+        f"{name} ({len(s.texts)})"
+        for name, s in (("suspect", suspect), ("held-out", heldout))
+        if len(s.texts) < params.min_set_size
+    ]
     if small:
-        return SetMembershipFinding(SetStatus.TOO_SMALL, f"too few documents for a set-level test: {', '.join(small)}, "
-                                    f"at least {params.min_set_size} needed per set", notes=notes, **common)
+        return SetMembershipFinding(
+            SetStatus.TOO_SMALL,
+            f"too few documents for a set-level test: {', '.join(small)}, "
+            f"at least {params.min_set_size} needed per set",
+            notes=notes,
+            **common,
+        )
     dated = dates_reason(suspect.year, heldout.year)
     if dated:
-        return SetMembershipFinding(SetStatus.DATES_DIFFER, f"not a same-period comparison: {dated}", notes=notes, **common)
+        return SetMembershipFinding(
+            SetStatus.DATES_DIFFER, f"not a same-period comparison: {dated}", notes=notes, **common
+        )
     if suspect.year is None or heldout.year is None:
         notes.append("the claim does not declare the year of both sets, so their periods could not be compared")
-    shift_args = {"alpha": params.shift_alpha, "mirror_alpha": params.mirror_alpha, "n_permutations": params.shift_permutations,
-                  "margin_scale": params.margin_scale, "margin_cap": params.margin_cap, "seed": seed}
+    shift_args = {
+        "alpha": params.shift_alpha,
+        "mirror_alpha": params.mirror_alpha,
+        "n_permutations": params.shift_permutations,
+        "margin_scale": params.margin_scale,
+        "margin_cap": params.margin_cap,
+        "seed": seed,
+    }
     shift = check_exchangeable(suspect.texts, heldout.texts, **shift_args)
     if shift.detected:
-        return SetMembershipFinding(SetStatus.SHIFT_DETECTED, f"measures distribution shift: {shift.describe()}", shift=shift, notes=notes, **common)
+        return SetMembershipFinding(
+            SetStatus.SHIFT_DETECTED,
+            f"measures distribution shift: {shift.describe()}",
+            shift=shift,
+            notes=notes,
+            **common,
+        )
     if shift.mirrored:
         return SetMembershipFinding(SetStatus.MIRRORED, shift.describe(), shift=shift, notes=notes, **common)
     # Exchangeability established, or not excluded: then only what the blind classifier's text features
     # cannot explain may count (the signals residualised on them), and the test must still be significant.
     on_blind = not shift.exchangeable
     if on_blind and (not params.blind_residual_test or max(len(suspect.texts), len(heldout.texts)) > MAX_PER_SET):
-        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, _not_established(shift), shift=shift, notes=notes, **common)
+        return SetMembershipFinding(
+            SetStatus.NOT_ESTABLISHED, _not_established(shift), shift=shift, notes=notes, **common
+        )
     suspect, heldout = suspect.scored("suspect", scorer), heldout.scored("heldout", scorer)
-    test_args = {"alpha": params.alpha, "method": params.method, "n_permutations": params.n_permutations,
-                 "n_splits": params.n_splits, "seed": seed, "min_set_size": params.min_set_size}
+    test_args = {
+        "alpha": params.alpha,
+        "method": params.method,
+        "n_permutations": params.n_permutations,
+        "n_splits": params.n_splits,
+        "seed": seed,
+        "min_set_size": params.min_set_size,
+    }
     if uneven := uneven_failures(suspect.features, heldout.features, features):
-        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, f"queries fail unevenly between the sets ({uneven}): a test would "
-                                    f"measure which documents the model refuses or fails on, not training", shift=shift, notes=notes,
-                                    **common | {"tested": {"suspect": suspect, "heldout": heldout}})
-    result = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args)
+        return SetMembershipFinding(
+            SetStatus.NOT_ESTABLISHED,
+            f"queries fail unevenly between the sets ({uneven}): a test would "
+            f"measure which documents the model refuses or fails on, not training",
+            shift=shift,
+            notes=notes,
+            **common | {"tested": {"suspect": suspect, "heldout": heldout}},
+        )
+    result = dataset_inference(
+        *_features_of(suspect, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args
+    )
     if on_blind and not result.significant:
-        return SetMembershipFinding(SetStatus.NOT_ESTABLISHED, _not_established(shift) + (
-            f"; and the test on the signals residualised on the blind classifier's text features, which no shift that classifier "
-            f"can see survives, is not significant either (p = {result.p_value:.3g})"), shift=shift, result=result, notes=notes,
-            on_blind=True, **common | {"tested": {"suspect": suspect, "heldout": heldout}})
+        return SetMembershipFinding(
+            SetStatus.NOT_ESTABLISHED,
+            _not_established(shift)
+            + (
+                "; and the test on the signals residualised on the blind classifier's text features, which no shift "
+                "that classifier "
+                f"can see survives, is not significant either (p = {result.p_value:.3g})"
+            ),
+            shift=shift,
+            result=result,
+            notes=notes,
+            on_blind=True,
+            **common | {"tested": {"suspect": suspect, "heldout": heldout}},
+        )
     worst = None
-    if failed := {name: int((~np.isfinite(s.features)).any(axis=1).sum()) for name, s in (("suspect", suspect), ("held-out", heldout))
-                  if not np.isfinite(s.features).all()}:
-        notes.append("documents with a failed query (their signal filled with the pooled median, label-blind): "
-                     + ", ".join(f"{n} {name}" for name, n in failed.items()))
+    if failed := {
+        name: int((~np.isfinite(s.features)).any(axis=1).sum())
+        for name, s in (("suspect", suspect), ("held-out", heldout))
+        if not np.isfinite(s.features).all()
+    }:
+        notes.append(
+            "documents with a failed query (their signal filled with the pooled median, label-blind): "
+            + ", ".join(f"{n} {name}" for name, n in failed.items())
+        )
         if result.significant:
-            worst = dataset_inference(*_features_of(suspect, heldout, params.condition_on_text, least_favourable=True, on_blind=on_blind),
-                                      features, **test_args)
+            worst = dataset_inference(
+                *_features_of(suspect, heldout, params.condition_on_text, least_favourable=True, on_blind=on_blind),
+                features,
+                **test_args,
+            )
     control_finding = None
     if control is not None:
-        control_finding = _run_control(submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer, on_blind)
+        control_finding = _run_control(
+            submitted, suspect, control, heldout, features, params, test_args, shift_args, scorer, on_blind
+        )
     if control_finding is not None and control_finding.result is not None and control_finding.result.significant:
-        status, reason = SetStatus.CONTROL_FLAGGED, (
-            f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test separates documents "
-            f"that were certainly not trained on from the held-out set, so a detection would not be about training")
+        status, reason = (
+            SetStatus.CONTROL_FLAGGED,
+            (
+                f"the member-free control was flagged too (p = {control_finding.result.p_value:.3g}): the test "
+                "separates documents "
+                f"that were certainly not trained on from the held-out set, so a detection would not be about training"
+            ),
+        )
     elif result.significant and params.require_control and not (control_finding and control_finding.validated):
         why = "no member-free control was given" if control_finding is None else "; ".join(control_finding.problems)
-        status, reason = SetStatus.CONTROL_REQUIRED, (
-            f"the test is significant (p = {result.p_value:.3g}) but the policy requires a validated member-free control: {why}")
+        status, reason = (
+            SetStatus.CONTROL_REQUIRED,
+            (
+                f"the test is significant (p = {result.p_value:.3g}) but the policy requires a validated member-free "
+                f"control: {why}"
+            ),
+        )
     elif result.significant and worst is not None and not worst.significant:
-        status, reason = SetStatus.NOT_SIGNIFICANT, (
-            f"significant with failed items filled at the median (p = {result.p_value:.3g}) but not when they are filled least "
-            f"favourably - suspect at the lowest score, held-out at the highest (p = {worst.p_value:.3g}): the failures could carry it")
+        status, reason = (
+            SetStatus.NOT_SIGNIFICANT,
+            (
+                f"significant with failed items filled at the median (p = {result.p_value:.3g}) but not when they are "
+                "filled least "
+                f"favourably - suspect at the lowest score, held-out at the highest (p = {worst.p_value:.3g}): the "
+                "failures could carry it"
+            ),
+        )
     elif result.significant:
-        basis = (f"beyond everything the blind classifier's text features explain (its interval could not establish exchangeability "
-                 f"at this size: {shift.describe()})" if on_blind else "")
-        status, reason = SetStatus.SIGNIFICANT, (
-            f"suspect and held-out are not exchangeable under the model{' ' + basis if basis else ''} (p = {result.p_value:.3g}); if "
-            f"the held-out set is a valid same-population non-member sample, this indicates training on at least part of the suspect set")
+        basis = (
+            "beyond everything the blind classifier's text features explain (its interval could not establish "
+            "exchangeability "
+            f"at this size: {shift.describe()})"
+            if on_blind
+            else ""
+        )
+        status, reason = (
+            SetStatus.SIGNIFICANT,
+            (
+                f"suspect and held-out are not exchangeable under the model{' ' + basis if basis else ''} (p = "
+                f"{result.p_value:.3g}); if "
+                "the held-out set is a valid same-population non-member sample, this indicates training on at least "
+                "part of the suspect set"
+            ),
+        )
     else:
-        status, reason = SetStatus.NOT_SIGNIFICANT, f"no significant difference under the model (p = {result.p_value:.3g})"
+        status, reason = (
+            SetStatus.NOT_SIGNIFICANT,
+            f"no significant difference under the model (p = {result.p_value:.3g})",
+        )
     common["tested"] = {"suspect": suspect, "heldout": heldout}
-    documents = _documents(suspect, heldout, params, seed, least_favourable=bool(failed), stated=status == SetStatus.SIGNIFICANT,
-                           on_blind=on_blind)
-    return SetMembershipFinding(status, reason, shift=shift, result=result, control=control_finding, documents=documents, notes=notes,
-                                on_blind=on_blind, least_favourable=worst, **common)
+    documents = _documents(
+        suspect,
+        heldout,
+        params,
+        seed,
+        least_favourable=bool(failed),
+        stated=status == SetStatus.SIGNIFICANT,
+        on_blind=on_blind,
+    )
+    return SetMembershipFinding(
+        status,
+        reason,
+        shift=shift,
+        result=result,
+        control=control_finding,
+        documents=documents,
+        notes=notes,
+        on_blind=on_blind,
+        least_favourable=worst,
+        **common,
+    )
 
 
 def _not_established(shift: ExchangeabilityCheck) -> str:
     """Why exchangeability is not established, and at what size it could be."""
     needed = size_to_establish(shift)
-    size = (f"; about {needed} documents per set would let the check establish it if the blind AUC stayed at {shift.auc_corrected:.3f}"
-            if needed else "; at the observed blind AUC no set size would let the check establish it")
+    size = (
+        f"; about {needed} documents per set would let the check establish it if the blind AUC stayed at "
+        f"{shift.auc_corrected:.3f}"
+        if needed
+        else "; at the observed blind AUC no set size would let the check establish it"
+    )
     return f"the held-out set is not shown to be exchangeable with the suspect set: {shift.describe()}{size}"
 
 
-def _documents(suspect: DocumentSet, heldout: DocumentSet, params: SetTestParams, seed: int, least_favourable: bool,
-               stated: bool, on_blind: bool) -> DocumentsFinding:
+def _documents(
+    suspect: DocumentSet,
+    heldout: DocumentSet,
+    params: SetTestParams,
+    seed: int,
+    least_favourable: bool,
+    stated: bool,
+    on_blind: bool,
+) -> DocumentsFinding:
     """The fraction bound and the identified documents, on the features as the test saw them
     (failed items filled least favourably to a detection, if any failed)."""
-    s, v = _features_of(suspect, heldout, params.condition_on_text, least_favourable=least_favourable, on_blind=on_blind)
+    s, v = _features_of(
+        suspect, heldout, params.condition_on_text, least_favourable=least_favourable, on_blind=on_blind
+    )
     folds = fold_scores(s[None], v[None], np.random.default_rng(seed))
     computed = fraction_trained(folds, params.fraction_confidence)[0]
     p, fold_of = conformal_p_values(folds)
     digests = [text_digest(t) for t in suspect.texts]
     found = [digests[i] for i in identified(p, fold_of, params.document_fdr)] if stated else []
     fraction = computed if stated else replace(computed, lower_bound=0.0)
-    return DocumentsFinding(fraction, {d: round(float(x), 6) for d, x in zip(digests, p)}, found, params.document_fdr, stated)
+    return DocumentsFinding(
+        fraction, {d: round(float(x), 6) for d, x in zip(digests, p)}, found, params.document_fdr, stated
+    )
 
 
-def _features_of(first: DocumentSet, second: DocumentSet, condition_on_text: bool,
-                 least_favourable: bool = False, on_blind: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _features_of(
+    first: DocumentSet,
+    second: DocumentSet,
+    condition_on_text: bool,
+    least_favourable: bool = False,
+    on_blind: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """The two sets' features as tested: failed items filled label-blind with the pooled median
     (counted in the notes by the caller) - or, for the sensitivity check, least favourably to a
     detection: the first set's at the column's lowest score, the second's at its highest - then
@@ -462,8 +703,15 @@ def uneven_failures(first: np.ndarray, second: np.ndarray, features: list[str], 
 
 
 def _run_control(
-    submitted: tuple[DocumentSet, DocumentSet], suspect: DocumentSet, control: DocumentSet, heldout: DocumentSet,
-    features: list[str], params: SetTestParams, test_args: dict[str, Any], shift_args: dict[str, Any], scorer: Scorer | None,
+    submitted: tuple[DocumentSet, DocumentSet],
+    suspect: DocumentSet,
+    control: DocumentSet,
+    heldout: DocumentSet,
+    features: list[str],
+    params: SetTestParams,
+    test_args: dict[str, Any],
+    shift_args: dict[str, Any],
+    scorer: Scorer | None,
     on_blind: bool = False,
 ) -> ControlFinding:
     """Test the control against the held-out set, and check whether it can validate anything.
@@ -480,12 +728,16 @@ def _run_control(
     control = control.without(overlap.removed)
     problems = []
     if control.origin is not None and control.origin == heldout.origin:
-        problems.append("the control is drawn with the held-out set's own file and filter, so it is a split of the held-out "
-                        "population and cannot show that the held-out set differs from the suspect's population")
+        problems.append(
+            "the control is drawn with the held-out set's own file and filter, so it is a split of the held-out "
+            "population and cannot show that the held-out set differs from the suspect's population"
+        )
     if control.year is not None and suspect.year is not None and control.year != suspect.year:
         problems.append(f"the control is declared from {control.year}, the suspect set from {suspect.year}")
     elif params.require_control and (control.year is None or suspect.year is None):
-        problems.append("the years of the suspect set and of the control must both be declared for the control to count")
+        problems.append(
+            "the years of the suspect set and of the control must both be declared for the control to count"
+        )
     if len(control.texts) < params.min_set_size:
         problems.append(f"too few control documents ({len(control.texts)}, at least {params.min_set_size} needed)")
         return ControlFinding(None, None, repeated, overlap.count, False, problems)
@@ -493,5 +745,7 @@ def _run_control(
     if not shift.exchangeable:
         problems.append(f"the control is not shown to come from the suspect's population: {shift.describe()}")
     control = control.scored("control", scorer)
-    result = dataset_inference(*_features_of(control, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args)
+    result = dataset_inference(
+        *_features_of(control, heldout, params.condition_on_text, on_blind=on_blind), features, **test_args
+    )
     return ControlFinding(result, shift, repeated, overlap.count, not problems, problems)

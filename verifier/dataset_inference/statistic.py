@@ -97,28 +97,46 @@ def dataset_inference(
             raise VerifierError(f"dataset inference: the {name} features contain NaN or infinite values")
     rng = np.random.default_rng(seed)
     common = {
-        "alpha": alpha, "method": method, "n_suspect": len(suspect), "n_heldout": len(heldout),
-        "features": list(features), "seed": seed,
+        "alpha": alpha,
+        "method": method,
+        "n_suspect": len(suspect),
+        "n_heldout": len(heldout),
+        "features": list(features),
+        "seed": seed,
     }
     if method == "permutation":
         test = cross_fit_permutation(suspect[None], heldout[None], n_permutations, rng)
         p = float(test.p_values[0])
         return DatasetInferenceResult(
-            p_value=p, statistic=float(test.statistic[0]), effect_size=float(test.effect_size[0]), significant=p < alpha,
-            weights=_named(test.weights[0], features), n_permutations=n_permutations, **common,
+            p_value=p,
+            statistic=float(test.statistic[0]),
+            effect_size=float(test.effect_size[0]),
+            significant=p < alpha,
+            weights=_named(test.weights[0], features),
+            n_permutations=n_permutations,
+            **common,
         )
     split = split_tests(suspect[None], heldout[None], n_splits, rng)
     p = float(aggregate_p_values(split.p_values)[0])
     return DatasetInferenceResult(
-        p_value=p, statistic=float(np.median(split.statistic[0])), effect_size=float(np.median(split.effect_size[0])),
-        significant=p < alpha, weights=_named(split.weights[0], features), n_splits=n_splits,
-        split_p_values=[float(v) for v in split.p_values[0]], **common,
+        p_value=p,
+        statistic=float(np.median(split.statistic[0])),
+        effect_size=float(np.median(split.effect_size[0])),
+        significant=p < alpha,
+        weights=_named(split.weights[0], features),
+        n_splits=n_splits,
+        split_p_values=[float(v) for v in split.p_values[0]],
+        **common,
     )
 
 
 def trial_p_values(
-    suspect: np.ndarray, heldout: np.ndarray, rng: np.random.Generator, method: str = "permutation",
-    n_permutations: int = DEFAULT_PERMUTATIONS, n_splits: int = DEFAULT_SPLITS,
+    suspect: np.ndarray,
+    heldout: np.ndarray,
+    rng: np.random.Generator,
+    method: str = "permutation",
+    n_permutations: int = DEFAULT_PERMUTATIONS,
+    n_splits: int = DEFAULT_SPLITS,
 ) -> np.ndarray:
     """One p-value per trial for ``suspect`` [trials, n_s, F] against ``heldout`` [trials, n_v, F]."""
     if method == "permutation":
@@ -134,7 +152,9 @@ class BatchedTest:
     weights: np.ndarray  # [trials, folds or splits, features]
 
 
-def cross_fit_permutation(suspect: np.ndarray, heldout: np.ndarray, n_permutations: int, rng: np.random.Generator) -> BatchedTest:
+def cross_fit_permutation(
+    suspect: np.ndarray, heldout: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> BatchedTest:
     """Cross-fitted, direction-constrained statistic with an exact permutation p-value, for many trials.
 
     Relabelling 0 is the observed labelling (random halves within each set); relabellings
@@ -150,8 +170,13 @@ def cross_fit_permutation(suspect: np.ndarray, heldout: np.ndarray, n_permutatio
     per_trial = n_permutations + 1
     # Jobs are (trial, relabelling) pairs, batched across trials; relabelling 0 of each trial is
     # the observed labelling. Row orders: the first n_s rows of each order play "suspect".
-    observed = np.concatenate([rng.permuted(np.broadcast_to(np.arange(n_s), (trials, n_s)), axis=1),
-                               n_s + rng.permuted(np.broadcast_to(np.arange(n - n_s), (trials, n - n_s)), axis=1)], axis=1)
+    observed = np.concatenate(
+        [
+            rng.permuted(np.broadcast_to(np.arange(n_s), (trials, n_s)), axis=1),
+            n_s + rng.permuted(np.broadcast_to(np.arange(n - n_s), (trials, n - n_s)), axis=1),
+        ],
+        axis=1,
+    )
     chunk = max(1, CHUNK_ELEMENTS // (n * (features + 1) * 3))
     statistic = np.empty(trials * per_trial)
     effect = np.empty(trials)
@@ -167,7 +192,9 @@ def cross_fit_permutation(suspect: np.ndarray, heldout: np.ndarray, n_permutatio
         effect[trial[first]], weights[trial[first]] = d[first], w[first]
     statistic = statistic.reshape(trials, per_trial)
     exceed = (statistic[:, 1:] >= statistic[:, :1]).sum(axis=1)
-    return BatchedTest(p_values=(1 + exceed) / (1 + n_permutations), statistic=statistic[:, 0], effect_size=effect, weights=weights)
+    return BatchedTest(
+        p_values=(1 + exceed) / (1 + n_permutations), statistic=statistic[:, 0], effect_size=effect, weights=weights
+    )
 
 
 def _cross_fit(rows: np.ndarray, n_s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -48,14 +48,16 @@ ALNUM = string.ascii_letters + string.digits
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 OPENAI_INFIX = "T3BlbkFJ"  # base64 of "OpenAI", fixed inside legacy keys
 HEX_LOWER, HEX_UPPER = "0123456789abcdef", "0123456789ABCDEF"
-KNOWN_CONSTANTS = frozenset({
-    "d41d8cd98f00b204e9800998ecf8427e",  # MD5 of the empty string
-    "da39a3ee5e6b4b0d3255bfef95601890afd80709",  # SHA-1 of the empty string
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # SHA-256 of the empty string
-    "00000000-0000-0000-0000-000000000000",
-    "akiaiosfodnn7example",  # AWS documentation's example key
-    "550e8400-e29b-41d4-a716-446655440000",  # the UUID of Wikipedia's and many documentation examples
-})
+KNOWN_CONSTANTS = frozenset(
+    {
+        "d41d8cd98f00b204e9800998ecf8427e",  # MD5 of the empty string
+        "da39a3ee5e6b4b0d3255bfef95601890afd80709",  # SHA-1 of the empty string
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # SHA-256 of the empty string
+        "00000000-0000-0000-0000-000000000000",
+        "akiaiosfodnn7example",  # AWS documentation's example key
+        "550e8400-e29b-41d4-a716-446655440000",  # the UUID of Wikipedia's and many documentation examples
+    }
+)
 
 
 CLASSES = (string.digits, string.ascii_lowercase, string.ascii_uppercase)
@@ -115,16 +117,38 @@ def _openai_key(real: str, rng: np.random.Generator) -> str:
 
 
 FORMATS = (
-    IdentifierFormat("uuid4", re.compile(r"(?<![0-9A-Za-z-])[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}(?![0-9A-Za-z-])"
-                                         r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"),
-                     _uuid4, _new_uuid4),
-    IdentifierFormat("hex_digest", re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32}|[0-9A-F]{64}|[0-9A-F]{40}|[0-9A-F]{32})(?![0-9A-Za-z])"),
-                     _hex_digest, lambda rng: _uniform(HEX_LOWER, 40, rng)),
-    IdentifierFormat("short_url", re.compile(r"(?<![0-9A-Za-z.])(?:(?:bit\.ly|t\.co|goo\.gl|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}"
-                                             r"|tinyurl\.com/[a-z0-9]{6,10})(?![0-9A-Za-z/])"), _short_url,
-                     lambda rng: "bit.ly/" + _uniform(ALNUM, 7, rng)),
-    IdentifierFormat("openai_key", re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?![0-9A-Za-z])"), _openai_key,
-                     lambda rng: "sk-" + _uniform(ALNUM, 20, rng) + OPENAI_INFIX + _uniform(ALNUM, 20, rng)),
+    IdentifierFormat(
+        "uuid4",
+        re.compile(
+            r"(?<![0-9A-Za-z-])[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}(?![0-9A-Za-z-])"
+            r"|(?<![0-9A-Za-z-])[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}(?![0-9A-Za-z-])"
+        ),
+        _uuid4,
+        _new_uuid4,
+    ),
+    IdentifierFormat(
+        "hex_digest",
+        re.compile(
+            r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{32}|[0-9A-F]{64}|[0-9A-F]{40}|[0-9A-F]{32})(?![0-9A-Za-z])"
+        ),
+        _hex_digest,
+        lambda rng: _uniform(HEX_LOWER, 40, rng),
+    ),
+    IdentifierFormat(
+        "short_url",
+        re.compile(
+            r"(?<![0-9A-Za-z.])(?:(?:bit\.ly|t\.co|goo\.gl|ow\.ly|buff\.ly)/[A-Za-z0-9]{5,12}"
+            r"|tinyurl\.com/[a-z0-9]{6,10})(?![0-9A-Za-z/])"
+        ),
+        _short_url,
+        lambda rng: "bit.ly/" + _uniform(ALNUM, 7, rng),
+    ),
+    IdentifierFormat(
+        "openai_key",
+        re.compile(r"(?<![0-9A-Za-z-])sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?![0-9A-Za-z])"),
+        _openai_key,
+        lambda rng: "sk-" + _uniform(ALNUM, 20, rng) + OPENAI_INFIX + _uniform(ALNUM, 20, rng),
+    ),
 )
 BY_NAME = {f.name: f for f in FORMATS}
 
@@ -141,15 +165,21 @@ def random_looking(identifier: str) -> bool:
     if _sequential(lowered) or _self_predictable(lowered):
         return False
     words = _long_words()
-    return not any(run[i:j] in words for run in re.findall(r"[a-z]{5,}", lowered)
-                   for i in range(len(run) - 4) for j in range(i + 5, len(run) + 1))
+    return not any(
+        run[i:j] in words
+        for run in re.findall(r"[a-z]{5,}", lowered)
+        for i in range(len(run) - 4)
+        for j in range(i + 5, len(run) + 1)
+    )
 
 
 def _sequential(text: str, run: int = 5) -> bool:
     """Whether ``text`` holds ``run`` characters in a progression of one step (12345, abcde,
     98765, 13579, acegi): a model continues those without having seen the string."""
     steps = [ord(b) - ord(a) for a, b in zip(text, text[1:])]
-    return any(steps[i] != 0 and all(d == steps[i] for d in steps[i:i + run - 1]) for i in range(len(steps) - run + 2))
+    return any(
+        steps[i] != 0 and all(d == steps[i] for d in steps[i : i + run - 1]) for i in range(len(steps) - run + 2)
+    )
 
 
 SELF_REPEAT = 4
@@ -163,7 +193,7 @@ def _self_predictable(text: str) -> bool:
     it" would not hold for the real identifier and its draws alike. About 3% of uniform 64-hex
     digests hold such a repeat by chance and are set aside with the rest (as fresh draws are)."""
     bare = re.sub(r"[^0-9a-z]", "", text)
-    grams = [bare[i:i + SELF_REPEAT] for i in range(len(bare) - SELF_REPEAT + 1)]
+    grams = [bare[i : i + SELF_REPEAT] for i in range(len(bare) - SELF_REPEAT + 1)]
     seen: dict[str, int] = {}
     for i, gram in enumerate(grams):
         if gram in seen or gram[::-1] in seen and seen[gram[::-1]] + SELF_REPEAT <= i:
@@ -195,7 +225,7 @@ def _bare(text: str) -> str:
 
 def _grams(text: str, run: int) -> set[str]:
     bare = _bare(text)
-    return {bare[i:i + run] for i in range(len(bare) - run + 1)}
+    return {bare[i : i + run] for i in range(len(bare) - run + 1)}
 
 
 def _leaks(bare_context: str, identifier: str, run: int = 6) -> bool:
@@ -215,8 +245,12 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
     dropped = {"not random-looking": 0, "repeated": 0, "context holds part of it": 0}
     for doc, text in enumerate(texts):
         hits, last_end = [], -1
-        for start, end, fmt in sorted(((m.start(), m.end(), f) for f in FORMATS for m in f.pattern.finditer(text)), key=lambda h: (h[0], -h[1])):
-            if start >= last_end:  # overlapping matches (a key holding a digest) are one identifier: the longest first match
+        for start, end, fmt in sorted(
+            ((m.start(), m.end(), f) for f in FORMATS for m in f.pattern.finditer(text)), key=lambda h: (h[0], -h[1])
+        ):
+            if (
+                start >= last_end
+            ):  # overlapping matches (a key holding a digest) are one identifier: the longest first match
                 hits.append((start, end, fmt))
                 last_end = end
         for start, end, fmt in hits:
@@ -248,7 +282,12 @@ def fresh_draws(item: Found, count: int) -> list[str]:
     context = _bare(item.context)  # once, not per candidate
     for _ in range(count * 50):
         candidate = sample(item.identifier, rng)
-        if candidate not in seen and random_looking(candidate) and pattern.fullmatch(candidate) and not _leaks(context, candidate):
+        if (
+            candidate not in seen
+            and random_looking(candidate)
+            and pattern.fullmatch(candidate)
+            and not _leaks(context, candidate)
+        ):
             seen.add(candidate)
             draws.append(candidate)
             if len(draws) == count:

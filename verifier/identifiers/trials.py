@@ -8,16 +8,29 @@ import hashlib
 from verifier.identifiers.formats import find_identifiers, fresh_draws
 from verifier.stats.rank_trials import Trial
 
-NULL = "the model was not trained on text containing these identifiers (each is exchangeable with fresh draws of its format)"
+NULL = (
+    "the model was not trained on text containing these identifiers (each is exchangeable with fresh draws of its "
+    "format)"
+)
 
 
-def identifier_trials(suspect: list[str], samples: int, context_words: int, max_identifiers: int) -> tuple[list[Trial], dict[str, int]]:
+def identifier_trials(
+    suspect: list[str], samples: int, context_words: int, max_identifiers: int
+) -> tuple[list[Trial], dict[str, int]]:
     """One trial per distinct random-looking identifier in the suspect set; beyond ``max_identifiers``,
     those with the smallest SHA-256 (a choice nobody can steer without changing the identifiers)."""
     found, dropped = find_identifiers(suspect, context_words)
     if len(found) > max_identifiers:
         dropped["over the limit of identifiers tested"] = len(found) - max_identifiers
         found = sorted(found, key=lambda item: hashlib.sha256(item.identifier.encode()).hexdigest())[:max_identifiers]
-    trials = [Trial(f"identifier-{i}", "identifier", item.format, item.context + item.identifier,
-                    [item.context + fresh for fresh in fresh_draws(item, samples)]) for i, item in enumerate(found)]
+    trials = [
+        Trial(
+            f"identifier-{i}",
+            "identifier",
+            item.format,
+            item.context + item.identifier,
+            [item.context + fresh for fresh in fresh_draws(item, samples)],
+        )
+        for i, item in enumerate(found)
+    ]
     return trials, dropped

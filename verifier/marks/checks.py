@@ -21,10 +21,18 @@ from verifier.marks.registration import (
 )
 
 
-def checked_registration(registration: Path, siblings: Path, released: date | None, cutoff: int | None,
-                         target_weights: Callable[[], str | None], pinned_sha256: str | None = None,
-                         rephraser_model: str | None = None, trust_dir: Path | None = None,
-                         require_timestamp: bool = False, files: tuple[bytes, bytes] | None = None) -> tuple[Registration, Secrets]:
+def checked_registration(
+    registration: Path,
+    siblings: Path,
+    released: date | None,
+    cutoff: int | None,
+    target_weights: Callable[[], str | None],
+    pinned_sha256: str | None = None,
+    rephraser_model: str | None = None,
+    trust_dir: Path | None = None,
+    require_timestamp: bool = False,
+    files: tuple[bytes, bytes] | None = None,
+) -> tuple[Registration, Secrets]:
     """The registration (dated: ``registration.dated``) and its secrets once signature, pin,
     timestamps, date, rephraser, commitments and regenerated pools all hold; otherwise one line
     naming the file. The date is the earliest pinned TSA's token, else the registrant's own, which
@@ -35,9 +43,13 @@ def checked_registration(registration: Path, siblings: Path, released: date | No
     dated = date_registration(found, registration, trust_dir)
     found = replace(found, dated=dated)
     if require_timestamp and not dated.trusted:
-        raise VerifierError(f"{registration.name}: refused: the policy requires a timestamp of a time-stamping authority the "
-                            "auditor pins, and the registration's date is only the registrant's own statement")
-    if reason := predates_training(dated.when, released, cutoff, by="a pinned time-stamping authority" if dated.trusted else "its signer"):
+        raise VerifierError(
+            f"{registration.name}: refused: the policy requires a timestamp of a time-stamping authority the "
+            "auditor pins, and the registration's date is only the registrant's own statement"
+        )
+    if reason := predates_training(
+        dated.when, released, cutoff, by="a pinned time-stamping authority" if dated.trusted else "its signer"
+    ):
         raise VerifierError(f"{registration.name}: refused: {reason}")
     if rephrased_by(found, target_weights()):
         raise VerifierError(f"{registration.name}: refused: the rephrasings were made by the model under test")

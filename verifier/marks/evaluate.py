@@ -21,8 +21,9 @@ def context_before(document: str, mark: str, words: int) -> str | None:
     return None if at < 0 else words_before(document, at, words)
 
 
-def registered_trials(registration: Registration, secrets: Secrets, suspect: list[str],
-                      context_words: int) -> tuple[list[Trial], dict[str, str]]:
+def registered_trials(
+    registration: Registration, secrets: Secrets, suspect: list[str], context_words: int
+) -> tuple[list[Trial], dict[str, str]]:
     """One trial per registered mark; a mark that does not occur in its published document is
     reported and not tested (a fact about the registrant's documents, fixed before training).
 
@@ -31,10 +32,17 @@ def registered_trials(registration: Registration, secrets: Secrets, suspect: lis
     by_digest = {text_digest(t): t for t in suspect}
     missing = [m.document for m in registration.predicate.marks if m.document_sha256 not in by_digest]
     if len(missing) == len(registration.predicate.marks):
-        raise VerifierError(f"refused: the registration is for other documents (none of its {len(missing)} published documents is in the suspect set)")
+        raise VerifierError(
+            f"refused: the registration is for other documents (none of its {len(missing)} published documents is in "
+            "the suspect set)"
+        )
     if missing:
-        raise VerifierError(f"refused: {len(missing)} of the {len(registration.predicate.marks)} registered documents are not in the suspect "
-                            f"set (first: {missing[0]!r}); every registered mark must be tested, or marks could be chosen after seeing their scores")
+        raise VerifierError(
+            f"refused: {len(missing)} of the {len(registration.predicate.marks)} registered documents are not in the "
+            "suspect "
+            f"set (first: {missing[0]!r}); every registered mark must be tested, or marks could be chosen after "
+            "seeing their scores"
+        )
     trials, excluded = [], {}
     by_id = {m.id: m for m in secrets.marks}
     for mark in registration.predicate.marks:
@@ -51,6 +59,13 @@ def registered_trials(registration: Registration, secrets: Secrets, suspect: lis
         if context is None:
             excluded[mark.id] = f"the mark does not occur in its published document {mark.document!r}"
             continue
-        trials.append(Trial(mark.id, mark.kind, mark.format or mark.kind, context + secret.published.text,
-                            [context + s for s in siblings]))
+        trials.append(
+            Trial(
+                mark.id,
+                mark.kind,
+                mark.format or mark.kind,
+                context + secret.published.text,
+                [context + s for s in siblings],
+            )
+        )
     return trials, excluded

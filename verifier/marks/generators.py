@@ -27,25 +27,176 @@ CanaryFormat = Literal["words", "hex", "base32", "sentence"]
 BASE32 = string.ascii_uppercase + "234567"
 
 # A small grammar for natural-looking canaries: "<name> <verb> the <adjective> <noun> of <place> in <year>."
-NAMES = ("Adela", "Bertram", "Cosima", "Dorian", "Elspeth", "Fenwick", "Greta", "Horatio", "Imelda", "Jasper", "Kerensa",
-         "Leopold", "Marisol", "Nikolai", "Ottilie", "Percival", "Quentin", "Rosalind", "Soren", "Tamsin", "Ulric", "Vesna",
-         "Wilhelmina", "Xavier", "Yolanda", "Zebulon", "Anselm", "Briony", "Casimir", "Delphine", "Evander", "Fiora")
-VERBS = ("repainted", "catalogued", "buried", "rebuilt", "auctioned", "mislaid", "translated", "smuggled", "restored",
-         "measured", "photographed", "inherited", "dismantled", "sketched", "weighed", "insured", "polished", "borrowed",
-         "guarded", "surveyed", "carved", "rescued", "abandoned", "copied", "decorated", "repaired", "sold", "mapped",
-         "counted", "hid", "found", "returned")
-ADJECTIVES = ("crooked", "amber", "silent", "copper", "hollow", "velvet", "frozen", "scarlet", "ancient", "brittle",
-              "gilded", "narrow", "humble", "stormy", "marble", "woollen", "restless", "pale", "clockwork", "northern",
-              "borrowed", "twelfth", "lopsided", "fragrant", "rusted", "secret", "painted", "lonely", "distant", "tiny",
-              "oaken", "wandering")
-NOUNS = ("lighthouse", "harpsichord", "orchard", "ledger", "tapestry", "windmill", "observatory", "chapel", "barometer",
-         "greenhouse", "carousel", "granary", "telescope", "atlas", "fountain", "bridge", "lantern", "aqueduct", "violin",
-         "archive", "ferry", "sundial", "mosaic", "belltower", "compass", "kiln", "loom", "statue", "cellar", "garden",
-         "printing press", "gatehouse")
-PLACES = ("Aldermoor", "Brackenford", "Calderwick", "Dunmarrow", "Elmstead", "Farrowdale", "Glenhallow", "Harwick Cross",
-          "Ivybridge Vale", "Juniper Hollow", "Kestrel Point", "Larkspur", "Mossley Fen", "Northcombe", "Oakhurst",
-          "Pellinor", "Quarry End", "Ravensworth", "Saltmarsh", "Thornbury Down", "Upwater", "Valewood", "Wexcombe",
-          "Yarrowby", "Ashgrove", "Bellhaven", "Coldharbour", "Drymoor", "Eastwold", "Fallowmere", "Greystone", "Hollins")
+NAMES = (
+    "Adela",
+    "Bertram",
+    "Cosima",
+    "Dorian",
+    "Elspeth",
+    "Fenwick",
+    "Greta",
+    "Horatio",
+    "Imelda",
+    "Jasper",
+    "Kerensa",
+    "Leopold",
+    "Marisol",
+    "Nikolai",
+    "Ottilie",
+    "Percival",
+    "Quentin",
+    "Rosalind",
+    "Soren",
+    "Tamsin",
+    "Ulric",
+    "Vesna",
+    "Wilhelmina",
+    "Xavier",
+    "Yolanda",
+    "Zebulon",
+    "Anselm",
+    "Briony",
+    "Casimir",
+    "Delphine",
+    "Evander",
+    "Fiora",
+)
+VERBS = (
+    "repainted",
+    "catalogued",
+    "buried",
+    "rebuilt",
+    "auctioned",
+    "mislaid",
+    "translated",
+    "smuggled",
+    "restored",
+    "measured",
+    "photographed",
+    "inherited",
+    "dismantled",
+    "sketched",
+    "weighed",
+    "insured",
+    "polished",
+    "borrowed",
+    "guarded",
+    "surveyed",
+    "carved",
+    "rescued",
+    "abandoned",
+    "copied",
+    "decorated",
+    "repaired",
+    "sold",
+    "mapped",
+    "counted",
+    "hid",
+    "found",
+    "returned",
+)
+ADJECTIVES = (
+    "crooked",
+    "amber",
+    "silent",
+    "copper",
+    "hollow",
+    "velvet",
+    "frozen",
+    "scarlet",
+    "ancient",
+    "brittle",
+    "gilded",
+    "narrow",
+    "humble",
+    "stormy",
+    "marble",
+    "woollen",
+    "restless",
+    "pale",
+    "clockwork",
+    "northern",
+    "borrowed",
+    "twelfth",
+    "lopsided",
+    "fragrant",
+    "rusted",
+    "secret",
+    "painted",
+    "lonely",
+    "distant",
+    "tiny",
+    "oaken",
+    "wandering",
+)
+NOUNS = (
+    "lighthouse",
+    "harpsichord",
+    "orchard",
+    "ledger",
+    "tapestry",
+    "windmill",
+    "observatory",
+    "chapel",
+    "barometer",
+    "greenhouse",
+    "carousel",
+    "granary",
+    "telescope",
+    "atlas",
+    "fountain",
+    "bridge",
+    "lantern",
+    "aqueduct",
+    "violin",
+    "archive",
+    "ferry",
+    "sundial",
+    "mosaic",
+    "belltower",
+    "compass",
+    "kiln",
+    "loom",
+    "statue",
+    "cellar",
+    "garden",
+    "printing press",
+    "gatehouse",
+)
+PLACES = (
+    "Aldermoor",
+    "Brackenford",
+    "Calderwick",
+    "Dunmarrow",
+    "Elmstead",
+    "Farrowdale",
+    "Glenhallow",
+    "Harwick Cross",
+    "Ivybridge Vale",
+    "Juniper Hollow",
+    "Kestrel Point",
+    "Larkspur",
+    "Mossley Fen",
+    "Northcombe",
+    "Oakhurst",
+    "Pellinor",
+    "Quarry End",
+    "Ravensworth",
+    "Saltmarsh",
+    "Thornbury Down",
+    "Upwater",
+    "Valewood",
+    "Wexcombe",
+    "Yarrowby",
+    "Ashgrove",
+    "Bellhaven",
+    "Coldharbour",
+    "Drymoor",
+    "Eastwold",
+    "Fallowmere",
+    "Greystone",
+    "Hollins",
+)
 
 
 class MarkSpec(BaseModel):
@@ -55,12 +206,14 @@ class MarkSpec(BaseModel):
 
     kind: Kind
     format: CanaryFormat | None = Field(None, description="canaries only")
-    length: int = Field(0, ge=0, le=200, description="words (words, trap), characters (hex, base32); 0: the format's default")
+    length: int = Field(
+        0, ge=0, le=200, description="words (words, trap), characters (hex, base32); 0: the format's default"
+    )
     siblings: int = Field(99, ge=1, le=10_000, description="unpublished siblings M: the smallest p-value is 1/(M+1)")
     repeats: int = Field(1, ge=1, le=1000, description="traps: copies inside the published document")
 
     @model_validator(mode="after")
-    def consistent(self) -> "MarkSpec":
+    def consistent(self) -> MarkSpec:
         if self.kind == "canary" and self.format is None:
             raise ValueError("a canary needs a format (words, hex, base32 or sentence)")
         if self.kind != "canary" and self.format is not None:
@@ -68,7 +221,9 @@ class MarkSpec(BaseModel):
         if self.kind != "trap" and self.repeats != 1:
             raise ValueError("repeats applies to traps only")
         if (self.kind == "rephrasing" or self.format == "sentence") and self.length:
-            raise ValueError(f"length does not apply to {'rephrasings' if self.kind == 'rephrasing' else 'sentence canaries'}")
+            raise ValueError(
+                f"length does not apply to {'rephrasings' if self.kind == 'rephrasing' else 'sentence canaries'}"
+            )
         return self
 
     @property
@@ -89,8 +244,14 @@ def draw(spec: MarkSpec, rng: np.random.Generator) -> str:
     if spec.format == "base32":
         return "".join(BASE32[i] for i in rng.integers(0, 32, spec.size))
     if spec.format == "sentence":
-        pick = lambda options: options[int(rng.integers(0, len(options)))]  # noqa: E731
-        return f"{pick(NAMES)} {pick(VERBS)} the {pick(ADJECTIVES)} {pick(NOUNS)} of {pick(PLACES)} in {int(rng.integers(1700, 1950))}."
+
+        def pick(options: tuple[str, ...]) -> str:
+            return options[int(rng.integers(0, len(options)))]
+
+        return (
+            f"{pick(NAMES)} {pick(VERBS)} the {pick(ADJECTIVES)} {pick(NOUNS)} of {pick(PLACES)} in "
+            f"{int(rng.integers(1700, 1950))}."
+        )
     raise ValueError(f"no generator for {spec}")
 
 
@@ -105,4 +266,6 @@ def draw_distinct(spec: MarkSpec, rng: np.random.Generator, count: int) -> list[
             found.append(mark)
             if len(found) == count:
                 return found
-    raise ValueError(f"the {spec.format or spec.kind} generator at length {spec.size} cannot give {count} distinct marks")
+    raise ValueError(
+        f"the {spec.format or spec.kind} generator at length {spec.size} cannot give {count} distinct marks"
+    )

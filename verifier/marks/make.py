@@ -40,7 +40,12 @@ from verifier.targets.rephrase import Rephraser, rephraser_from_identity
 from verifier.trust.envelopes import public_pem, sign_envelope, statement
 from verifier.trust.timestamps import names_beside, stamp_envelope, tokens_beside
 
-PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = "published.jsonl", "registration.dsse.json", "private/siblings.json", "registrant.pub"
+PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = (
+    "published.jsonl",
+    "registration.dsse.json",
+    "private/siblings.json",
+    "registrant.pub",
+)
 INSERT_AFTER_WORDS = 12
 
 
@@ -64,12 +69,14 @@ def _insert(text: str, mark: str, repeats: int) -> str:
         raise VerifierError(f"a document of {len(starts)} words cannot hold {repeats} copies of a trap")
     pieces, last = [], 0
     for slot in (first + room * j // repeats for j in range(repeats)):
-        pieces += [text[last:starts[slot]], mark + " "]
+        pieces += [text[last : starts[slot]], mark + " "]
         last = starts[slot]
     return "".join(pieces) + text[last:]
 
 
-def draw_pool(spec: MarkSpec, rng: np.random.Generator, original: str | None, rephraser: Rephraser | None) -> tuple[list[str], int]:
+def draw_pool(
+    spec: MarkSpec, rng: np.random.Generator, original: str | None, rephraser: Rephraser | None
+) -> tuple[list[str], int]:
     """One mark's pool (the mark and its siblings, distinct draws) and the index of the one to publish.
 
     ``make_marks`` and ``regenerate`` both call it with one generator seeded by the secret seed,
@@ -77,7 +84,9 @@ def draw_pool(spec: MarkSpec, rng: np.random.Generator, original: str | None, re
     count = spec.siblings + 1
     if spec.kind == "rephrasing":
         if rephraser is None or original is None:
-            raise VerifierError("rephrasing marks need a rephraser (--rephraser offline or model:SPEC) and the original text")
+            raise VerifierError(
+                "rephrasing marks need a rephraser (--rephraser offline or model:SPEC) and the original text"
+            )
         pool = rephraser.rephrase(original, count, int(rng.integers(0, 2**62)))
     else:
         pool = draw_distinct(spec, rng, count)
@@ -92,25 +101,38 @@ def regenerate(registration: Registration, secrets: Secrets, rephraser_model: st
     if commitment(str(secrets.seed), secrets.seed_salt) != generator.get("seed_sha256"):
         raise VerifierError("the seed in the siblings file does not match the registration's commitment to it")
     if generator.get("word_list_sha256") != word_list_sha256():
-        raise VerifierError("the marks were drawn from another word list than this version's; they cannot be regenerated")
+        raise VerifierError(
+            "the marks were drawn from another word list than this version's; they cannot be regenerated"
+        )
     by_id = {m.id: m for m in secrets.marks}
     rephrased = any(m.kind == "rephrasing" for m in registration.predicate.marks)
     rephraser = rephraser_from_identity(generator.get("rephraser"), rephraser_model) if rephrased else None
     rng = np.random.default_rng(secrets.seed)
     for mark in registration.predicate.marks:
         secret = by_id[mark.id]
-        spec = MarkSpec(kind=mark.kind, format=mark.format, length=mark.length, siblings=len(mark.siblings), repeats=mark.repeats)
+        spec = MarkSpec(
+            kind=mark.kind, format=mark.format, length=mark.length, siblings=len(mark.siblings), repeats=mark.repeats
+        )
         try:
             pool, chosen = draw_pool(spec, rng, secret.original, rephraser)
         except ValueError as exc:
             raise VerifierError(f"mark {mark.id}: cannot be regenerated ({exc})") from None
-        if pool[chosen] != secret.published.text or pool[:chosen] + pool[chosen + 1:] != [s.text for s in secret.siblings]:
-            raise VerifierError(f"mark {mark.id}: the published mark and its siblings are not what the registered generator "
-                                "draws from the seed (siblings chosen or edited by hand, or the published one picked)")
+        if pool[chosen] != secret.published.text or pool[:chosen] + pool[chosen + 1 :] != [
+            s.text for s in secret.siblings
+        ]:
+            raise VerifierError(
+                f"mark {mark.id}: the published mark and its siblings are not what the registered generator "
+                "draws from the seed (siblings chosen or edited by hand, or the published one picked)"
+            )
 
 
-def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: str, seed: int | None = None,
-               rephraser: Rephraser | None = None) -> MarkedSet:
+def make_marks(
+    documents: list[tuple[str, str]],
+    specs: list[MarkSpec],
+    name: str,
+    seed: int | None = None,
+    rephraser: Rephraser | None = None,
+) -> MarkedSet:
     """Mark ``documents`` ((id, text) pairs) with ``specs`` (one per document)."""
     if len(documents) != len(specs):
         raise VerifierError("one mark spec per document")
@@ -128,31 +150,68 @@ def make_marks(documents: list[tuple[str, str]], specs: list[MarkSpec], name: st
             pool, chosen = draw_pool(spec, rng, text, rephraser)
         except ValueError as exc:
             raise VerifierError(f"document {doc_id}: {exc}") from None
-        mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1:]
+        mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1 :]
         if spec.kind != "rephrasing" and any(candidate in text for candidate in pool):
             raise VerifierError(f"document {doc_id}: already contains a drawn mark; use another seed")
         document = mark if spec.kind == "rephrasing" else _insert(text, mark, spec.repeats)
         salts = [system_random.token_hex(16) for _ in range(count)]
         mark_id = f"mark-{i}"
         published.append({"id": doc_id, "text": document})
-        marks.append({"id": mark_id, "kind": spec.kind, "format": spec.format, "length": spec.size, "repeats": spec.repeats,
-                      "document": doc_id, "document_sha256": text_digest(document), "published": commitment(mark, salts[0]),
-                      "siblings": [commitment(s, salt) for s, salt in zip(siblings, salts[1:])]})
-        secret_marks.append({"id": mark_id, "published": {"text": mark, "salt": salts[0]},
-                             "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])],
-                             "original": text if spec.kind == "rephrasing" else None})
+        marks.append(
+            {
+                "id": mark_id,
+                "kind": spec.kind,
+                "format": spec.format,
+                "length": spec.size,
+                "repeats": spec.repeats,
+                "document": doc_id,
+                "document_sha256": text_digest(document),
+                "published": commitment(mark, salts[0]),
+                "siblings": [commitment(s, salt) for s, salt in zip(siblings, salts[1:])],
+            }
+        )
+        secret_marks.append(
+            {
+                "id": mark_id,
+                "published": {"text": mark, "salt": salts[0]},
+                "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])],
+                "original": text if spec.kind == "rephrasing" else None,
+            }
+        )
     seed_salt = system_random.token_hex(16)
-    secrets = {"format": SECRETS_FORMAT, "registration": name, "seed": seed, "seed_salt": seed_salt, "marks": secret_marks}
-    generator = {"seed_sha256": commitment(str(seed), seed_salt), "word_list_sha256": word_list_sha256(),
-                 "rephraser": rephraser.identity if rephraser is not None else None,
-                 "insert_after_words": INSERT_AFTER_WORDS}
-    predicate = {"format": REGISTRATION_FORMAT, "name": name, "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
-                 "verifier": __version__, "generator": generator, "secrets_sha256": "", "marks": marks}
+    secrets = {
+        "format": SECRETS_FORMAT,
+        "registration": name,
+        "seed": seed,
+        "seed_salt": seed_salt,
+        "marks": secret_marks,
+    }
+    generator = {
+        "seed_sha256": commitment(str(seed), seed_salt),
+        "word_list_sha256": word_list_sha256(),
+        "rephraser": rephraser.identity if rephraser is not None else None,
+        "insert_after_words": INSERT_AFTER_WORDS,
+    }
+    predicate = {
+        "format": REGISTRATION_FORMAT,
+        "name": name,
+        "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        "verifier": __version__,
+        "generator": generator,
+        "secrets_sha256": "",
+        "marks": marks,
+    }
     return MarkedSet(published, predicate, secrets)
 
 
-def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: bool = False, tsa: list[str] | None = None,
-                access: object = None) -> dict[str, Path]:
+def write_marks(
+    marked: MarkedSet,
+    out: Path,
+    key: Ed25519PrivateKey,
+    force: bool = False,
+    tsa: list[str] | None = None,
+    access: object = None,
+) -> dict[str, Path]:
     """Write the published documents, the private siblings file (mode 0600), the signed
     registration and the signer's public key into ``out``; refuses to replace a registration
     unless ``force`` (it may be the only record of marks already published). ``tsa``: each
@@ -163,7 +222,9 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
     if not force and any(p.exists() for p in paths.values()):
         raise VerifierError(f"{out}: already holds marks; refusing to overwrite them (--force replaces them)")
     if force and out.is_dir() and any(out.iterdir()) and not paths[REGISTRATION].is_file():
-        raise VerifierError(f"{out}: holds files but no marks; --force replaces only marks (write into an empty or new folder)")
+        raise VerifierError(
+            f"{out}: holds files but no marks; --force replaces only marks (write into an empty or new folder)"
+        )
     secrets_bytes = json.dumps(marked.secrets, indent=1, ensure_ascii=False).encode("utf-8")
     predicate = dict(marked.predicate, secrets_sha256=hashlib.sha256(secrets_bytes).hexdigest())
     subjects = {doc["id"]: text_digest(doc["text"]) for doc in marked.published}
@@ -177,8 +238,11 @@ def write_marks(marked: MarkedSet, out: Path, key: Ed25519PrivateKey, force: boo
         tmp.write_bytes(secrets_bytes)
     for stale in tokens_beside(paths[REGISTRATION]):  # a replaced registration's tokens date another signature
         stale.unlink()
-    public = {PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
-              REGISTRANT: public_pem(key.public_key()), REGISTRATION: envelope}
+    public = {
+        PUBLISHED: "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in marked.published).encode("utf-8"),
+        REGISTRANT: public_pem(key.public_key()),
+        REGISTRATION: envelope,
+    }
     names = names_beside(Path(REGISTRATION), len(tokens))
     public |= dict(zip(names, tokens))
     paths |= {name: out / name for name in names}

@@ -51,7 +51,9 @@ class RegisteredMark(Strict):
     document: str = Field(min_length=1, max_length=300, description="the published document's id")
     document_sha256: str = Field(pattern=SHA256, description="SHA-256 of the published document's text")
     published: str = Field(pattern=SHA256, description="salted commitment to the published mark")
-    siblings: list[str] = Field(min_length=1, max_length=10_000, description="salted commitments to the unpublished siblings")
+    siblings: list[str] = Field(
+        min_length=1, max_length=10_000, description="salted commitments to the unpublished siblings"
+    )
 
     @field_validator("siblings")
     @classmethod
@@ -116,8 +118,12 @@ class RegistrationDate:
     timestamps: tuple[Timestamp, ...] = ()
 
     def as_finding(self) -> dict[str, Any]:
-        return {"date": self.when.isoformat(), "by": self.by, "trusted_timestamp": self.trusted,
-                "timestamps": [{"time": t.time.isoformat(), "tsa": t.tsa, "pinned": t.pinned} for t in self.timestamps]}
+        return {
+            "date": self.when.isoformat(),
+            "by": self.by,
+            "trusted_timestamp": self.trusted,
+            "timestamps": [{"time": t.time.isoformat(), "tsa": t.tsa, "pinned": t.pinned} for t in self.timestamps],
+        }
 
 
 @dataclass(frozen=True)
@@ -143,10 +149,18 @@ def date_registration(registration: Registration, path: Path, trust_dir: Path | 
     trusted = sorted((t for t in stamps if t.pinned), key=lambda t: t.time)
     if trusted:
         first = trusted[0]
-        return RegistrationDate(first.time, f"the clock of the time-stamping authority {first.tsa} (a token the auditor's trust "
-                                "store pins)", True, tuple(stamps))
-    return RegistrationDate(registration.predicate.created, "the registrant's own statement (no timestamp of a pinned "
-                            "time-stamping authority)", False, tuple(stamps))
+        return RegistrationDate(
+            first.time,
+            f"the clock of the time-stamping authority {first.tsa} (a token the auditor's trust store pins)",
+            True,
+            tuple(stamps),
+        )
+    return RegistrationDate(
+        registration.predicate.created,
+        "the registrant's own statement (no timestamp of a pinned time-stamping authority)",
+        False,
+        tuple(stamps),
+    )
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -167,8 +181,9 @@ def _json(data: bytes, where: str) -> Any:
         raise VerifierError(f"{where}: not JSON ({str(exc).splitlines()[0][:120]})") from None
 
 
-def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: Path | None = None,
-                      data: bytes | None = None) -> Registration:
+def read_registration(
+    path: Path, pinned_sha256: str | None = None, trust_dir: Path | None = None, data: bytes | None = None
+) -> Registration:
     """The registration at ``path`` (``data``: its bytes as the caller read and digested them), if
     its signature verifies under a key pinned in the trust store (``verifier keys trust``); every
     other case is one line saying why it is refused."""
@@ -176,11 +191,16 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     data = _read(path, "registration") if data is None else _bounded(data, path, "registration")
     digest = hashlib.sha256(data).hexdigest()
     if pinned_sha256 is not None and digest != pinned_sha256:
-        raise VerifierError(f"{name}: is not the registration the claim pins (SHA-256 {digest[:16]}..., the claim names {pinned_sha256[:16]}...)")
+        raise VerifierError(
+            f"{name}: is not the registration the claim pins (SHA-256 {digest[:16]}..., the claim names "
+            f"{pinned_sha256[:16]}...)"
+        )
     try:
         envelope = Envelope.model_validate(_json(data, name))
     except ValidationError:
-        raise VerifierError(f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')") from None
+        raise VerifierError(
+            f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')"
+        ) from None
     if envelope.payloadType != PAYLOAD_TYPE:
         raise VerifierError(f"{name}: not a signed registration (a DSSE envelope made by 'verifier marks make')")
     if not envelope.signatures:
@@ -190,19 +210,25 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
     signer = next((k for k in keyids if k in pinned), None)
     if signer is None:
         shown = ", ".join(str(k)[:16] for k in keyids) or "none"
-        raise VerifierError(f"{name}: signed by a key not pinned in the trust store (key {shown}); pin the registrant's "
-                            "public key with 'verifier keys trust' only if you trust the dates it signs")
+        raise VerifierError(
+            f"{name}: signed by a key not pinned in the trust store (key {shown}); pin the registrant's "
+            "public key with 'verifier keys trust' only if you trust the dates it signs"
+        )
     try:
         public = load_public_key(pinned[signer], "trust store")
         body, signature = verify_envelope(envelope, public, where=name)
     except VerifierError:
-        raise VerifierError(f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}") from None
+        raise VerifierError(
+            f"{name}: altered: the signature does not verify under the pinned key {signer[:16]}"
+        ) from None
     try:
         statement = read_statement(body)
     except ValueError as exc:
         raise VerifierError(f"{name}: signed, but not a marks registration ({str(exc)[:120]})") from None
     if statement.predicateType != PREDICATE_TYPE:
-        raise VerifierError(f"{name}: signed, but not a marks registration (predicate type {statement.predicateType[:80]})")
+        raise VerifierError(
+            f"{name}: signed, but not a marks registration (predicate type {statement.predicateType[:80]})"
+        )
     try:
         predicate = RegistrationPredicate.model_validate(statement.predicate)
         subjects = statement.subjects()
@@ -215,10 +241,15 @@ def read_registration(path: Path, pinned_sha256: str | None = None, trust_dir: P
         raise VerifierError(f"{name}: predicate.marks: mark ids repeat")
     documents = [m.document_sha256 for m in predicate.marks]
     if len(set(documents)) != len(documents):
-        raise VerifierError(f"{name}: predicate.marks: two marks share a published document (marks must be independent)")
+        raise VerifierError(
+            f"{name}: predicate.marks: two marks share a published document (marks must be independent)"
+        )
     for mark in predicate.marks:
         if subjects.get(mark.document) != mark.document_sha256:
-            raise VerifierError(f"{name}: mark {mark.id}: its document {mark.document!r} is not a subject of the statement with that digest")
+            raise VerifierError(
+                f"{name}: mark {mark.id}: its document {mark.document!r} is not a subject of the statement with that "
+                "digest"
+            )
     return Registration(predicate, subjects, signer, digest, signature)
 
 
@@ -245,7 +276,10 @@ def read_secrets(path: Path, registration: Registration, data: bytes | None = No
         if commitment(secret.published.text, secret.published.salt) != mark.published:
             raise VerifierError(f"{name}: mark {mark.id}: the published text does not match its commitment")
         if len(secret.siblings) != len(mark.siblings):
-            raise VerifierError(f"{name}: mark {mark.id}: {len(secret.siblings)} siblings, the registration commits to {len(mark.siblings)}")
+            raise VerifierError(
+                f"{name}: mark {mark.id}: {len(secret.siblings)} siblings, the registration commits to "
+                f"{len(mark.siblings)}"
+            )
         if [commitment(s.text, s.salt) for s in secret.siblings] != mark.siblings:
             raise VerifierError(f"{name}: mark {mark.id}: a sibling does not match its commitment")
     return secrets
@@ -259,17 +293,28 @@ def rephrased_by(registration: Registration, weights_sha256: str | None) -> bool
     return bool(made_by) and made_by == weights_sha256
 
 
-def predates_training(created: datetime, released: date | None, cutoff_year: int | None, now: datetime | None = None,
-                      by: str = "its signer") -> str | None:
+def predates_training(
+    created: datetime,
+    released: date | None,
+    cutoff_year: int | None,
+    now: datetime | None = None,
+    by: str = "its signer",
+) -> str | None:
     """Why a registration dated ``created`` (on the word of ``by``) cannot show that its marks
     predate training (None: it can)."""
     now = now or datetime.now(UTC)
     if created > now:
         return f"its date {created:%Y-%m-%d} is in the future"
     if released is None and cutoff_year is None:
-        return "the claim declares neither the model's release date nor its training cutoff, so the registration cannot be shown to predate training"
+        return (
+            "the claim declares neither the model's release date nor its training cutoff, so the registration "
+            "cannot be shown to predate training"
+        )
     if released is not None and created.date() >= released:
         return f"it is dated {created:%Y-%m-%d} by {by}, not before the model's declared release ({released:%Y-%m-%d})"
     if cutoff_year is not None and created.year >= cutoff_year:
-        return f"it is dated {created:%Y-%m-%d} by {by}, not before the year of the model's declared training cutoff ({cutoff_year})"
+        return (
+            f"it is dated {created:%Y-%m-%d} by {by}, not before the year of the model's declared training cutoff "
+            f"({cutoff_year})"
+        )
     return None

@@ -17,9 +17,20 @@ from verifier.targets.rephrase import make_rephraser
 from verifier.trust.keys import signing_key
 
 
-def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path | None, name: str, text_field: str = "text",
-               id_field: str = "id", rephraser: str = "offline", seed: int | None = None, force: bool = False,
-               tsa: list[str] | None = None, access: object = None) -> tuple[dict[str, Path], Path | None]:
+def make_files(
+    documents: Path,
+    out: Path,
+    specs: list[MarkSpec],
+    key_path: Path | None,
+    name: str,
+    text_field: str = "text",
+    id_field: str = "id",
+    rephraser: str = "offline",
+    seed: int | None = None,
+    force: bool = False,
+    tsa: list[str] | None = None,
+    access: object = None,
+) -> tuple[dict[str, Path], Path | None]:
     """Mark the documents of ``documents`` with ``specs`` (in equal blocks, in file order); write the
     publication and its signed registration, dated by each TSA in ``tsa``. Signs with ``key_path``,
     else the default key (created if missing: returned second)."""
@@ -35,13 +46,37 @@ def make_files(documents: Path, out: Path, specs: list[MarkSpec], key_path: Path
     return write_marks(marked, out, key, force=force, tsa=tsa, access=access), created
 
 
-def test_registered(scorer: TargetScorer, registration: Path, siblings: Path, published: Path, released: date | None,
-                    cutoff: int | None, alpha: float, combine: str, level: float, context_words: int, seed: int,
-                    trust_dir: Path | None = None, text_field: str = "text", rephraser: str | None = None) -> RankFinding:
+def test_registered(
+    scorer: TargetScorer,
+    registration: Path,
+    siblings: Path,
+    published: Path,
+    released: date | None,
+    cutoff: int | None,
+    alpha: float,
+    combine: str,
+    level: float,
+    context_words: int,
+    seed: int,
+    trust_dir: Path | None = None,
+    text_field: str = "text",
+    rephraser: str | None = None,
+) -> RankFinding:
     """The marks route's test outside an audit (same checks, same statistics)."""
-    reg, secrets = checked_registration(registration, siblings, released, cutoff, lambda: scorer.target.identity.digests.get("weights"),
-                                        rephraser_model=rephraser, trust_dir=trust_dir)
-    trials, excluded = registered_trials(reg, secrets, load_documents(published, text_field=text_field).texts, context_words)
+    reg, secrets = checked_registration(
+        registration,
+        siblings,
+        released,
+        cutoff,
+        lambda: scorer.target.identity.digests.get("weights"),
+        rephraser_model=rephraser,
+        trust_dir=trust_dir,
+    )
+    trials, excluded = registered_trials(
+        reg, secrets, load_documents(published, text_field=text_field).texts, context_words
+    )
     if not trials:
-        raise VerifierError(f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})")
+        raise VerifierError(
+            f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})"
+        )
     return run_rank_tests(trials, scorer, NULL, combine, alpha, level, 0.8, seed, excluded)  # type: ignore[arg-type]

@@ -63,7 +63,11 @@ def statistic_not_computable(step: PolicyRoute, claim: ClaimManifest) -> str | N
     if step.route is None or not step.route.needs_target or hasattr(step.params, "signals"):
         return None
     usable, why = computable(step.route.signals_of(step.params), offered_capabilities(claim))
-    return None if usable else f"the target cannot compute this route's statistic ({'; '.join(f'{k}: {v}' for k, v in why.items())})"
+    return (
+        None
+        if usable
+        else f"the target cannot compute this route's statistic ({'; '.join(f'{k}: {v}' for k, v in why.items())})"
+    )
 
 
 def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
@@ -79,8 +83,10 @@ def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
         usable, why = computable(signals, offered)
         if not usable:
             key = "params.signals" if hasattr(step.params, "signals") else f"route ({step.name})"
-            raise VerifierError(f"{policy.file}: routes.{i}.{key}: target {claim.model.target!r} can compute none of "
-                                f"{signals} ({'; '.join(f'{k}: {v}' for k, v in why.items())})")
+            raise VerifierError(
+                f"{policy.file}: routes.{i}.{key}: target {claim.model.target!r} can compute none of "
+                f"{signals} ({'; '.join(f'{k}: {v}' for k, v in why.items())})"
+            )
 
 
 def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
@@ -88,24 +94,39 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
     mapping = load_regulation_map()
     # Each field carries its label, so the report renders what this audit mapped, whatever map a
     # later version of verifier ships.
-    regulation = {route: [{"field": item["field"], "label": mapping["fields"][item["field"]], "why": item["why"]} for item in items]
-                  for route, items in mapping["routes"].items()}
+    regulation = {
+        route: [
+            {"field": item["field"], "label": mapping["fields"][item["field"]], "why": item["why"]} for item in items
+        ]
+        for route, items in mapping["routes"].items()
+    }
     kind = ctx.claim.claim.kind
     records: list[RouteRecord] = []
     decided_by: str | None = None
     for step in policy.routes:
-        record = RouteRecord(step.name, sorted(step.requires), "", "", sorted(v.value for v in step.grants),
-                             regulation=regulation.get(step.name, []))
+        record = RouteRecord(
+            step.name,
+            sorted(step.requires),
+            "",
+            "",
+            sorted(v.value for v in step.grants),
+            regulation=regulation.get(step.name, []),
+        )
         records.append(record)
         if decided_by is not None:
             record.status, record.reason = "not_reached", f"the tree was decided by {decided_by}"
             continue
         if missing := missing_evidence(step, ctx.claim):
-            record.status, record.reason = "skipped", f"precondition not met: the claim gives no evidence.{', evidence.'.join(missing)}"
+            record.status, record.reason = (
+                "skipped",
+                f"precondition not met: the claim gives no evidence.{', evidence.'.join(missing)}",
+            )
             continue
         if step.route is None:
             record.status = "not_available"
-            record.reason = f"route {step.name!r} is not available in verifier {__version__}: its evidence was not tested"
+            record.reason = (
+                f"route {step.name!r} is not available in verifier {__version__}: its evidence was not tested"
+            )
             continue
         if kind not in step.route.claim_kinds:
             record.status, record.reason = "skipped", f"{step.name} does not bear on a {kind.value} claim"
@@ -117,11 +138,18 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             outcome = step.route().run(ctx, step.params)
             verdict = step.route.verdict(outcome.status, kind)
         except VerifierError as exc:
-            raise AuditIncomplete(redact_paths(f"the audit did not complete: route {step.name} failed: {exc}", ctx.base_dir)) from None
-        except Exception as exc:  # a route's bug: named in one line, never a verdict
+            raise AuditIncomplete(
+                redact_paths(f"the audit did not complete: route {step.name} failed: {exc}", ctx.base_dir)
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - a route's bug: named in one line, never a verdict
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise AuditIncomplete(redact_paths(f"the audit did not complete: route {step.name} failed with an internal error "
-                                               f"({type(exc).__name__}: {first}; a bug in verifier)", ctx.base_dir)) from None
+            raise AuditIncomplete(
+                redact_paths(
+                    f"the audit did not complete: route {step.name} failed with an internal error "
+                    f"({type(exc).__name__}: {first}; a bug in verifier)",
+                    ctx.base_dir,
+                )
+            ) from None
         if step.route.needs_target and (target_kind := kind_of_target(ctx.loaded.get("target"))):
             outcome.limitations.extend(target_kind.limitations)
         record.outcome = outcome
@@ -132,7 +160,9 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
         record.status, record.verdict, record.reason = "decided", final.value, "decided the claim"
         if final != verdict:
             record.uncapped_verdict = verdict.value
-            record.reason = f"decided the claim; the policy does not let this route grant {verdict.value}, so it is {final.value}"
+            record.reason = (
+                f"decided the claim; the policy does not let this route grant {verdict.value}, so it is {final.value}"
+            )
         decided_by = step.name
     return records
 
@@ -142,8 +172,15 @@ def decision(records: list[RouteRecord]) -> RouteRecord:
     for record in records:
         if record.status == "decided":
             return record
-    return RouteRecord("none", [], "decided", "no route reached a verdict", [Verdict.UNVERIFIABLE.value], Verdict.UNVERIFIABLE.value,
-                       outcome=RouteOutcome(None, "No route of the policy reached a verdict."))
+    return RouteRecord(
+        "none",
+        [],
+        "decided",
+        "no route reached a verdict",
+        [Verdict.UNVERIFIABLE.value],
+        Verdict.UNVERIFIABLE.value,
+        outcome=RouteOutcome(None, "No route of the policy reached a verdict."),
+    )
 
 
 def record_to_dict(record: RouteRecord) -> dict[str, Any]:
@@ -153,11 +190,22 @@ def record_to_dict(record: RouteRecord) -> dict[str, Any]:
 def input_digests(claim: LoadedClaim) -> list[dict[str, Any]]:
     """Every input file of the claim with its SHA-256, as the findings name them: the document sets,
     then each file a route declares it reads (``Route.input_files``), all read once (``ClaimFiles``)."""
-    entries = [{"role": role, "file": ref.path.name, "sha256": claim.files.sha256(ref.path), "where": ref.where, "offset": ref.offset,
-                "limit": ref.limit} for role, ref in claim.manifest.evidence.documents().items()]
+    entries = [
+        {
+            "role": role,
+            "file": ref.path.name,
+            "sha256": claim.files.sha256(ref.path),
+            "where": ref.where,
+            "offset": ref.offset,
+            "limit": ref.limit,
+        }
+        for role, ref in claim.manifest.evidence.documents().items()
+    ]
     declared: dict[str, Path] = {}
     for route in ROUTES.values():
         declared |= route.input_files(claim.manifest)
-    entries += [{"role": role, "file": ref.name, "sha256": claim.files.sha256(ref), "where": {}, "offset": 0, "limit": None}
-                for role, ref in declared.items()]
+    entries += [
+        {"role": role, "file": ref.name, "sha256": claim.files.sha256(ref), "where": {}, "offset": 0, "limit": None}
+        for role, ref in declared.items()
+    ]
     return entries

@@ -36,7 +36,9 @@ class RouteSpec(BaseModel):
     def _new_name(cls, name: str) -> str:
         return OLD_ROUTE_NAMES.get(name, name)
 
-    grants: list[Verdict] | None = Field(None, description="verdicts the route may grant; default: every verdict its table reaches")
+    grants: list[Verdict] | None = Field(
+        None, description="verdicts the route may grant; default: every verdict its table reaches"
+    )
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -45,8 +47,11 @@ class PolicyFile(BaseModel):
     name: str
     version: int
     routes: list[RouteSpec] = Field(min_length=1)
-    error_control: Literal["holm", "bh"] = Field("holm", description="a batch audit's adjustment across its claims: holm "
-                                                 "(family-wise error rate) or bh (false discovery rate)")
+    error_control: Literal["holm", "bh"] = Field(
+        "holm",
+        description="a batch audit's adjustment across its claims: holm "
+        "(family-wise error rate) or bh (false discovery rate)",
+    )
 
 
 class RouteOverride(BaseModel):
@@ -90,7 +95,8 @@ class Policy:
     routes: list[PolicyRoute]
     file: str
     sha256: str
-    raw: bytes  # the policy as read and validated (a policy that extends another: resolved, both files named): what the bundle copies
+    # The policy as read and validated (one that extends another: resolved, both files named): what the bundle copies.
+    raw: bytes
     error_control: str = "holm"
 
 
@@ -102,8 +108,10 @@ def resolve_policy_path(name: str | Path, base: Path) -> Path:
     text = str(name)
     if "/" not in text and not text.endswith((".yaml", ".yml")):
         if text not in BUNDLED_POLICIES:
-            raise VerifierError(f"policy {text!r}: no bundled policy of that name; bundled: {', '.join(BUNDLED_POLICIES)} "
-                                f"(or give a .yaml path relative to the claim)")
+            raise VerifierError(
+                f"policy {text!r}: no bundled policy of that name; bundled: {', '.join(BUNDLED_POLICIES)} "
+                f"(or give a .yaml path relative to the claim)"
+            )
         return resource("policies", f"{text}.yaml")
     return (base / text).resolve()
 
@@ -135,7 +143,9 @@ def load_policy(path: Path) -> Policy:
             raise VerifierError(f"{where}.route: {spec.route!r} appears twice")
         seen.add(spec.route)
         if spec.route not in ROUTES and spec.route not in PLANNED:
-            raise VerifierError(f"{where}.route: unknown route {spec.route!r}; known: {', '.join(sorted(ROUTES) + sorted(PLANNED))}")
+            raise VerifierError(
+                f"{where}.route: unknown route {spec.route!r}; known: {', '.join(sorted(ROUTES) + sorted(PLANNED))}"
+            )
         route = ROUTES.get(spec.route)
         declared = route if route is not None else PLANNED[spec.route]
         try:
@@ -145,8 +155,10 @@ def load_policy(path: Path) -> Policy:
         reachable = route.reachable() if route is not None else set(declared.reachable)
         grants = frozenset(spec.grants) if spec.grants is not None else frozenset(reachable)
         if extra := sorted(v.value for v in grants - reachable - ALWAYS_ALLOWED):
-            raise VerifierError(f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
-                                f"it can reach {', '.join(sorted(v.value for v in reachable))}")
+            raise VerifierError(
+                f"{where}.grants: {spec.route} can never reach {', '.join(extra)}; "
+                f"it can reach {', '.join(sorted(v.value for v in reachable))}"
+            )
         steps.append(PolicyRoute(spec.route, route, params, grants, declared.requires))
     return Policy(raw.name, raw.version, steps, path.name, hashlib.sha256(data).hexdigest(), data, raw.error_control)
 
@@ -175,22 +187,32 @@ def _resolved(path: Path, label: Path, depth: int) -> tuple[Any, bytes]:
     steps: dict[str, dict[str, Any]] = {}
     for i, step in enumerate(base_file.routes):
         if step.route in steps:
-            raise VerifierError(f"{base_label}: routes.{i}.route: {step.route!r} appears twice (the policy {label} extends)")
+            raise VerifierError(
+                f"{base_label}: routes.{i}.route: {step.route!r} appears twice (the policy {label} extends)"
+            )
         steps[step.route] = step.model_dump(mode="json", exclude_none=True)
     for name, override in extension.routes.items():
         step = steps.get(OLD_ROUTE_NAMES.get(name, name))
         if step is None:
-            raise VerifierError(f"{label}: routes.{name}: {extension.extends} has no route {name!r} (routes: {', '.join(steps)})")
+            raise VerifierError(
+                f"{label}: routes.{name}: {extension.extends} has no route {name!r} (routes: {', '.join(steps)})"
+            )
         step["params"] = {**step.get("params", {}), **override.params}
         if override.grants is not None:
             step["grants"] = [v.value for v in override.grants]
         _check_params(step["route"], step["params"], f"{label}: routes.{name}.params")
-    merged = {"name": extension.name, "version": extension.version,
-              "error_control": extension.error_control or base_file.error_control, "routes": list(steps.values())}
+    merged = {
+        "name": extension.name,
+        "version": extension.version,
+        "error_control": extension.error_control or base_file.error_control,
+        "routes": list(steps.values()),
+    }
     # File names are quoted (JSON), so a name holding a line break cannot add keys to the YAML below.
-    header = (f"# {json.dumps(path.name)} resolved: {json.dumps(base_path.name)} as resolved (SHA-256 "
-              f"{hashlib.sha256(base_bytes).hexdigest()}) with the overrides of {json.dumps(path.name)} (SHA-256 "
-              f"{hashlib.sha256(data).hexdigest()})\n")
+    header = (
+        f"# {json.dumps(path.name)} resolved: {json.dumps(base_path.name)} as resolved (SHA-256 "
+        f"{hashlib.sha256(base_bytes).hexdigest()}) with the overrides of {json.dumps(path.name)} (SHA-256 "
+        f"{hashlib.sha256(data).hexdigest()})\n"
+    )
     return merged, (header + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode("utf-8")
 
 
@@ -223,8 +245,10 @@ def departures_from_default(policy: Policy) -> tuple[list[str], list[str]]:
     mine = {step.name: step for step in policy.routes}
     looser, other = [], []
     if policy.error_control != default.error_control:  # holm -> bh: a batch controls the false discovery rate only
-        looser.append(f"error_control {policy.error_control} (default {default.error_control}): a batch controls the false "
-                      "discovery rate, not the chance of any false verdict")
+        looser.append(
+            f"error_control {policy.error_control} (default {default.error_control}): a batch controls the false "
+            "discovery rate, not the chance of any false verdict"
+        )
     order = [step.name for step in policy.routes if step.name in {b.name for b in default.routes}]
     if order != [b.name for b in default.routes if b.name in mine]:
         other.append(f"routes reordered: {' > '.join(order)}")
@@ -250,7 +274,12 @@ def _compare_params(params: BaseModel, default: BaseModel) -> tuple[list[str], l
         mine, base = getattr(params, name), getattr(default, name)
         if mine == base:
             continue
-        loosened = ((direction == "higher" and mine > base) or (direction == "lower" and mine < base) or direction == "either"
-                    or (direction == "false" and not mine) or (direction == "true" and mine))
+        loosened = (
+            (direction == "higher" and mine > base)
+            or (direction == "lower" and mine < base)
+            or direction == "either"
+            or (direction == "false" and not mine)
+            or (direction == "true" and mine)
+        )
         (weaker if loosened else changed).append(f"{name} {mine} (default {base})")
     return weaker, changed

@@ -31,13 +31,18 @@ def _environment() -> Environment:
     return env
 
 
-def render_html(findings: dict[str, Any], findings_sha256: str, signer: str | None = None, run: dict[str, Any] | None = None) -> str:
+def render_html(
+    findings: dict[str, Any], findings_sha256: str, signer: str | None = None, run: dict[str, Any] | None = None
+) -> str:
     """The report; ``signer`` is the signing key's fingerprint, ``run`` how this run got its numbers
     (both outside the findings, whose digest does not depend on them)."""
     # The stylesheet is ours (trusted) and inlined, so the report is one self-contained file.
     css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
-    return _environment().get_template("report.html.j2").render(f=findings, digest=findings_sha256, css=css,
-                                                                 signer=signer, run=run or {})
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(f=findings, digest=findings_sha256, css=css, signer=signer, run=run or {})
+    )
 
 
 def render_pdf(html: str) -> bytes:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -56,8 +56,13 @@ class RouteParams(BaseModel):
 class SignalChoice(RouteParams):
     """Parameters of a route that computes membership signals: which, and with what settings."""
 
-    signals: SignalNames = Field(description="the membership signals computed (each where the target can; the others are listed as not computable)")
-    signal_params: SignalParams = Field(default_factory=dict, description="parameters per signal, e.g. {blackspectrum: {k: 5}}")
+    signals: SignalNames = Field(
+        description="the membership signals computed (each where the target can; the others are listed as not "
+        "computable)"
+    )
+    signal_params: SignalParams = Field(
+        default_factory=dict, description="parameters per signal, e.g. {blackspectrum: {k: 5}}"
+    )
 
     @model_validator(mode="after")
     def _params_name_listed_signals(self) -> SignalChoice:
@@ -69,8 +74,12 @@ class NoParams(RouteParams):
     """A route without parameters."""
 
 
-class Route(ABC):
-    """One branch of the decision tree (see the module docstring for what it declares)."""
+P = TypeVar("P", bound=RouteParams)
+
+
+class Route(ABC, Generic[P]):
+    """One branch of the decision tree (see the module docstring for what it declares), generic in
+    its params: ``class CorpusLookupRoute(Route[CorpusLookupParams])`` gets them typed in ``run``."""
 
     name: ClassVar[str]
     Params: ClassVar[type[RouteParams]] = NoParams
@@ -80,7 +89,7 @@ class Route(ABC):
     needs_target: ClassVar[bool] = False
 
     @abstractmethod
-    def run(self, ctx: RouteContext, params: RouteParams) -> RouteOutcome:
+    def run(self, ctx: RouteContext, params: P) -> RouteOutcome:
         """Test what this route can test; end in a status of ``verdicts``."""
 
     @classmethod
@@ -96,7 +105,7 @@ class Route(ABC):
         return {}
 
     @classmethod
-    def signals_of(cls, params: RouteParams) -> list[str]:
+    def signals_of(cls, params: P) -> list[str]:
         """The signals the route computes with these params (checked against the target before the walk)."""
         return list(getattr(params, "signals", []))
 
@@ -119,13 +128,18 @@ def same_for(kinds: frozenset[ClaimKind], verdict: Verdict) -> dict[ClaimKind, V
 
 
 # Every module of this folder but ``base``, then plugins: discovered when first read.
-ROUTES: Registry[type[Route]] = Registry("routes", lambda: part_modules("verifier.routes"))
+ROUTES: Registry[type[Route[Any]]] = Registry("routes", lambda: part_modules("verifier.routes"))
 
 
-def register(cls: type[Route]) -> type[Route]:
+R = TypeVar("R", bound=type[Route[Any]])
+
+
+def register(cls: R) -> R:
     """Class decorator: make a route available to policies by its ``name``; checks its table."""
     for status, row in cls.verdicts.items():
         if row is not None and set(row) != set(cls.claim_kinds):
-            raise ValueError(f"route {cls.name!r}: verdicts[{status!r}] must give a verdict for exactly {sorted(cls.claim_kinds)}")
+            raise ValueError(
+                f"route {cls.name!r}: verdicts[{status!r}] must give a verdict for exactly {sorted(cls.claim_kinds)}"
+            )
     ROUTES.add(cls.name, cls)
     return cls

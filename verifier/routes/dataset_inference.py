@@ -51,13 +51,16 @@ LIMITATIONS = [
     "Dataset inference is a set-level test: it says nothing about any single document.",
     "Its power is low on small models and small sets (the seed study: 0.02-0.12 at 200 documents); "
     "a non-significant result is not evidence that the set was not trained on.",
-    "A significant result shows that suspect and held-out are not exchangeable under the model. It means training only if "
+    "A significant result shows that suspect and held-out are not exchangeable under the model. It means training "
+    "only if "
     "the held-out set is a valid non-member sample of the suspect's population and period; the blind classifier, the "
-    "overlap check, the declared years and the member-free control test what they can of that, and a shift smaller than "
+    "overlap check, the declared years and the member-free control test what they can of that, and a shift smaller "
+    "than "
     "the smallest detectable one, or one only the model can see, would go unnoticed.",
     "The test is only as sound as the split: if whoever assembled the suspect and held-out sets could see the model's "
     "scores, documents can be chosen so the suspect set scores higher with no training at all. The tool refuses splits "
-    "that look matched (more alike than random halves); it cannot detect every chosen split, so the assignment should be "
+    "that look matched (more alike than random halves); it cannot detect every chosen split, so the assignment should "
+    "be "
     "random and made before the model was queried, or made by the auditor.",
     "The required-size estimate assumes the observed effect is real; it is for planning, not a guarantee.",
 ]
@@ -65,9 +68,14 @@ LIMITATIONS = [
 KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})
 REFUSED = same_for(KINDS, Verdict.REJECTED_METHOD)
 NO_RESULT = same_for(KINDS, Verdict.INCONCLUSIVE)
-TOO_FEW_SCORED = "too_few_scored"  # more than half of a set unscored (failed queries, no usable traces): nothing to test
-PREFIX_UNBALANCED = "prefix_unbalanced"  # the prefix documents bear on one set more than the other, and only prefixed signals were asked for
-MODEL_CHANGED = "served_model_changed"  # an API answered as more than one model during the run: the sets may differ in weights
+TOO_FEW_SCORED = (
+    "too_few_scored"  # more than half of a set unscored (failed queries, no usable traces): nothing to test
+)
+# The prefix documents bear on one set more than the other, and only prefixed signals were asked for.
+PREFIX_UNBALANCED = "prefix_unbalanced"
+MODEL_CHANGED = (
+    "served_model_changed"  # an API answered as more than one model during the run: the sets may differ in weights
+)
 # The route's whole verdict table: where the rules stopped -> verdict, per claim kind.
 VERDICTS = {
     SetStatus.TOO_SMALL.value: REFUSED,
@@ -81,8 +89,11 @@ VERDICTS = {
     TOO_FEW_SCORED: NO_RESULT,
     MODEL_CHANGED: NO_RESULT,
     PREFIX_UNBALANCED: REFUSED,
-    SetStatus.SIGNIFICANT.value: {ClaimKind.TRAINED_ON: Verdict.SUPPORTED, ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
-                                  ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED},
+    SetStatus.SIGNIFICANT.value: {
+        ClaimKind.TRAINED_ON: Verdict.SUPPORTED,
+        ClaimKind.NOT_TRAINED_ON: Verdict.CONTRADICTED,
+        ClaimKind.DECONTAMINATED: Verdict.CONTRADICTED,
+    },
 }
 
 
@@ -92,17 +103,26 @@ DOCUMENTS_TITLE = "How much of the suspect set, and which documents"
 class DatasetInferenceParams(SignalChoice, SetTestParams):
     """The route's params: the set test's knobs plus the signals used and the planning power."""
 
-    target_power: float = Field(0.8, gt=0, lt=1,
-                                description="the power at which the report plans the set size the observed effect would need")
-    claim_prefix: bool = Field(False, json_schema_extra={"weaker": "true"},
-                               description="prefixed signals (recall): use the claim's evidence.prefix set (its composition is the "
-                               "claimant's) instead of documents drawn from the held-out set")
-    claim_frequencies: bool = Field(False, json_schema_extra={"weaker": "true"},
-                                    description="dc_pdd: use the claim's evidence.token_frequencies (its counts are the claimant's) "
-                                    "instead of the bundled table of the target's tokenizer")
+    target_power: float = Field(
+        0.8, gt=0, lt=1, description="the power at which the report plans the set size the observed effect would need"
+    )
+    claim_prefix: bool = Field(
+        False,
+        json_schema_extra={"weaker": "true"},
+        description="prefixed signals (recall): use the claim's evidence.prefix set (its composition is the "
+        "claimant's) instead of documents drawn from the held-out set",
+    )
+    claim_frequencies: bool = Field(
+        False,
+        json_schema_extra={"weaker": "true"},
+        description="dc_pdd: use the claim's evidence.token_frequencies (its counts are the claimant's) "
+        "instead of the bundled table of the target's tokenizer",
+    )
 
 
-def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str, DocumentSet]) -> tuple[Auxiliary, dict[str, Any], dict[str, DocumentSet]]:
+def auxiliary(
+    ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str, DocumentSet]
+) -> tuple[Auxiliary, dict[str, Any], dict[str, DocumentSet]]:
     """What the prefixed and calibrated signals asked for read besides the model, and the sets left to test.
 
     Prefix documents (ReCaLL's known non-members) are drawn from the held-out set's distinct
@@ -123,9 +143,15 @@ def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str,
     if TOKEN_FREQUENCIES in needs:
         named = ctx.claim.evidence.token_frequencies if params.claim_frequencies else None
         if ctx.claim.evidence.token_frequencies is not None and not params.claim_frequencies:
-            finding["token_frequencies_ignored"] = "evidence.token_frequencies: not used (the policy's claim_frequencies is false)"
+            finding["token_frequencies_ignored"] = (
+                "evidence.token_frequencies: not used (the policy's claim_frequencies is false)"
+            )
         # The table's bytes as the input digests read them: what the plan committed to is what is used.
-        frequencies = table_for(ctx.model(), ctx.base_dir / named, ctx.claim_files.read(named)) if named is not None else table_for(ctx.model())
+        frequencies = (
+            table_for(ctx.model(), ctx.base_dir / named, ctx.claim_files.read(named))
+            if named is not None
+            else table_for(ctx.model())
+        )
     usable, _ = ctx.usable_signals(list(params.signals), Auxiliary(("possible",), (), frequencies))
     shots = max((getattr(s, "shots", 0) for s in wanted if NONMEMBER_PREFIX in s.needs and s.name in usable), default=0)
     nonmembers: tuple[str, ...] = ()
@@ -142,14 +168,19 @@ def auxiliary(ctx: RouteContext, params: DatasetInferenceParams, sets: dict[str,
                 seed = documents_seed(sets["suspect"].texts, distinct.texts)
                 drawn = np.random.default_rng(seed).choice(len(distinct.texts), shots, replace=False)
                 nonmembers = tuple(distinct.texts[int(i)] for i in sorted(drawn))
-                finding["prefix_source"] = f"{shots} distinct documents drawn from the held-out set (seed {seed} from the documents), not tested"
+                finding["prefix_source"] = (
+                    f"{shots} distinct documents drawn from the held-out set (seed {seed} from the documents), not "
+                    "tested"
+                )
         if nonmembers:
             removed = {}
             for role, documents in sets.items():
                 overlap = find_overlap(list(nonmembers), list(documents.texts), threshold)
                 sets[role] = documents.without(overlap.removed)
                 removed[role] = len(overlap.removed)
-            finding["prefix_overlap_removed"] = removed  # the prefix documents themselves and their twins, from every set
+            finding["prefix_overlap_removed"] = (
+                removed  # the prefix documents themselves and their twins, from every set
+            )
             relation = prefix_relation(nonmembers, {role: list(documents.texts) for role, documents in sets.items()})
             sets = {role: documents.without(relation.derived[role]) for role, documents in sets.items()}
             finding["prefix_relation"] = relation.as_finding()
@@ -170,7 +201,7 @@ def origin(ref: DocumentRef, file_sha256: str) -> str:
 
 
 @register
-class DatasetInferenceRoute(Route):
+class DatasetInferenceRoute(Route[DatasetInferenceParams]):
     name = "dataset_inference"
     Params = DatasetInferenceParams
     requires = frozenset({Role.SUSPECT, Role.HELDOUT})
@@ -188,16 +219,25 @@ class DatasetInferenceRoute(Route):
         metrics["fraction_trained"]["lower_bound"] = 0.0
         metrics["stated"] = False
         metrics["documents"]["identified_sha256"] = []
-        outcome["sections"] = [s for s in outcome.get("sections", []) if s.get("title") != DOCUMENTS_TITLE] + [asdict(Notes(
-            DOCUMENTS_TITLE, ["Withdrawn: adjusted across the batch, the set test is no longer significant, so no fraction trained "
-                              "on is stated and no document is identified."]))]
+        outcome["sections"] = [s for s in outcome.get("sections", []) if s.get("title") != DOCUMENTS_TITLE] + [
+            asdict(
+                Notes(
+                    DOCUMENTS_TITLE,
+                    [
+                        "Withdrawn: adjusted across the batch, the set test is no longer significant, so no fraction "
+                        "trained "
+                        "on is stated and no document is identified."
+                    ],
+                )
+            )
+        ]
 
     @classmethod
     def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:
         table = claim.evidence.token_frequencies
         return {} if table is None else {"token frequencies": table}
 
-    def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:  # type: ignore[override]
+    def run(self, ctx: RouteContext, params: DatasetInferenceParams) -> RouteOutcome:
         evidence = ctx.claim.evidence
         params = params.for_family(ctx.family_size)
         sets = {}
@@ -208,11 +248,20 @@ class DatasetInferenceRoute(Route):
         aux, aux_finding, sets = auxiliary(ctx, params, sets)
         signals, not_computable = ctx.usable_signals(list(params.signals), aux)
         if refused := aux_finding.get("prefix_refused"):
-            prefixed = [name for name in not_computable if NONMEMBER_PREFIX in make_signal(name, params.signal_params.get(name)).needs]
+            prefixed = [
+                name
+                for name in not_computable
+                if NONMEMBER_PREFIX in make_signal(name, params.signal_params.get(name)).needs
+            ]
             not_computable |= {name: refused for name in prefixed}
             if not signals:
-                return RouteOutcome(PREFIX_UNBALANCED, f"The method is refused: {refused}; no other signal was asked for.",
-                                    {"signals": [], "not_computable": not_computable, "auxiliary": aux_finding}, [], list(LIMITATIONS))
+                return RouteOutcome(
+                    PREFIX_UNBALANCED,
+                    f"The method is refused: {refused}; no other signal was asked for.",
+                    {"signals": [], "not_computable": not_computable, "auxiliary": aux_finding},
+                    [],
+                    list(LIMITATIONS),
+                )
         prefetched: list[bool] = []
 
         def scorer(role: str, texts: list[str]) -> np.ndarray:
@@ -222,26 +271,55 @@ class DatasetInferenceRoute(Route):
             return ctx.features(role, texts, signals, signal_params=params.signal_params, aux=aux)
 
         try:
-            finding = run_set_membership(sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params,
-                                         scorer=scorer)
+            finding = run_set_membership(
+                sets["suspect"], sets["heldout"], signals, control=sets.get("control"), params=params, scorer=scorer
+            )
         except TooFewScored as exc:
-            return RouteOutcome(TOO_FEW_SCORED, f"Nothing is concluded: {exc}.", {"signals": signals, "not_computable": not_computable,
-                                "failed_items": dict(ctx.failed_items), "failure_reasons": dict(ctx.failure_reasons)}, [], list(LIMITATIONS))
+            return RouteOutcome(
+                TOO_FEW_SCORED,
+                f"Nothing is concluded: {exc}.",
+                {
+                    "signals": signals,
+                    "not_computable": not_computable,
+                    "failed_items": dict(ctx.failed_items),
+                    "failure_reasons": dict(ctx.failure_reasons),
+                },
+                [],
+                list(LIMITATIONS),
+            )
         queried = ctx.loaded.get("target")  # None when the sets were refused before any scoring
-        served = [name for name in (queried.identity.details.get("served_as", []) if queried else []) if name.startswith("model=")]
+        served = [
+            name
+            for name in (queried.identity.details.get("served_as", []) if queried else [])
+            if name.startswith("model=")
+        ]
         if finding.status == SetStatus.SIGNIFICANT and len(served) > 1:
-            return RouteOutcome(MODEL_CHANGED, f"Nothing is concluded: the endpoint answered as more than one model during the run "
-                                f"({', '.join(served)}), so the sets may have been answered by different weights (the test alone "
-                                f"gave p = {finding.result.p_value:.3g}).", {"served_as": served, "set_test": finding.as_finding()}, [],
-                                list(LIMITATIONS))
-        metrics: dict[str, Any] = {"n_suspect": len(sets["suspect"].texts), "n_heldout": len(sets["heldout"].texts),
-                                   "n_control": len(sets["control"].texts) if "control" in sets else 0,
-                                   "signals": signals, "not_computable": not_computable, "set_test": finding.as_finding()}
+            return RouteOutcome(
+                MODEL_CHANGED,
+                f"Nothing is concluded: the endpoint answered as more than one model during the run "
+                f"({', '.join(served)}), so the sets may have been answered by different weights (the test alone "
+                f"gave p = {finding.result.p_value:.3g}).",
+                {"served_as": served, "set_test": finding.as_finding()},
+                [],
+                list(LIMITATIONS),
+            )
+        metrics: dict[str, Any] = {
+            "n_suspect": len(sets["suspect"].texts),
+            "n_heldout": len(sets["heldout"].texts),
+            "n_control": len(sets["control"].texts) if "control" in sets else 0,
+            "signals": signals,
+            "not_computable": not_computable,
+            "set_test": finding.as_finding(),
+        }
         if aux_finding:
             metrics["auxiliary"] = aux_finding  # prefix documents and frequency table, by digest
         if ctx.family_size > 1:
             metrics["family_size"] = ctx.family_size  # the batch's size, which set the relabellings the test ran
-        sections: list[Section] = [Table("Checks, in the order the rules apply them", ["check", "result"], _check_rows(finding, not_computable))]
+        sections: list[Section] = [
+            Table(
+                "Checks, in the order the rules apply them", ["check", "result"], _check_rows(finding, not_computable)
+            )
+        ]
         tail = list(finding.notes)
         if finding.shift is not None:
             metrics["shift_check"] = finding.shift.as_finding()
@@ -252,36 +330,64 @@ class DatasetInferenceRoute(Route):
             metrics["test"] = asdict(result)
             needed = size_needed(result.effect_size, result.alpha, params.target_power, result.method)
             metrics |= {"n_needed_for_target_power": needed, "target_power": params.target_power}
-            tail.insert(0, f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_heldout} held-out documents")
+            tail.insert(
+                0,
+                f"effect size d = {result.effect_size:.3f}, {result.n_suspect} suspect vs {result.n_heldout} held-out "
+                "documents",
+            )
             if finding.status == SetStatus.NOT_SIGNIFICANT:
-                tail.insert(1, f"about {needed} documents per set would give power {params.target_power:.0%} if the observed effect is real"
-                            if needed else "the observed effect is not in the member-like direction, so no set size would detect it")
+                tail.insert(
+                    1,
+                    f"about {needed} documents per set would give power {params.target_power:.0%} if the observed "
+                    "effect is real"
+                    if needed
+                    else "the observed effect is not in the member-like direction, so no set size would detect it",
+                )
             suspect, heldout = finding.tested["suspect"], finding.tested["heldout"]
-            rows, compared = compare_sets(signals, suspect.features, heldout.features, suspect.texts, heldout.texts,
-                                          finding.shift, ctx.claim.seed)
-            sections[0].rows.append([f"documents per set for power {params.target_power} at the observed effect",
-                                     needed if needed is not None else "none: no member-like effect"])
+            rows, compared = compare_sets(
+                signals, suspect.features, heldout.features, suspect.texts, heldout.texts, finding.shift, ctx.claim.seed
+            )
+            sections[0].rows.append(
+                [
+                    f"documents per set for power {params.target_power} at the observed effect",
+                    needed if needed is not None else "none: no member-like effect",
+                ]
+            )
             metrics["best_signal"] = best_signal(rows)["name"]
             metrics["membership_rows"] = rows
             sections += compared
             if finding.documents is not None:
                 metrics |= finding.documents.as_finding()
                 sections.append(_documents_table(finding.documents))
-            sections.append(Figure("power", {"curve": power_curve(result.effect_size, result.alpha, result.method),
-                                             "target_power": params.target_power},
-                                   "Estimated power against set size at the observed effect (an estimate that assumes the effect is real)."))
+            sections.append(
+                Figure(
+                    "power",
+                    {
+                        "curve": power_curve(result.effect_size, result.alpha, result.method),
+                        "target_power": params.target_power,
+                    },
+                    "Estimated power against set size at the observed effect (an estimate that assumes the effect is "
+                    "real).",
+                )
+            )
         else:
             tail.append("the model was not queried: the comparison was refused before any scoring")
         if finding.control is None:
             tail.append("no member-free control was run")
         elif not finding.control.validated:
-            tail.append(f"the member-free control cannot validate the held-out set ({'; '.join(finding.control.problems)})")
+            tail.append(
+                f"the member-free control cannot validate the held-out set ({'; '.join(finding.control.problems)})"
+            )
         else:
             tail.append(f"validated member-free control p = {finding.control.result.p_value:.3g}")
         if finding.control is not None:
             control = finding.control
-            metrics["control"] = (asdict(control.result) if control.result else {"p_value": None, "significant": False}) | {
-                "validated": control.validated, "problems": control.problems, "overlap_removed": control.overlap_removed,
+            metrics["control"] = (
+                asdict(control.result) if control.result else {"p_value": None, "significant": False}
+            ) | {
+                "validated": control.validated,
+                "problems": control.problems,
+                "overlap_removed": control.overlap_removed,
                 "duplicates_removed": control.duplicates_removed,
                 "shift_check": control.shift.as_finding() if control.shift else None,
             }
@@ -291,27 +397,51 @@ class DatasetInferenceRoute(Route):
         test, worst = finding.result, finding.least_favourable
         # The p-value the status rests on: with failed items, a detection must also hold filled least favourably.
         p_value = None if test is None else max(test.p_value, worst.p_value) if worst is not None else test.p_value
-        return RouteOutcome(finding.status.value, summary, metrics, sections, list(LIMITATIONS), p_value=p_value,
-                            alpha=test.alpha if test else None, size=finding.n_suspect)
+        return RouteOutcome(
+            finding.status.value,
+            summary,
+            metrics,
+            sections,
+            list(LIMITATIONS),
+            p_value=p_value,
+            alpha=test.alpha if test else None,
+            size=finding.n_suspect,
+        )
 
 
 def _documents_table(documents: DocumentsFinding) -> Table:
     fraction = documents.fraction
     found = len(documents.identified)
-    stated = (f"{fraction.sentence()} are member-like beyond the held-out set's distribution" if documents.stated
-              else "none stated: the set test is not significant (the bound is reported as 0)")
+    stated = (
+        f"{fraction.sentence()} are member-like beyond the held-out set's distribution"
+        if documents.stated
+        else "none stated: the set test is not significant (the bound is reported as 0)"
+    )
     rows: list[list[Cell]] = [
         [f"fraction trained on: lower bound, {fraction.confidence:.0%} confidence, any member distribution", stated],
         ["point estimate (the same ratio without confidence margins)", f"{fraction.estimate:.1%}"],
         ["method", fraction.method],
-        [f"documents identified at false discovery rate {documents.fdr:.0%} ({FDR_METHOD})",
-         ", ".join(d[:12] for d in documents.identified) if found else
-         "none: no single document can be identified at this rate, as is usual at today's per-document accuracy"
-         if documents.stated else "none listed: the set test is not significant"],
-        ["smallest per-document conformal p-value", pval(min(documents.p_values.values())) if documents.p_values else "-"],
+        [
+            f"documents identified at false discovery rate {documents.fdr:.0%} ({FDR_METHOD})",
+            ", ".join(d[:12] for d in documents.identified)
+            if found
+            else "none: no single document can be identified at this rate, as is usual at today's per-document accuracy"
+            if documents.stated
+            else "none listed: the set test is not significant",
+        ],
+        [
+            "smallest per-document conformal p-value",
+            pval(min(documents.p_values.values())) if documents.p_values else "-",
+        ],
     ]
-    return Table(DOCUMENTS_TITLE, ["quantity", "value"], rows,
-                 note="Documents are named by the first 12 hex digits of their text's SHA-256; every p-value is in the findings.")
+    return Table(
+        DOCUMENTS_TITLE,
+        ["quantity", "value"],
+        rows,
+        note=(
+            "Documents are named by the first 12 hex digits of their text's SHA-256; every p-value is in the findings."
+        ),
+    )
 
 
 def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -> list[list[Cell]]:
@@ -319,41 +449,80 @@ def _check_rows(finding: SetMembershipFinding, not_computable: dict[str, str]) -
     overlap = finding.heldout_overlap
     rows: list[list[Cell]] = [
         ["where the verdict rules stopped", finding.status.value.replace("_", " ")],
-        ["documents repeating another of the same set, removed: suspect / held-out",
-         f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['heldout']}"],
-        ["held-out / suspect documents removed as duplicates or near duplicates of each other "
-         "(held-out documents matched exactly / by prefix / nearly)",
-         f"{len(overlap.removed)} / {len(overlap.removed_suspect)} ({overlap.exact} / {overlap.prefix} / {overlap.near})"],
+        [
+            "documents repeating another of the same set, removed: suspect / held-out",
+            f"{finding.duplicates_removed['suspect']} / {finding.duplicates_removed['heldout']}",
+        ],
+        [
+            "held-out / suspect documents removed as duplicates or near duplicates of each other "
+            "(held-out documents matched exactly / by prefix / nearly)",
+            f"{len(overlap.removed)} / {len(overlap.removed_suspect)} ({overlap.exact} / {overlap.prefix} / "
+            f"{overlap.near})",
+        ],
         ["documents tested: suspect / held-out", f"{finding.n_suspect} / {finding.n_heldout}"],
-        ["seed of halves, relabellings and folds (derived from the SHA-256 of the tested documents' sorted text digests)", finding.seed],
+        [
+            "seed of halves, relabellings and folds (derived from the SHA-256 of the tested documents' sorted text "
+            "digests)",
+            finding.seed,
+        ],
     ]
     if finding.shift is not None:
         rows += shift_rows(finding.shift)
         if finding.on_blind:
-            rows.append(["exchangeability not established at this size, so the test ran on the signals residualised on the blind "
-                         "classifier's text features (what they explain cannot count)", "yes"])
+            rows.append(
+                [
+                    "exchangeability not established at this size, so the test ran on the signals residualised on the "
+                    "blind "
+                    "classifier's text features (what they explain cannot count)",
+                    "yes",
+                ]
+            )
     rows += [[f"signal {name}", why] for name, why in not_computable.items()]
     result = finding.result
     if result is not None:
-        how = (f"{result.n_permutations} relabellings, exact" if result.method == "permutation"
-               else f"{result.n_splits} splits combined as 2 × median")
-        rows.append([f"dataset inference p-value (H0: {result.null_hypothesis}; {result.method.replace('_', ' ')}, {how})",
-                     f"{pval(result.p_value)} (alpha {result.alpha})"])
+        how = (
+            f"{result.n_permutations} relabellings, exact"
+            if result.method == "permutation"
+            else f"{result.n_splits} splits combined as 2 × median"
+        )
+        rows.append(
+            [
+                f"dataset inference p-value (H0: {result.null_hypothesis}; {result.method.replace('_', ' ')}, {how})",
+                f"{pval(result.p_value)} (alpha {result.alpha})",
+            ]
+        )
         if result.split_p_values:
             rows.append(["per-split p-values", ", ".join(pval(p) for p in result.split_p_values)])
         unit = "fold" if result.method == "permutation" else "split"
-        rows.append([f"learned weights, non-negative (standardised signals; one row per {unit})",
-                     "; ".join(", ".join(f"{k} {num(v, 3)}" for k, v in sorted(w.items())) for w in result.weights)])
+        rows.append(
+            [
+                f"learned weights, non-negative (standardised signals; one row per {unit})",
+                "; ".join(", ".join(f"{k} {num(v, 3)}" for k, v in sorted(w.items())) for w in result.weights),
+            ]
+        )
         rows.append(["effect size (Cohen's d of held-out scores)", num(result.effect_size, 3)])
     control = finding.control
     if control is None:
         rows.append(["member-free control", "none was run"])
     else:
         p = control.result.p_value if control.result else None
-        rows.append(["member-free control p-value (control in place of the suspect)",
-                     pval(p) + (" (flagged)" if control.result is not None and control.result.significant else "")])
-        rows.append(["control documents removed: repeating another control document / overlapping the suspect or held-out set",
-                     f"{control.duplicates_removed} / {control.overlap_removed}"])
-        rows.append(["control validated (disjoint, from the suspect's population and year, not a split of the held-out set)",
-                     "yes" if control.validated else "no: " + "; ".join(control.problems)])
+        rows.append(
+            [
+                "member-free control p-value (control in place of the suspect)",
+                pval(p) + (" (flagged)" if control.result is not None and control.result.significant else ""),
+            ]
+        )
+        rows.append(
+            [
+                "control documents removed: repeating another control document / overlapping the suspect or held-out "
+                "set",
+                f"{control.duplicates_removed} / {control.overlap_removed}",
+            ]
+        )
+        rows.append(
+            [
+                "control validated (disjoint, from the suspect's population and year, not a split of the held-out set)",
+                "yes" if control.validated else "no: " + "; ".join(control.problems),
+            ]
+        )
     return rows

@@ -9,7 +9,7 @@ from verifier.verdicts import Verdict
 
 
 @register
-class DisclosureRoute(Route):
+class DisclosureRoute(Route[RouteParams]):
     name = "disclosure"
     verdicts = {"rests_on_disclosure": same_for(ALL_KINDS, Verdict.UNVERIFIABLE)}
 
@@ -18,5 +18,7 @@ class DisclosureRoute(Route):
             "rests_on_disclosure",
             "None of the evidence supports a sound test of this claim: no published corpus, no content marked "
             "before training and no usable same-period held-out set. The claim rests on the developer's disclosure.",
-            limitations=["Membership-inference scores alone are near chance on same-distribution data and cannot verify a claim."],
+            limitations=[
+                "Membership-inference scores alone are near chance on same-distribution data and cannot verify a claim."
+            ],
         )

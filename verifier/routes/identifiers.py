@@ -25,15 +25,23 @@ from verifier.scoring.session import RouteContext
 from verifier.stats.rank_trials import run_rank_tests
 
 LIMITATIONS = [
-    "The test is about the identifiers, not the documents: an identifier also published elsewhere (a popular commit hash, "
+    "The test is about the identifiers, not the documents: an identifier also published elsewhere (a popular commit "
+    "hash, "
     "a shared link) tests every page that quotes it.",
-    "It is valid when the identifiers were drawn at random from their format: version-4 UUIDs, digests, generated short "
-    "links and keys. Hand-made strings that pass the filters (a vanity link with digits) break it, and so do identifiers "
-    "chosen by someone who could query the model: the suspect documents must have been fixed before the model was available.",
-    "Identifiers whose own parts predict each other (a block of four or more characters that recurs, forwards or mirrored, "
-    "or a progression such as 13579) are not tested: a model that copies from its context continues them from their first "
-    "part without having been trained on them, while fresh draws that keep only each position's character class cannot be "
-    "continued so, so the null would not hold for both alike. Other structure a model could exploit without training (a "
+    "It is valid when the identifiers were drawn at random from their format: version-4 UUIDs, digests, generated "
+    "short "
+    "links and keys. Hand-made strings that pass the filters (a vanity link with digits) break it, and so do "
+    "identifiers "
+    "chosen by someone who could query the model: the suspect documents must have been fixed before the model was "
+    "available.",
+    "Identifiers whose own parts predict each other (a block of four or more characters that recurs, forwards or "
+    "mirrored, "
+    "or a progression such as 13579) are not tested: a model that copies from its context continues them from their "
+    "first "
+    "part without having been trained on them, while fresh draws that keep only each position's character class "
+    "cannot be "
+    "continued so, so the null would not hold for both alike. Other structure a model could exploit without training "
+    "(a "
     "pattern these filters do not name) would break the test in the same way.",
     "A non-significant result is not evidence of absence: an identifier seen once in training is rarely memorised.",
 ]
@@ -42,8 +50,10 @@ LIMITATIONS = [
 def _undated(year: int | None, released: date | None, cutoff: int | None) -> str | None:
     """Why the suspect documents cannot be shown to predate the model (None: they can, as declared)."""
     if year is None:
-        return ("the suspect set declares no year, so its identifiers cannot be shown to predate the model "
-                "(identifiers chosen after querying it would pass every check)")
+        return (
+            "the suspect set declares no year, so its identifiers cannot be shown to predate the model "
+            "(identifiers chosen after querying it would pass every check)"
+        )
     if released is None and cutoff is None:
         return "the claim declares neither the model's release date nor its training cutoff"
     if released is not None and year >= released.year:
@@ -54,13 +64,20 @@ def _undated(year: int | None, released: date | None, cutoff: int | None) -> str
 
 
 class IdentifierParams(RankTestParams):
-    samples: int = Field(99, ge=19, le=9999, json_schema_extra={"weaker": "either"},
-                         description="fresh identifiers drawn per real one (the smallest p-value is 1/(samples+1))")
-    max_identifiers: int = Field(500, ge=1, le=100_000, description="the first identifiers tested (bounds the model's work)")
+    samples: int = Field(
+        99,
+        ge=19,
+        le=9999,
+        json_schema_extra={"weaker": "either"},
+        description="fresh identifiers drawn per real one (the smallest p-value is 1/(samples+1))",
+    )
+    max_identifiers: int = Field(
+        500, ge=1, le=100_000, description="the first identifiers tested (bounds the model's work)"
+    )
 
 
 @register
-class IdentifiersRoute(Route):
+class IdentifiersRoute(Route[IdentifierParams]):
     name = "identifiers"
     Params = IdentifierParams
     requires = frozenset({Role.SUSPECT})
@@ -69,27 +86,55 @@ class IdentifiersRoute(Route):
     needs_target = True
 
     @classmethod
-    def signals_of(cls, params: IdentifierParams) -> list[str]:  # type: ignore[override]
+    def signals_of(cls, params: IdentifierParams) -> list[str]:
         return ["log_likelihood"]
 
-    def run(self, ctx: RouteContext, params: IdentifierParams) -> RouteOutcome:  # type: ignore[override]
-        if reason := _undated(ctx.claim.evidence.suspect.year, ctx.claim.model.released, ctx.claim.model.training_cutoff):
-            return RouteOutcome("undated", f"Natural identifiers not tested: {reason}.", {"refused": reason},
-                                [Notes("Natural identifiers not tested", [reason])])
+    def run(self, ctx: RouteContext, params: IdentifierParams) -> RouteOutcome:
+        if reason := _undated(
+            ctx.claim.evidence.suspect.year, ctx.claim.model.released, ctx.claim.model.training_cutoff
+        ):
+            return RouteOutcome(
+                "undated",
+                f"Natural identifiers not tested: {reason}.",
+                {"refused": reason},
+                [Notes("Natural identifiers not tested", [reason])],
+            )
         texts = ctx.load(ctx.claim.evidence.suspect).texts
         trials, dropped = identifier_trials(texts, params.samples, params.context_words, params.max_identifiers)
         setaside = {k: v for k, v in dropped.items() if v}
-        found = Table("Identifiers in the suspect set", ["item", "count"],
-                      [["random-looking identifiers found (each distinct one once)", len(trials)],
-                       *[[f"set aside: {k}", v] for k, v in setaside.items()],
-                       *[[f"format {f}", sum(t.detail == f for t in trials)] for f in sorted({t.detail for t in trials})]])
+        found = Table(
+            "Identifiers in the suspect set",
+            ["item", "count"],
+            [
+                ["random-looking identifiers found (each distinct one once)", len(trials)],
+                *[[f"set aside: {k}", v] for k, v in setaside.items()],
+                *[[f"format {f}", sum(t.detail == f for t in trials)] for f in sorted({t.detail for t in trials})],
+            ],
+        )
         if not trials:
-            return RouteOutcome("no_marks", "The suspect documents hold no random-looking identifiers to test.",
-                                {"identifiers": 0, "set_aside": setaside}, [found])
-        finding = run_rank_tests(trials, scorer(ctx), NULL, params.combine, params.alpha, params.level, params.target_power, ctx.claim.seed)
+            return RouteOutcome(
+                "no_marks",
+                "The suspect documents hold no random-looking identifiers to test.",
+                {"identifiers": 0, "set_aside": setaside},
+                [found],
+            )
+        finding = run_rank_tests(
+            trials, scorer(ctx), NULL, params.combine, params.alpha, params.level, params.target_power, ctx.claim.seed
+        )
         summary = describe(finding, "identifiers")
         notes = Notes("What this test shows", list(LIMITATIONS))
-        return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".",
-                            {"identifiers": len(trials), "set_aside": setaside, "samples": params.samples, "test": finding.as_finding()},
-                            [found, *sections(finding, "identifiers"), notes], list(LIMITATIONS), p_value=finding.p_value, alpha=finding.alpha,
-                            size=finding.n_marks)
+        return RouteOutcome(
+            finding.status,
+            summary[0].upper() + summary[1:] + ".",
+            {
+                "identifiers": len(trials),
+                "set_aside": setaside,
+                "samples": params.samples,
+                "test": finding.as_finding(),
+            },
+            [found, *sections(finding, "identifiers"), notes],
+            list(LIMITATIONS),
+            p_value=finding.p_value,
+            alpha=finding.alpha,
+            size=finding.n_marks,
+        )

@@ -30,22 +30,31 @@ from verifier.trust.private_files import readable_by_others
 
 # Said, not refused: a sibling seen by whoever trains the model can only hide a mark (trained on
 # too, it ranks like the mark), never make an untrained mark rank first.
-SIBLINGS_READABLE = ("The siblings file was readable by other accounts of the auditor's machine when the audit ran (marks make "
-                     "writes it mode 0600): siblings that reached the model's training can only hide a mark, so a finding of "
-                     "training stands, but a test that finds nothing may have been blinded.")
-REGISTRANT_DATE = ("The registration's date is its signer's statement: it shows the marks predate training only as far as that "
-                   "key's dates are trusted (a timestamp of a time-stamping authority the auditor pins makes it independent of the "
-                   "registrant; the policy's require_timestamp demands one).")
-TIMESTAMPED = ("The registration's date is {tsa}: it shows the marks existed by then as far as that authority's clock and key are "
-               "trusted, whatever the registrant wrote.")
+SIBLINGS_READABLE = (
+    "The siblings file was readable by other accounts of the auditor's machine when the audit ran (marks make "
+    "writes it mode 0600): siblings that reached the model's training can only hide a mark, so a finding of "
+    "training stands, but a test that finds nothing may have been blinded."
+)
+REGISTRANT_DATE = (
+    "The registration's date is its signer's statement: it shows the marks predate training only as far as that "
+    "key's dates are trusted (a timestamp of a time-stamping authority the auditor pins makes it independent of the "
+    "registrant; the policy's require_timestamp demands one)."
+)
+TIMESTAMPED = (
+    "The registration's date is {tsa}: it shows the marks existed by then as far as that authority's clock and key are "
+    "trusted, whatever the registrant wrote."
+)
 LIMITATIONS = [
-    "A significant result shows the model was trained on the published marks, hence on text that carried them; which copy "
+    "A significant result shows the model was trained on the published marks, hence on text that carried them; which "
+    "copy "
     "(the rights holder's publication or a re-post) the test cannot say.",
     REGISTRANT_DATE,
     "A non-significant result is not evidence of absence: marks seen rarely in training are often not memorised "
     "(the copyright-trap study detected only long traps repeated about 1,000 times in a 1.3B model).",
-    "One registration is one test: a registrant who tests several registrations and shows the best has had several chances; "
-    "likewise one who tried many secret seeds before registering, keeping marks that a similar public model happened to "
+    "One registration is one test: a registrant who tests several registrations and shows the best has had several "
+    "chances; "
+    "likewise one who tried many secret seeds before registering, keeping marks that a similar public model happened "
+    "to "
     "favour, would bias the test - only public randomness fixed at registration time (a beacon) rules that out.",
 ]
 
@@ -54,13 +63,16 @@ class MarksParams(RankTestParams):
     """The route's params (alpha, combination, per-mark level, context) - see ``RankTestParams`` - and
     whether the registration's date must come from a time-stamping authority's clock."""
 
-    require_timestamp: StrictBool = Field(False, json_schema_extra={"weaker": "false"},
-                                          description="refuse a registration dated only by its registrant: its date must come from "
-                                                      "the timestamp token of a time-stamping authority the auditor pins")
+    require_timestamp: StrictBool = Field(
+        False,
+        json_schema_extra={"weaker": "false"},
+        description="refuse a registration dated only by its registrant: its date must come from "
+        "the timestamp token of a time-stamping authority the auditor pins",
+    )
 
 
 @register
-class MarksRoute(Route):
+class MarksRoute(Route[MarksParams]):
     name = "marks"
     Params = MarksParams
     requires = frozenset({Role.SUSPECT, "marks"})
@@ -69,7 +81,7 @@ class MarksRoute(Route):
     needs_target = True
 
     @classmethod
-    def signals_of(cls, params: MarksParams) -> list[str]:  # type: ignore[override]
+    def signals_of(cls, params: MarksParams) -> list[str]:
         return ["log_likelihood", "loss"]
 
     @classmethod
@@ -77,41 +89,89 @@ class MarksRoute(Route):
         marks = claim.evidence.marks
         return {} if marks is None else {"marks registration": marks.registration, "marks siblings": marks.siblings}
 
-    def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:  # type: ignore[override]
+    def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:
         marks, model = ctx.claim.evidence.marks, ctx.claim.model
         try:
             spec = marks.rephraser
             registration, secrets = checked_registration(
-                ctx.base_dir / marks.registration, ctx.base_dir / marks.siblings, model.released, model.training_cutoff,
-                lambda: ctx.model().identity.digests.get("weights"), marks.sha256,
+                ctx.base_dir / marks.registration,
+                ctx.base_dir / marks.siblings,
+                model.released,
+                model.training_cutoff,
+                lambda: ctx.model().identity.digests.get("weights"),
+                marks.sha256,
                 str(ctx.base_dir / spec) if spec and (ctx.base_dir / spec).exists() else spec,
                 require_timestamp=params.require_timestamp,
-                files=(ctx.claim_files.read(marks.registration), ctx.claim_files.read(marks.siblings)))  # the bytes the inputs digest
+                files=(ctx.claim_files.read(marks.registration), ctx.claim_files.read(marks.siblings)),
+            )  # the bytes the inputs digest
             try:
-                trials, excluded = registered_trials(registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words)
+                trials, excluded = registered_trials(
+                    registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words
+                )
             except VerifierError as exc:
                 raise VerifierError(f"{marks.registration.name}: {exc}") from None
         except VerifierError as exc:
-            return RouteOutcome("refused", f"The registration is refused as evidence: {exc}.", {"refused": str(exc)},
-                                [Notes("Registration refused", [str(exc)])], list(LIMITATIONS))
-        finding = run_rank_tests(trials, scorer(ctx, secrets.seed_salt), NULL, params.combine, params.alpha, params.level, params.target_power,
-                                 ctx.claim.seed, excluded)
+            return RouteOutcome(
+                "refused",
+                f"The registration is refused as evidence: {exc}.",
+                {"refused": str(exc)},
+                [Notes("Registration refused", [str(exc)])],
+                list(LIMITATIONS),
+            )
+        finding = run_rank_tests(
+            trials,
+            scorer(ctx, secrets.seed_salt),
+            NULL,
+            params.combine,
+            params.alpha,
+            params.level,
+            params.target_power,
+            ctx.claim.seed,
+            excluded,
+        )
         predicate, dated = registration.predicate, registration.dated
-        metrics = {"registration": {"name": predicate.name, "created": predicate.created.isoformat(), "signer": registration.signer,
-                                    "sha256": registration.sha256, "marks": len(predicate.marks), "dated": dated.as_finding()},
-                   "test": finding.as_finding()}
-        facts = Table("Registration", ["field", "value"], [
-            ["name", predicate.name], ["created (the registrant's signed statement)", predicate.created.isoformat()],
-            ["existed by (the date the route uses)", f"{dated.when.isoformat()}, on the word of {dated.by}"],
-            *[[f"timestamp {i}", t.describe()] for i, t in enumerate(dated.timestamps, 1)],
-            ["signed by (pinned key fingerprint)", registration.signer],
-            ["registered marks / tested / not tested", f"{len(predicate.marks)} / {finding.n_marks} / {len(finding.excluded)}"],
-            ["declared release / training cutoff", f"{model.released or '-'} / {model.training_cutoff or '-'}"],
-        ])
+        metrics = {
+            "registration": {
+                "name": predicate.name,
+                "created": predicate.created.isoformat(),
+                "signer": registration.signer,
+                "sha256": registration.sha256,
+                "marks": len(predicate.marks),
+                "dated": dated.as_finding(),
+            },
+            "test": finding.as_finding(),
+        }
+        facts = Table(
+            "Registration",
+            ["field", "value"],
+            [
+                ["name", predicate.name],
+                ["created (the registrant's signed statement)", predicate.created.isoformat()],
+                ["existed by (the date the route uses)", f"{dated.when.isoformat()}, on the word of {dated.by}"],
+                *[[f"timestamp {i}", t.describe()] for i, t in enumerate(dated.timestamps, 1)],
+                ["signed by (pinned key fingerprint)", registration.signer],
+                [
+                    "registered marks / tested / not tested",
+                    f"{len(predicate.marks)} / {finding.n_marks} / {len(finding.excluded)}",
+                ],
+                ["declared release / training cutoff", f"{model.released or '-'} / {model.training_cutoff or '-'}"],
+            ],
+        )
         summary = describe(finding, "marks")
-        limitations = [TIMESTAMPED.format(tsa=dated.by) if dated.trusted and line == REGISTRANT_DATE else line for line in LIMITATIONS]
+        limitations = [
+            TIMESTAMPED.format(tsa=dated.by) if dated.trusted and line == REGISTRANT_DATE else line
+            for line in LIMITATIONS
+        ]
         if readable_by_others(ctx.base_dir / marks.siblings):
             metrics["siblings_file_private"] = False
             limitations.append(SIBLINGS_READABLE)
-        return RouteOutcome(finding.status, summary[0].upper() + summary[1:] + ".", metrics, [facts, *sections(finding, "marks")],
-                            limitations, p_value=finding.p_value, alpha=finding.alpha, size=finding.n_marks)
+        return RouteOutcome(
+            finding.status,
+            summary[0].upper() + summary[1:] + ".",
+            metrics,
+            [facts, *sections(finding, "marks")],
+            limitations,
+            p_value=finding.p_value,
+            alpha=finding.alpha,
+            size=finding.n_marks,
+        )

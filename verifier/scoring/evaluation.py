@@ -49,9 +49,13 @@ def signal_row(table: ScoreTable, name: str, labels: np.ndarray, seed: int) -> E
     if scored.all():
         return EvaluationRow("signal", name, evaluate_scores(name, values, labels, seed=seed))
     column = table.frame.get(FAILURE_PREFIX + name)
-    reasons = column[~scored].fillna("no score").value_counts() if column is not None else {"no score": int((~scored).sum())}
+    reasons = (
+        column[~scored].fillna("no score").value_counts() if column is not None else {"no score": int((~scored).sum())}
+    )
     unscored = {str(k): int(v) for k, v in dict(reasons).items()}
-    enough = all(scored[labels == c].sum() * 2 >= (labels == c).sum() for c in (0, 1))  # as the routes: more than half unscored is too few
+    enough = all(
+        scored[labels == c].sum() * 2 >= (labels == c).sum() for c in (0, 1)
+    )  # as the routes: more than half unscored is too few
     metrics = evaluate_scores(name, values[scored], labels[scored], seed=seed) if enough else None
     return EvaluationRow("signal", name, metrics, unscored)
 

@@ -78,25 +78,46 @@ class RayOptions:
             raise VerifierError("--actor-gpus: the model runs on the CPU; pass --device cuda to give actors GPUs")
         cpus, gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
         if self.actors * self.actor_cpus > cpus - 1:
-            raise VerifierError(f"--actors {self.actors} x --actor-cpus {self.actor_cpus} needs {self.actors * self.actor_cpus:g} CPUs "
-                                f"besides one for reading and writing; the Ray cluster has {cpus:g}")
+            raise VerifierError(
+                f"--actors {self.actors} x --actor-cpus {self.actor_cpus} needs {self.actors * self.actor_cpus:g} CPUs "
+                f"besides one for reading and writing; the Ray cluster has {cpus:g}"
+            )
         if self.actors * self.actor_gpus > gpus:
-            raise VerifierError(f"--actors {self.actors} x --actor-gpus {self.actor_gpus} needs {self.actors * self.actor_gpus:g} GPUs; "
-                                f"the Ray cluster has {gpus:g}")
+            raise VerifierError(
+                f"--actors {self.actors} x --actor-gpus {self.actor_gpus} needs {self.actors * self.actor_gpus:g} "
+                "GPUs; "
+                f"the Ray cluster has {gpus:g}"
+            )
 
 
 class DocumentScorer:
     """The callable class each actor runs: loads the target (and reference) once, scores batches."""
 
-    def __init__(self, model: str, options: ScoringOptions, reference: str | None, signal_names: list[str] | None,
-                 signal_params: dict[str, dict[str, object]], cache_dir: str, secret: str, text_field: str,
-                 done: frozenset[str]) -> None:
+    def __init__(
+        self,
+        model: str,
+        options: ScoringOptions,
+        reference: str | None,
+        signal_names: list[str] | None,
+        signal_params: dict[str, dict[str, object]],
+        cache_dir: str,
+        secret: str,
+        text_field: str,
+        done: frozenset[str],
+    ) -> None:
         if not Path(secret).is_file():  # never create one here: the driver could not verify this node's parts
-            raise VerifierError(f"no cache secret at {secret} on this node: give every node the driver's secret "
-                                "($VERIFIER_CACHE_SECRET) and cache folder")
+            raise VerifierError(
+                f"no cache secret at {secret} on this node: give every node the driver's secret "
+                "($VERIFIER_CACHE_SECRET) and cache folder"
+            )
         self.target = load_target(model, options)
         self.reference = load_target(reference, options) if reference else None
-        self.signal_names, self.signal_params, self.text_field, self.done = signal_names, signal_params, text_field, done
+        self.signal_names, self.signal_params, self.text_field, self.done = (
+            signal_names,
+            signal_params,
+            text_field,
+            done,
+        )
         self.cache = ScoreCache(cache_dir, secret_path=Path(secret))
         self.secret = cache_secret(Path(secret))
         offered = self.target.capabilities | ({REFERENCE} if self.reference is not None else set())
@@ -106,10 +127,18 @@ class DocumentScorer:
         texts = [text.decode("utf-8") if isinstance(text, bytes) else text for text in batch[self.text_field].tolist()]
         texts = [text for text in texts if text_digest(text) not in self.done]
         if not texts:
-            return self._frame(pd.DataFrame({"text_sha256": pd.Series([], dtype="string"), "n_tokens": np.zeros(0, np.int64)}), "")
+            return self._frame(
+                pd.DataFrame({"text_sha256": pd.Series([], dtype="string"), "n_tokens": np.zeros(0, np.int64)}), ""
+            )
         docs = Documents(texts=texts, labels=None, source="ray batch")
-        table = score_documents(docs, self.target, reference=self.reference, signal_names=self.signal_names, cache=self.cache,
-                                signal_params=self.signal_params)
+        table = score_documents(
+            docs,
+            self.target,
+            reference=self.reference,
+            signal_names=self.signal_names,
+            cache=self.cache,
+            signal_params=self.signal_params,
+        )
         scorer = json.dumps({key: table.metadata[key] for key in ("target", "reference", "signals")}, sort_keys=True)
         return self._frame(table.frame.drop(columns=["doc", "text", "label"]).drop_duplicates("text_sha256"), scorer)
 
@@ -121,7 +150,9 @@ class DocumentScorer:
             if FAILURE_PREFIX + name not in frame:
                 frame[FAILURE_PREFIX + name] = pd.array([None] * len(frame), dtype="string")
         frame[SCORER] = pd.array([scorer] * len(frame), dtype="string")
-        frame = frame[["text_sha256", "n_tokens", *(p + n for n in self.columns for p in (SIGNAL_PREFIX, FAILURE_PREFIX)), SCORER]]
+        frame = frame[
+            ["text_sha256", "n_tokens", *(p + n for n in self.columns for p in (SIGNAL_PREFIX, FAILURE_PREFIX)), SCORER]
+        ]
         frame = frame.reset_index(drop=True)
         frame[TAG] = pd.array(row_tags(frame, self.secret), dtype="string")
         return frame
@@ -130,26 +161,44 @@ class DocumentScorer:
 def row_tags(frame: pd.DataFrame, secret: bytes) -> list[str]:
     """HMAC-SHA256 of each part row under the cache secret: parts are a cache too, and a row forged
     on disk (a raised log-prob) must not reach a table and a signed verdict."""
-    columns = [c for c in frame.columns if c in ("text_sha256", "n_tokens", SCORER) or c.startswith((SIGNAL_PREFIX, FAILURE_PREFIX))]
+    columns = [
+        c
+        for c in frame.columns
+        if c in ("text_sha256", "n_tokens", SCORER) or c.startswith((SIGNAL_PREFIX, FAILURE_PREFIX))
+    ]
     rows = frame[columns].astype(object).where(frame[columns].notna(), None).itertuples(index=False, name=None)
     return [tag(secret, _row_message(columns, row)) for row in rows]
 
 
 def _row_message(columns: list[str], row: tuple) -> bytes:
-    return json.dumps([columns, [float(v) if isinstance(v, (float, np.floating)) else v for v in row]], default=int).encode()
+    return json.dumps(
+        [columns, [float(v) if isinstance(v, (float, np.floating)) else v for v in row]], default=int
+    ).encode()
 
 
 def authentic(frame: pd.DataFrame, secret: bytes) -> pd.Series:
     """Which rows of a part carry a valid tag."""
     if TAG not in frame or frame.empty:
         return pd.Series(False, index=frame.index)
-    return pd.Series([isinstance(a, str) and hmac.compare_digest(a, b) for a, b in zip(frame[TAG], row_tags(frame, secret))], index=frame.index)
+    return pd.Series(
+        [isinstance(a, str) and hmac.compare_digest(a, b) for a, b in zip(frame[TAG], row_tags(frame, secret))],
+        index=frame.index,
+    )
 
 
-def score_file_ray(model: str, data: str | Path, out: str | Path, options: ScoringOptions, ray_options: RayOptions,
-                   text_field: str = "text", label_field: str | None = "label", reference: str | None = None,
-                   signal_names: list[str] | None = None, cache_dir: Path | None = None,
-                   signal_params: dict[str, dict[str, object]] | None = None) -> int:
+def score_file_ray(
+    model: str,
+    data: str | Path,
+    out: str | Path,
+    options: ScoringOptions,
+    ray_options: RayOptions,
+    text_field: str = "text",
+    label_field: str | None = "label",
+    reference: str | None = None,
+    signal_names: list[str] | None = None,
+    cache_dir: Path | None = None,
+    signal_params: dict[str, dict[str, object]] | None = None,
+) -> int:
     """Score ``data`` with ``model`` on Ray and write the score table to ``out``; returns the document count."""
     ray = _import_ray()
     data, out = Path(data), Path(out)
@@ -157,18 +206,30 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         raise VerifierError(f"{data}: --engine ray reads .jsonl or .parquet files")
     for spec in (model, reference):
         if spec and kind_of(spec).remote:
-            raise VerifierError(f"{spec}: --engine ray scores open-weight models; an API target is queried from one process "
-                                "with --concurrency")
+            raise VerifierError(
+                f"{spec}: --engine ray scores open-weight models; an API target is queried from one process "
+                "with --concurrency"
+            )
     offered = CausalLMTarget.capabilities | ({REFERENCE} if reference else set())
     signals = make_signals(signal_names, offered, signal_params)
     if querying := [s.name for s in signals if isinstance(s, QueryingSignal)]:
         raise VerifierError(f"--engine ray computes gray-box signals only; {', '.join(querying)} queries the model")
-    parts = out.parent / f".{out.name}.parts" / _run_key(model, reference, options, signal_names, signal_params, text_field)
+    parts = (
+        out.parent / f".{out.name}.parts" / _run_key(model, reference, options, signal_names, signal_params, text_field)
+    )
     secret = cache_secret(default_secret_path())
     done = set(_read_parts(parts, secret)["text_sha256"])
-    scorer = {"model": model, "options": options, "reference": reference, "signal_names": signal_names, "signal_params": signal_params or {},
-              "cache_dir": str((cache_dir or default_cache_dir()).resolve()), "secret": str(default_secret_path().resolve()),
-              "text_field": text_field, "done": frozenset(done)}
+    scorer = {
+        "model": model,
+        "options": options,
+        "reference": reference,
+        "signal_names": signal_names,
+        "signal_params": signal_params or {},
+        "cache_dir": str((cache_dir or default_cache_dir()).resolve()),
+        "secret": str(default_secret_path().resolve()),
+        "text_field": text_field,
+        "done": frozenset(done),
+    }
     count, todo = 0, 0
     for docs in iter_documents(data, text_field, label_field):  # every row checked before Ray starts
         count += len(docs)
@@ -176,7 +237,9 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     started_here = not ray.is_initialized()
     try:
         if started_here:
-            ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            ray.init(
+                address=ray_options.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING
+            )
         # Ray Data's progress bars on a terminal; its log lines nowhere (an error is said once, below,
         # and Ray's own error records name its session folder).
         ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
@@ -185,13 +248,21 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
         if todo:
             # About one block per batch, so each batch is written as a part the moment it is scored.
             texts = _read_texts(ray, data, text_field, blocks=max(1, -(-count // ray_options.batch_docs)))
-            scored = texts.map_batches(DocumentScorer, fn_constructor_kwargs=scorer, batch_size=ray_options.batch_docs, batch_format="pandas",
-                                       compute=ray.data.ActorPoolStrategy(size=ray_options.actors), num_cpus=ray_options.actor_cpus,
-                                       num_gpus=ray_options.actor_gpus or None)
+            scored = texts.map_batches(
+                DocumentScorer,
+                fn_constructor_kwargs=scorer,
+                batch_size=ray_options.batch_docs,
+                batch_format="pandas",
+                compute=ray.data.ActorPoolStrategy(size=ray_options.actors),
+                num_cpus=ray_options.actor_cpus,
+                num_gpus=ray_options.actor_gpus or None,
+            )
             scored.write_parquet(str(parts), max_rows_per_file=ray_options.batch_docs)
     except Exception as exc:  # noqa: BLE001 - a worker's error arrives wrapped; say it in one line
-        raise VerifierError(f"ray: scoring failed ({_first_line(exc)}); the batches already written are kept and a rerun "
-                            "resumes from them") from None
+        raise VerifierError(
+            f"ray: scoring failed ({_first_line(exc)}); the batches already written are kept and a rerun "
+            "resumes from them"
+        ) from None
     finally:
         if started_here:
             ray.shutdown()
@@ -202,17 +273,37 @@ def score_file_ray(model: str, data: str | Path, out: str | Path, options: Scori
     return count
 
 
-def _run_key(model: str, reference: str | None, options: ScoringOptions, signal_names: list[str] | None,
-             signal_params: dict[str, dict[str, object]] | None, text_field: str) -> str:
+def _run_key(
+    model: str,
+    reference: str | None,
+    options: ScoringOptions,
+    signal_names: list[str] | None,
+    signal_params: dict[str, dict[str, object]] | None,
+    text_field: str,
+) -> str:
     """What a run's parts depend on: parts of an interrupted run are reused only by a run with the
     same key (for local models, the same weights: digested here; the same library versions)."""
     import torch
     from transformers import __version__ as transformers_version
 
-    weights = {spec: source.digest() if source.is_local else None for spec in (model, reference) if spec for source in [resolve_model(spec)]}
-    run = {"model": model, "reference": reference, "weights": weights, "options": asdict(options), "signals": signal_names,
-           "params": signal_params or {}, "text_field": text_field, "verifier": __version__, "torch": torch.__version__,
-           "transformers": transformers_version}
+    weights = {
+        spec: source.digest() if source.is_local else None
+        for spec in (model, reference)
+        if spec
+        for source in [resolve_model(spec)]
+    }
+    run = {
+        "model": model,
+        "reference": reference,
+        "weights": weights,
+        "options": asdict(options),
+        "signals": signal_names,
+        "params": signal_params or {},
+        "text_field": text_field,
+        "verifier": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers_version,
+    }
     return hashlib.sha256(json.dumps(run, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -221,7 +312,9 @@ def _read_texts(ray, data: Path, text_field: str, blocks: int):  # noqa: ANN001,
     too large, a mixed type) are not Ray's to parse."""
     if data.suffix.lower() == ".parquet":
         return ray.data.read_parquet(str(data), columns=[text_field], override_num_blocks=blocks)
-    parse = pajson.ParseOptions(explicit_schema=pa.schema([(text_field, pa.string())]), unexpected_field_behavior="ignore")
+    parse = pajson.ParseOptions(
+        explicit_schema=pa.schema([(text_field, pa.string())]), unexpected_field_behavior="ignore"
+    )
     return ray.data.read_json(str(data), parse_options=parse, override_num_blocks=blocks).select_columns([text_field])
 
 
@@ -241,21 +334,43 @@ def _read_parts(parts: Path, secret: bytes) -> pd.DataFrame:
     return pd.concat(frames).drop_duplicates("text_sha256") if frames else pd.DataFrame({"text_sha256": []})
 
 
-def _write_table(data: Path, text_field: str, label_field: str | None, scored: pd.DataFrame, out: Path, ray_options: RayOptions,
-                 ray_version: str) -> None:
-    """Stream the input once more and write the score table: texts and labels in file order beside the parts' numbers."""
+def _write_table(
+    data: Path,
+    text_field: str,
+    label_field: str | None,
+    scored: pd.DataFrame,
+    out: Path,
+    ray_options: RayOptions,
+    ray_version: str,
+) -> None:
+    """Stream the input once more and write the score table: texts and labels in file order beside the parts'
+    numbers."""
     scorers = set(scored[SCORER]) if SCORER in scored else set()
     if len(scorers) != 1:
-        raise VerifierError(f"{data}: the Ray run's parts were scored by {len(scorers)} different models or settings; remove "
-                            f".{out.name}.parts and run again")
+        raise VerifierError(
+            f"{data}: the Ray run's parts were scored by {len(scorers)} different models or settings; remove "
+            f".{out.name}.parts and run again"
+        )
     scored = scored.set_index("text_sha256")
     identity = json.loads(scorers.pop())
     # The columns of the signals the scorer ran, and only those (a part may carry others).
     values = [SIGNAL_PREFIX + name for name in identity["signals"]]
     failures = [FAILURE_PREFIX + name for name in identity["signals"] if scored[FAILURE_PREFIX + name].notna().any()]
-    metadata = {"verifier_version": __version__, "data": data.name, **identity, "signal_counts": {}, "signal_models": {},
-                "engine": {"name": "ray", "ray": ray_version, "actors": ray_options.actors, "actor_cpus": ray_options.actor_cpus,
-                           "actor_gpus": ray_options.actor_gpus, "batch_docs": ray_options.batch_docs}}
+    metadata = {
+        "verifier_version": __version__,
+        "data": data.name,
+        **identity,
+        "signal_counts": {},
+        "signal_models": {},
+        "engine": {
+            "name": "ray",
+            "ray": ray_version,
+            "actors": ray_options.actors,
+            "actor_cpus": ray_options.actor_cpus,
+            "actor_gpus": ray_options.actor_gpus,
+            "batch_docs": ray_options.batch_docs,
+        },
+    }
     start = 0
     with atomic_output(out) as tmp:
         writer = None
@@ -264,18 +379,28 @@ def _write_table(data: Path, text_field: str, label_field: str | None, scored: p
                 digests = [text_digest(text) for text in docs.texts]
                 missing = sum(d not in scored.index for d in digests)
                 if missing:
-                    raise VerifierError(f"{data}: {missing} documents were not scored by the Ray run; run again to resume")
+                    raise VerifierError(
+                        f"{data}: {missing} documents were not scored by the Ray run; run again to resume"
+                    )
                 rows = scored.loc[digests]
-                frame = pd.DataFrame({
-                    "doc": np.arange(start, start + len(docs), dtype=np.int64), "text": docs.texts, "text_sha256": digests,
-                    "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
-                    "n_tokens": rows["n_tokens"].to_numpy(dtype=np.int64),
-                    **{c: rows[c].to_numpy(dtype=np.float64) for c in values},
-                    **{c: pd.array(rows[c].to_numpy(), dtype="string") for c in failures}})
+                frame = pd.DataFrame(
+                    {
+                        "doc": np.arange(start, start + len(docs), dtype=np.int64),
+                        "text": docs.texts,
+                        "text_sha256": digests,
+                        "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
+                        "n_tokens": rows["n_tokens"].to_numpy(dtype=np.int64),
+                        **{c: rows[c].to_numpy(dtype=np.float64) for c in values},
+                        **{c: pd.array(rows[c].to_numpy(), dtype="string") for c in failures},
+                    }
+                )
                 start += len(docs)
                 table = pa.Table.from_pandas(frame, preserve_index=False)
                 if writer is None:
-                    meta = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
+                    meta = {
+                        **(table.schema.metadata or {}),
+                        METADATA_KEY: json.dumps(metadata, sort_keys=True).encode(),
+                    }
                     writer = pq.ParquetWriter(tmp, table.schema.with_metadata(meta))
                 writer.write_table(table.replace_schema_metadata(writer.schema.metadata))
         finally:
@@ -286,7 +411,7 @@ def _write_table(data: Path, text_field: str, label_field: str | None, scored: p
 def _import_ray():  # noqa: ANN202 - the optional module itself
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise VerifierError("--engine ray needs Ray: pip install 'verifier[ray]'") from None
     return ray
@@ -297,7 +422,9 @@ def _first_line(exc: BaseException) -> str:
     as the text of its traceback, whose first ``Name: message`` line is the original error."""
     for line in str(exc).splitlines():
         if match := re.match(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*(?:Error|Exception|Interrupt)): (.*)$", line):
-            return (match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}")[:300]
+            return (match.group(2) if match.group(1) == "VerifierError" else f"{match.group(1)}: {match.group(2)}")[
+                :300
+            ]
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return (lines[0] if lines else type(exc).__name__)[:300]
 
@@ -314,7 +441,6 @@ def prescore_claim(loaded: LoadedClaim, cache_dir: Path | None, ray_options: Ray
 
     import torch
 
-
     claim, base = loaded.manifest, loaded.base
     spec = claim_model_spec(claim, base)
     if kind_of(spec).remote:
@@ -327,6 +453,14 @@ def prescore_claim(loaded: LoadedClaim, cache_dir: Path | None, ray_options: Ray
     with tempfile.TemporaryDirectory() as work:
         listing = Path(work) / "documents.jsonl"
         listing.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts.values()), encoding="utf-8")
-        score_file_ray(spec, listing, Path(work) / "scores.parquet", options, ray_options, label_field=None, signal_names=["loss"],
-                       cache_dir=cache_dir)
+        score_file_ray(
+            spec,
+            listing,
+            Path(work) / "scores.parquet",
+            options,
+            ray_options,
+            label_field=None,
+            signal_names=["loss"],
+            cache_dir=cache_dir,
+        )
     return {"engine": "ray", "documents": len(texts), "actors": ray_options.actors}

@@ -50,13 +50,23 @@ class RouteContext:
     target_factory: Callable[[str], Target]  # role ("target" or "reference") -> loaded target
     progress: Progress | None = None
     scored_rows: list[pd.DataFrame] = field(default_factory=list)
-    loaded: dict[str, Target] = field(default_factory=dict)  # filled on first use: routes that need no model never load one
-    failed_items: dict[str, int] = field(default_factory=dict)  # "role signal" -> documents left without a score (failed queries)
+    loaded: dict[str, Target] = field(
+        default_factory=dict
+    )  # filled on first use: routes that need no model never load one
+    failed_items: dict[str, int] = field(
+        default_factory=dict
+    )  # "role signal" -> documents left without a score (failed queries)
     failure_reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # "role signal" -> {why: documents}
-    signal_runs: dict[str, dict[str, object]] = field(default_factory=dict)  # what trace attacks read and ran, per "role signal" / model
-    access: PeerAccess = field(default_factory=PeerAccess)  # the auditor's keys and http allowance for the claim's servers
+    signal_runs: dict[str, dict[str, object]] = field(
+        default_factory=dict
+    )  # what trace attacks read and ran, per "role signal" / model
+    access: PeerAccess = field(
+        default_factory=PeerAccess
+    )  # the auditor's keys and http allowance for the claim's servers
     family_size: int = 1  # claims tested together (a batch): a test's p-value must be able to reach alpha / family_size
-    files: ClaimFiles | None = None  # the claim's input files, read once per audit (one is made from base_dir if none is given)
+    files: ClaimFiles | None = (
+        None  # the claim's input files, read once per audit (one is made from base_dir if none is given)
+    )
 
     def __post_init__(self) -> None:
         self.claim_files = self.files or ClaimFiles(self.base_dir)
@@ -74,22 +84,41 @@ class RouteContext:
         """The documents ``ref`` selects, parsed from the bytes the input digests name."""
         return self.claim_files.documents(ref)
 
-    def features(self, role: str, texts: list[str], signals: list[str], digest: Callable[[str], str] = text_digest,
-                 signal_params: dict[str, dict[str, Any]] | None = None, aux: Auxiliary | None = None) -> np.ndarray:
+    def features(
+        self,
+        role: str,
+        texts: list[str],
+        signals: list[str],
+        digest: Callable[[str], str] = text_digest,
+        signal_params: dict[str, dict[str, Any]] | None = None,
+        aux: Auxiliary | None = None,
+    ) -> np.ndarray:
         """[n, signals] membership features of ``texts``, recorded under ``role`` for the bundle by
         ``digest`` of each text (a keyed digest for texts that must stay secret, such as a mark's
         siblings), with the reason each unscored document has no score. ``aux``: what prefixed and
         calibrated signals read (the same for every set of a test, so the sets stay exchangeable)."""
         reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
-        table = score_documents(Documents(texts, None, role), self.model(), reference=reference, signal_names=signals,
-                                cache=self.cache, progress=self.progress, signal_params=signal_params, aux=aux)
+        table = score_documents(
+            Documents(texts, None, role),
+            self.model(),
+            reference=reference,
+            signal_names=signals,
+            cache=self.cache,
+            progress=self.progress,
+            signal_params=signal_params,
+            aux=aux,
+        )
         values = np.column_stack([table.signal(name) for name in signals])
         for name, counts in table.metadata["signal_counts"].items():
             self.signal_runs[f"{role} {name}"] = counts
-            anchors = {c.get("anchor answers sha256") for k, c in self.signal_runs.items() if k.endswith(f" {name}")} - {None}
+            anchors = {
+                c.get("anchor answers sha256") for k, c in self.signal_runs.items() if k.endswith(f" {name}")
+            } - {None}
             if len(anchors) > 1:
-                raise VerifierError(f"signal {name}: its anchors were read differently for the {role} set than for another set "
-                                    "(answers changed between passes): the sets would be scored on different axes")
+                raise VerifierError(
+                    f"signal {name}: its anchors were read differently for the {role} set than for another set "
+                    "(answers changed between passes): the sets would be scored on different axes"
+                )
         for model, weights in table.metadata["signal_models"].items():
             self.signal_runs[model] = {"sha256": weights}
         frame = pd.DataFrame({"role": role, "text_sha256": [digest(t) for t in texts]})
@@ -98,17 +127,35 @@ class RouteContext:
             if failed:  # two routes scoring one set read the same answers: the larger count, never a sum
                 self.failed_items[f"{role} {name}"] = max(int(failed), self.failed_items.get(f"{role} {name}", 0))
                 if name in reasons:
-                    self.failure_reasons[f"{role} {name}"] = dict(reasons[name].dropna().value_counts().sort_index().items())
+                    self.failure_reasons[f"{role} {name}"] = dict(
+                        reasons[name].dropna().value_counts().sort_index().items()
+                    )
             if failed * 2 > len(texts):
                 why = "; ".join(f"{k}: {v}" for k, v in self.failure_reasons.get(f"{role} {name}", {}).items())
-                raise TooFewScored(f"signal {name}: {failed} of {len(texts)} {role} documents have no score ({why or 'their queries failed'}; "
-                                   "see the run's API counters): too few to test")
-        self.scored_rows.append(pd.concat([frame, pd.DataFrame(values, columns=signals),
-                                           pd.DataFrame({FAILURE_PREFIX + k: v.to_numpy() for k, v in reasons.items()})], axis=1))
+                raise TooFewScored(
+                    f"signal {name}: {failed} of {len(texts)} {role} documents have no score "
+                    f"({why or 'their queries failed'}; "
+                    "see the run's API counters): too few to test"
+                )
+        self.scored_rows.append(
+            pd.concat(
+                [
+                    frame,
+                    pd.DataFrame(values, columns=signals),
+                    pd.DataFrame({FAILURE_PREFIX + k: v.to_numpy() for k, v in reasons.items()}),
+                ],
+                axis=1,
+            )
+        )
         return values
 
-    def prefetch(self, sets: Mapping[str, list[str]], signals: list[str], signal_params: Mapping[str, Mapping[str, Any]],
-                 aux: Auxiliary | None = None) -> None:
+    def prefetch(
+        self,
+        sets: Mapping[str, list[str]],
+        signals: list[str],
+        signal_params: Mapping[str, Mapping[str, Any]],
+        aux: Auxiliary | None = None,
+    ) -> None:
         """Ask every query of every set in one shuffled batch before any set is scored (answers
         are cached, so the scoring passes read them back). Scored set after set, the suspect set's
         queries would all go before the held-out set's, and an endpoint whose answers drift during
@@ -130,7 +177,14 @@ class RouteContext:
         texts = [t[: target.max_chars] for role_texts in sets.values() for t in role_texts]
         queries = list(signal_queries(querying, texts).values())
         asked = [queries[i] for i in rng.permutation(len(queries))]
-        answers = dict(zip((q.key for q in asked), target.answer(asked, cache=self.cache, on_progress=self._progress("querying, sets interleaved", len(asked)))))
+        answers = dict(
+            zip(
+                (q.key for q in asked),
+                target.answer(
+                    asked, cache=self.cache, on_progress=self._progress("querying, sets interleaved", len(asked))
+                ),
+            )
+        )
         docs = [ScoredDocument(text=t, answers=answers) for t in texts]
         tools = signal_tools(target, self.cache)
         for signal in querying:
@@ -138,8 +192,14 @@ class RouteContext:
                 who, followups = followup
                 tools.ask(who, [followups[i] for i in rng.permutation(len(followups))])
 
-    def _prefetch_scores(self, sets: Mapping[str, list[str]], names: list[str], signal_params: Mapping[str, Mapping[str, Any]],
-                         aux: Auxiliary, rng: np.random.Generator) -> None:
+    def _prefetch_scores(
+        self,
+        sets: Mapping[str, list[str]],
+        names: list[str],
+        signal_params: Mapping[str, Mapping[str, Any]],
+        aux: Auxiliary,
+        rng: np.random.Generator,
+    ) -> None:
         """A remote target's prompt log-probs for every set in one shuffled order, pass by pass
         (cached: the per-set scoring reads them back)."""
 
@@ -153,11 +213,18 @@ class RouteContext:
         for signal in scoring:
             for text in shuffled:
                 for view in signal.views(text, aux):
-                    passes.setdefault(f"context:{view.context}" if view.context is not None else "copies", []).append(view.text)
+                    passes.setdefault(f"context:{view.context}" if view.context is not None else "copies", []).append(
+                        view.text
+                    )
         for key, batch in passes.items():
             batch = list(dict.fromkeys(batch))
             context = key.removeprefix("context:") if key and key.startswith("context:") else None
-            target.score(batch, cache=self.cache, on_progress=self._progress("scoring, sets interleaved", len(batch)), context=context)
+            target.score(
+                batch,
+                cache=self.cache,
+                on_progress=self._progress("scoring, sets interleaved", len(batch)),
+                context=context,
+            )
 
     def _progress(self, what: str, total: int) -> Callable[[int], None] | None:
         return self.progress(what, total) if self.progress else None

@@ -102,7 +102,10 @@ class ScoreTable:
             for column in (c for c in frame.columns if c.startswith(SIGNAL_PREFIX)):
                 frame[column].to_numpy(dtype=np.float64)
         except (ValueError, TypeError, pa.ArrowException) as exc:
-            raise VerifierError(f"{path}: score table altered or damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+            raise VerifierError(
+                f"{path}: score table altered or damaged "
+                f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            ) from None
         if not isinstance(metadata, dict):
             raise VerifierError(f"{path}: score table metadata altered or damaged")
         return cls(frame=frame, metadata=metadata)
@@ -130,18 +133,22 @@ def score_documents(
     offered = target.capabilities | ({REFERENCE} if reference is not None else set()) | aux.offers
     signals = make_signals(signal_names, offered, signal_params)
     if not signals:
-        raise VerifierError(f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
-                            f"queries, so they run only when named, e.g. --signal prefix_lcs_token)")
+        raise VerifierError(
+            f"target {target.identity.spec}: no signal is computed by default for it (output-only attacks cost "
+            f"queries, so they run only when named, e.g. --signal prefix_lcs_token)"
+        )
     needed = frozenset().union(*(s.needs for s in signals))
     texts = [text[: target.max_chars] for text in docs.texts]  # what the model is given, before any token cut
 
-    def run(model: Target, texts: list[str], what: str):  # noqa: ANN202
+    def run(model: Target, texts: list[str], what: str) -> list[TokenScores]:
         advance = progress(what, len(texts)) if progress else None
         return model.score(texts, cache=cache, on_progress=advance)
 
     target_scores = run(target, docs.texts, "scoring") if PROMPT_LOGPROBS in needed else None
     lower_scores = run(target, [t.lower() for t in docs.texts], "scoring lowercased") if LOWER in needed else None
-    reference_scores = run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
+    reference_scores = (
+        run(reference, docs.texts, "scoring with reference") if reference is not None and REFERENCE in needed else None
+    )
     answers = _answers(target, texts, [s for s in signals if isinstance(s, QueryingSignal)], cache, progress)
     views = _views(target, texts, signals, aux, cache, progress)
     scored = [
@@ -164,9 +171,15 @@ def score_documents(
             "text": docs.texts,
             "text_sha256": [text_digest(t) for t in docs.texts],
             "label": pd.array(docs.labels if docs.labels is not None else [None] * len(docs), dtype="Int8"),
-            "n_tokens": np.array([s.n_scored + 1 for s in target_scores] if target_scores else [0] * len(docs), dtype=np.int64),
+            "n_tokens": np.array(
+                [s.n_scored + 1 for s in target_scores] if target_scores else [0] * len(docs), dtype=np.int64
+            ),
             **{SIGNAL_PREFIX + name: column.values for name, column in columns.items()},
-            **{FAILURE_PREFIX + name: pd.array(column.reasons, dtype="string") for name, column in columns.items() if any(column.reasons)},
+            **{
+                FAILURE_PREFIX + name: pd.array(column.reasons, dtype="string")
+                for name, column in columns.items()
+                if any(column.reasons)
+            },
         }
     )
     metadata = {
@@ -182,8 +195,14 @@ def score_documents(
     return ScoreTable(frame=frame, metadata=metadata)
 
 
-def _views(target: Target, texts: list[str], signals: Sequence[Signal], aux: Auxiliary, cache: ScoreCache | None,
-           progress: Progress | None) -> dict[View, TokenScores]:
+def _views(
+    target: Target,
+    texts: list[str],
+    signals: Sequence[Signal],
+    aux: Auxiliary,
+    cache: ScoreCache | None,
+    progress: Progress | None,
+) -> dict[View, TokenScores]:
     """Every extra forward pass the signals read (prefixed texts, perturbed copies), each distinct
     one once, in one scoring call per context."""
     by_context: dict[str | None, dict[str, None]] = {}
@@ -196,14 +215,18 @@ def _views(target: Target, texts: list[str], signals: Sequence[Signal], aux: Aux
         batch = list(wanted)
         what = "scoring after a prefix" if context is not None else "scoring perturbed copies"
         advance = progress(what, len(batch)) if progress else None
-        scored = target.score(batch, cache=cache, on_progress=advance, context=context) if context is not None \
+        scored = (
+            target.score(batch, cache=cache, on_progress=advance, context=context)
+            if context is not None
             else target.score(batch, cache=cache, on_progress=advance)
+        )
         views.update({View(text, context): s for text, s in zip(batch, scored)})
     return views
 
 
-def _answers(target: Target, texts: list[str], signals: list[QueryingSignal], cache: ScoreCache | None,
-             progress: Progress | None) -> dict[str, Answer]:
+def _answers(
+    target: Target, texts: list[str], signals: list[QueryingSignal], cache: ScoreCache | None, progress: Progress | None
+) -> dict[str, Answer]:
     """The target's answers to every query of the output-only ``signals``, each distinct query asked once."""
     if not signals:
         return {}
@@ -222,8 +245,12 @@ def signal_queries(signals: Sequence[QueryingSignal], texts: Sequence[str]) -> d
 def signal_tools(target: Target, cache: ScoreCache | None) -> SignalTools:
     """What trace attacks may run besides the target: its answers, scoring LMs, other endpoints."""
     access = getattr(target, "access", None) or PeerAccess()  # the auditor's, as the target was loaded with it
-    return SignalTools(ask_target=lambda queries: target.answer(queries, cache=cache), load_lm=_loaded_lm,
-                       load_api=lambda spec: OpenAICompatibleTarget(spec, access=access, key_env=access.judge_api_key_env), cache=cache)
+    return SignalTools(
+        ask_target=lambda queries: target.answer(queries, cache=cache),
+        load_lm=_loaded_lm,
+        load_api=lambda spec: OpenAICompatibleTarget(spec, access=access, key_env=access.judge_api_key_env),
+        cache=cache,
+    )
 
 
 def _loaded_lm(spec: str) -> Target:
@@ -264,23 +291,40 @@ def score_file(
     docs = load_documents(data, text_field=text_field, label_field=label_field)
     # Signal names and parameters are checked against what the model's kind offers before any model
     # loads: a typo costs a line, not a model load (or a download).
-    wanted = make_signals(signal_names, kind_of(model).capabilities | ({REFERENCE} if reference else set()) | AUXILIARY_NEEDS, signal_params)
+    wanted = make_signals(
+        signal_names,
+        kind_of(model).capabilities | ({REFERENCE} if reference else set()) | AUXILIARY_NEEDS,
+        signal_params,
+    )
     needs = frozenset().union(*(s.needs for s in wanted))
-    docs, nonmembers, members = draw_prefix_documents(docs, needs, prefix_documents or max(
-        (getattr(s, "shots", 0) for s in wanted), default=0), prefix_seed)
+    docs, nonmembers, members = draw_prefix_documents(
+        docs, needs, prefix_documents or max((getattr(s, "shots", 0) for s in wanted), default=0), prefix_seed
+    )
     target = load_target(model, options, api, access)
     ref = load_target(reference, options) if reference else None
     frequencies = None
     if TOKEN_FREQUENCIES in needs and (frequencies := table_for(target, token_frequencies)) is None:
-        raise VerifierError(f"signal dc_pdd needs token frequencies counted with the target's tokenizer; none is bundled for "
-                            f"{target.identity.spec}: name a table with --token-frequencies (verifier frequencies build)")
-    table = score_documents(docs, target, reference=ref, signal_names=signal_names, cache=ScoreCache(cache_dir), progress=progress,
-                            signal_params=signal_params, aux=Auxiliary(tuple(nonmembers), tuple(members), frequencies))
+        raise VerifierError(
+            f"signal dc_pdd needs token frequencies counted with the target's tokenizer; none is bundled for "
+            f"{target.identity.spec}: name a table with --token-frequencies (verifier frequencies build)"
+        )
+    table = score_documents(
+        docs,
+        target,
+        reference=ref,
+        signal_names=signal_names,
+        cache=ScoreCache(cache_dir),
+        progress=progress,
+        signal_params=signal_params,
+        aux=Auxiliary(tuple(nonmembers), tuple(members), frequencies),
+    )
     table.write(out)
     return table
 
 
-def draw_prefix_documents(docs: Documents, needs: frozenset[str], count: int, seed: int) -> tuple[Documents, list[str], list[str]]:
+def draw_prefix_documents(
+    docs: Documents, needs: frozenset[str], count: int, seed: int
+) -> tuple[Documents, list[str], list[str]]:
     """``count`` labelled non-members (and members, where a signal needs them) drawn by ``seed``
     as prefix documents, and the documents left to score: no document is scored after a prefix
     holding itself, and no prefix document is evaluated."""
@@ -288,14 +332,18 @@ def draw_prefix_documents(docs: Documents, needs: frozenset[str], count: int, se
     if not take:
         return docs, [], []
     if docs.labels is None:
-        raise VerifierError("prefixed signals (recall, con_recall) draw their prefixes from labelled documents: score labelled data "
-                            "(--label-field)")
+        raise VerifierError(
+            "prefixed signals (recall, con_recall) draw their prefixes from labelled documents: score labelled data "
+            "(--label-field)"
+        )
     rng = np.random.default_rng(seed)
     drawn: dict[int, list[int]] = {}
     for label in take:
         pool = np.flatnonzero(docs.labels == label)
         if len(pool) < count + 2:
-            raise VerifierError(f"{count} prefix documents of label {label} leave too few of them to evaluate ({len(pool)} in all)")
+            raise VerifierError(
+                f"{count} prefix documents of label {label} leave too few of them to evaluate ({len(pool)} in all)"
+            )
         drawn[label] = sorted(int(i) for i in rng.choice(pool, size=count, replace=False))
     used = {i for rows in drawn.values() for i in rows}
     keep = [i for i in range(len(docs)) if i not in used]
@@ -312,5 +360,6 @@ class TargetScorer:
         self.progress = progress
 
     def __call__(self, role: str, texts: list[str], signal: str) -> np.ndarray:
-        return score_documents(Documents(texts, None, role), self.target, signal_names=[signal], cache=self.cache,
-                               progress=self.progress).signal(signal)
+        return score_documents(
+            Documents(texts, None, role), self.target, signal_names=[signal], cache=self.cache, progress=self.progress
+        ).signal(signal)

@@ -15,17 +15,21 @@ of the published implementations (mimir, the Min-K% and Min-K%++ repositories) a
 | gap_k      | mean of lowest 20% (log p - log p_top1)            | gaps are <= 0; closer to 0 = member       |
 | lowercase  | NLL(lowercased) / NLL(original)                    | Carlini et al. ratio: same sign           |
 | reference  | target - reference log p per character             | mimir: target loss - ref loss, negated    |
-| decop      | share of readable answers choosing the verbatim passage (24 orders) | paper: accuracy, same sign (chance 0.25) |
+| decop      | share of readable answers choosing the verbatim passage (24 orders) | paper: accuracy, same sign (chance
+0.25) |
 | name_cloze | 1 if the masked name is given exactly, else 0      | paper: exact match = member, same sign    |
 | prefix_lcs_word | LCS(continuation, true suffix) / length, words | paper: LCS tokens >= 20 = member, same sign |
 | prefix_lcs_token | the same over words and punctuation marks     | as prefix_lcs_word                        |
-| familiarity | rating(original) - mean rating(paraphrase, shuffled words) | paper: exact gold order = member; same sign |
+| familiarity | rating(original) - mean rating(paraphrase, shuffled words) | paper: exact gold order = member; same sign
+|
 | samia      | mean ROUGE-1 F1 of sampled continuations vs the suffix | paper: same sign                       |
 | cdd        | share of samples within alpha*l word edits of the greedy output | paper: peakedness, same sign    |
-| blackspectrum | 1 - projection of the denoised trace embedding on the recall-inference axis / anchor distance | paper: same sign |
+| blackspectrum | 1 - projection of the denoised trace embedding on the recall-inference axis / anchor distance | paper:
+same sign |
 | thinking_tokens | minus the count of thinking n-grams in the trace  | paper: count (higher = non-member), negated |
 | trace_compression | mean log p of the trace under a scoring LM   | paper: NLL (higher = non-member), negated |
-| trace_consistency_char | minus the mean pairwise normalised character edit distance of traces | paper: distance, negated |
+| trace_consistency_char | minus the mean pairwise normalised character edit distance of traces | paper: distance,
+negated |
 | trace_consistency_token | the same over words and punctuation marks  | paper: distance, negated                  |
 | trace_judge | a judge model's 0-10 certainty rating of the trace        | paper: certainty, same sign               |
 | recall     | LL(x after non-member prefix) / LL(x), mean log p         | ReCaLL code: same ratio, same sign        |
@@ -64,9 +68,31 @@ from verifier.signals.base import (
 from verifier.signals.tools import SignalTools
 from verifier.targets.base import PROMPT_LOGPROBS
 
-__all__ = ["LOWER", "MEMBER_PREFIX", "NONMEMBER_PREFIX", "REFERENCE", "REGISTRY", "TOKEN_FREQUENCIES", "Auxiliary", "View", "Evaluation", "ScoredDocument", "SignalNames", "SignalParams", "Signal", "SignalTools",
-           "available_views", "check_params_used", "check_signal_names", "check_signal_params", "computable", "compute_signals", "make_signal",
-           "make_signals", "register"]
+__all__ = [
+    "LOWER",
+    "MEMBER_PREFIX",
+    "NONMEMBER_PREFIX",
+    "REFERENCE",
+    "REGISTRY",
+    "TOKEN_FREQUENCIES",
+    "Auxiliary",
+    "View",
+    "Evaluation",
+    "ScoredDocument",
+    "SignalNames",
+    "SignalParams",
+    "Signal",
+    "SignalTools",
+    "available_views",
+    "check_params_used",
+    "check_signal_names",
+    "check_signal_params",
+    "computable",
+    "compute_signals",
+    "make_signal",
+    "make_signals",
+    "register",
+]
 
 
 def check_signal_names(names: list[str]) -> list[str]:
@@ -88,7 +114,9 @@ def make_signal(name: str, params: Mapping[str, Any] | None = None) -> Signal:
     cls = REGISTRY[name]
     known = [f.name for f in fields(cls)]
     if unknown := sorted(set(params or {}) - set(known)):
-        raise VerifierError(f"signal {name}: unknown parameter(s) {', '.join(unknown)} (parameters: {', '.join(known) or 'none'})")
+        raise VerifierError(
+            f"signal {name}: unknown parameter(s) {', '.join(unknown)} (parameters: {', '.join(known) or 'none'})"
+        )
     return cls(**(params or {}))
 
 
@@ -128,14 +156,19 @@ def computable(names: Iterable[str], offered: Iterable[str]) -> tuple[list[str],
     for name in names:
         missing = REGISTRY[name].needs - have
         if missing:
-            not_computable[name] = f"not computable: needs {', '.join(sorted(missing))}, which the target does not offer"
+            not_computable[name] = (
+                f"not computable: needs {', '.join(sorted(missing))}, which the target does not offer"
+            )
         else:
             usable.append(name)
     return usable, not_computable
 
 
-def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = (),
-                 params: Mapping[str, Mapping[str, Any]] | None = None) -> list[Signal]:
+def make_signals(
+    names: Iterable[str] | None = None,
+    offered: Iterable[str] = (),
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Signal]:
     """Instantiate signals by name (default: every registered signal the ``offered`` capabilities
     allow, except those needing an extra forward pass or meant for one use, which run only when asked for by name)."""
     have = available_views(offered)
@@ -146,15 +179,24 @@ def make_signals(names: Iterable[str] | None = None, offered: Iterable[str] = ()
         if name not in REGISTRY:
             raise VerifierError(f"unknown signal {name!r}; known: {', '.join(sorted(REGISTRY))}")
         if missing := REGISTRY[name].needs - have:
-            hint = " (e.g. --reference)" if REFERENCE in missing else (
-                " (documents of known membership: labelled data, or a prefix set the claim names)" if {NONMEMBER_PREFIX, MEMBER_PREFIX} & missing
-                else " (a token frequency table of the target's tokenizer)" if TOKEN_FREQUENCIES in missing else "")
+            hint = (
+                " (e.g. --reference)"
+                if REFERENCE in missing
+                else (
+                    " (documents of known membership: labelled data, or a prefix set the claim names)"
+                    if {NONMEMBER_PREFIX, MEMBER_PREFIX} & missing
+                    else " (a token frequency table of the target's tokenizer)"
+                    if TOKEN_FREQUENCIES in missing
+                    else ""
+                )
+            )
             raise VerifierError(f"signal {name!r} needs {', '.join(sorted(missing))}, which is not available{hint}")
         signals.append(make_signal(name, (params or {}).get(name)))
     return signals
 
 
-def compute_signals(docs: Sequence[ScoredDocument], signals: Sequence[Signal], tools: SignalTools | None = None) -> dict[str, Evaluation]:
+def compute_signals(
+    docs: Sequence[ScoredDocument], signals: Sequence[Signal], tools: SignalTools | None = None
+) -> dict[str, Evaluation]:
     """One float64 column per signal, in document order, with the reason of each NaN."""
     return {s.name: s.evaluate(docs, tools) for s in signals}
-

@@ -62,13 +62,19 @@ class Auxiliary:
     @property
     def offers(self) -> frozenset[str]:
         """The needs this supplies (see the constants above)."""
-        return frozenset({NONMEMBER_PREFIX} if self.nonmembers else set()) | ({MEMBER_PREFIX} if self.members else set()) \
+        return (
+            frozenset({NONMEMBER_PREFIX} if self.nonmembers else set())
+            | ({MEMBER_PREFIX} if self.members else set())
             | ({TOKEN_FREQUENCIES} if self.frequencies is not None else set())
+        )
 
     def as_finding(self) -> dict[str, object]:
         """Digests and counts, never texts: what the findings and the score table's metadata record."""
+
         def digest(texts: tuple[str, ...]) -> str:
-            return hashlib.sha256("".join(hashlib.sha256(t.encode()).hexdigest() + "\n" for t in texts).encode()).hexdigest()
+            return hashlib.sha256(
+                "".join(hashlib.sha256(t.encode()).hexdigest() + "\n" for t in texts).encode()
+            ).hexdigest()
 
         out: dict[str, object] = {}
         for role, texts in (("nonmember_prefix", self.nonmembers), ("member_prefix", self.members)):
@@ -111,7 +117,10 @@ class Signal(ABC):
     def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
         """Every document's score and, for each NaN, why. Signals that run a model of their own
         (an encoder, a scoring LM, a judge) override this to batch it, through ``tools``."""
-        with np.errstate(all="ignore"), warnings.catch_warnings():  # a document with nothing scored is a NaN, named below
+        with (
+            np.errstate(all="ignore"),
+            warnings.catch_warnings(),
+        ):  # a document with nothing scored is a NaN, named below
             warnings.simplefilter("ignore", RuntimeWarning)
             values = np.fromiter((self.score(doc) for doc in docs), dtype=np.float64, count=len(docs))
         return Evaluation(values, [None if np.isfinite(v) else self.why_not(doc) for v, doc in zip(values, docs)])
@@ -156,7 +165,7 @@ def param_adapters(cls: type[Signal]) -> dict[str, TypeAdapter]:
     try:
         hints = get_type_hints(cls, include_extras=True)
         return {f.name: TypeAdapter(hints[f.name], config=STRICT) for f in fields(cls)}
-    except Exception as exc:  # a plugin's annotation that does not resolve: its author's error, in one line
+    except Exception as exc:  # noqa: BLE001 - a plugin's annotation that does not resolve: its author's error, in one line
         raise VerifierError(f"signal {cls.name}: its parameters cannot be read ({type(exc).__name__}: {exc})") from None
 
 
@@ -166,7 +175,9 @@ class Evaluation:
 
     values: np.ndarray
     reasons: list[str | None]
-    counts: dict[str, object] = field(default_factory=dict)  # what the signal read: where its traces came from, its anchors' digest
+    counts: dict[str, object] = field(
+        default_factory=dict
+    )  # what the signal read: where its traces came from, its anchors' digest
 
 
 @dataclass(frozen=True)
@@ -241,7 +252,9 @@ class QuerySignal(QueryingSignal):
 
 
 # Every module of the family folders (gray_box, output_only, traces), then plugins: discovered when first read.
-REGISTRY: Registry[type[Signal]] = Registry("signals", lambda: [m for family in subpackages("verifier.signals") for m in part_modules(family)])
+REGISTRY: Registry[type[Signal]] = Registry(
+    "signals", lambda: [m for family in subpackages("verifier.signals") for m in part_modules(family)]
+)
 
 
 def register(cls: type[Signal]) -> type[Signal]:
@@ -254,4 +267,3 @@ def lowest_k_mean(values: np.ndarray, k: float) -> float:
     """Mean of the lowest ``k`` fraction of ``values``, never fewer than one value."""
     count = max(1, int(len(values) * k))
     return float(np.mean(np.partition(values, count - 1)[:count]))
-

@@ -52,18 +52,31 @@ class FrequencyTable:
         return (1.0 + counts) / (float(self.counts.sum()) + len(self.counts))
 
     def as_finding(self) -> dict[str, object]:
-        return {"source": self.source, "documents": self.documents, "tokens": int(self.counts.sum()), "vocabulary": len(self.counts),
-                "tokenizer": self.tokenizer, "sha256": self.sha256}
+        return {
+            "source": self.source,
+            "documents": self.documents,
+            "tokens": int(self.counts.sum()),
+            "vocabulary": len(self.counts),
+            "tokenizer": self.tokenizer,
+            "sha256": self.sha256,
+        }
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
         meta = {"tokenizer": self.tokenizer, "source": self.source, "documents": self.documents}
-        np.savez_compressed(buffer, counts=self.counts.astype(np.int64), meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+        np.savez_compressed(
+            buffer, counts=self.counts.astype(np.int64), meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        )
         return buffer.getvalue()
 
 
-def build_table(encode: Callable[[Sequence[str]], list[list[int]]], vocabulary: int, texts: Sequence[str], tokenizer: str,
-                source: str) -> FrequencyTable:
+def build_table(
+    encode: Callable[[Sequence[str]], list[list[int]]],
+    vocabulary: int,
+    texts: Sequence[str],
+    tokenizer: str,
+    source: str,
+) -> FrequencyTable:
     """Count the tokens of ``texts`` (each cut to ``MAX_TOKENS_PER_TEXT`` tokens) with ``encode``."""
     counts = np.zeros(vocabulary, dtype=np.int64)
     for ids in encode(list(texts)):
@@ -83,25 +96,58 @@ def read_table(path: Path, raw: bytes | None = None) -> FrequencyTable:
             raw = path.read_bytes()
         if len(raw) > MAX_BYTES:
             raise VerifierError(f"{path.name}: larger than {MAX_BYTES >> 20} MiB, not a token frequency table")
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:  # expanded sizes first: a small file must not inflate to gigabytes
+        with zipfile.ZipFile(
+            io.BytesIO(raw)
+        ) as archive:  # expanded sizes first: a small file must not inflate to gigabytes
             if sum(member.file_size for member in archive.infolist()) > 4 * MAX_BYTES:
                 raise VerifierError(f"{path.name}: expands past {4 * MAX_BYTES >> 20} MiB, not a token frequency table")
         with np.load(io.BytesIO(raw), allow_pickle=False) as data:
             counts, meta = data["counts"], data["meta"]
-            if not (isinstance(counts, np.ndarray) and isinstance(meta, np.ndarray)):  # a zip member that is no .npy array reads as bytes
-                raise VerifierError(f"{path.name}: counts and meta must be arrays (.npy members), not a token frequency table")
+            if not (
+                isinstance(counts, np.ndarray) and isinstance(meta, np.ndarray)
+            ):  # a zip member that is no .npy array reads as bytes
+                raise VerifierError(
+                    f"{path.name}: counts and meta must be arrays (.npy members), not a token frequency table"
+                )
             meta = json.loads(meta.tobytes().decode())
     except VerifierError:
         raise
-    except (OSError, ValueError, KeyError, EOFError, RecursionError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as exc:
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        RecursionError,
+        zipfile.BadZipFile,
+        zlib.error,
+        UnicodeDecodeError,
+    ) as exc:
         raise VerifierError(f"{path.name}: not a readable token frequency table ({type(exc).__name__})") from None
     # Checked before any cast: a uint64 count above 2**63 would wrap negative, a sum past 2**62 overflow.
-    if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(counts) < 2 or (counts < 0).any() \
-            or counts.max() > MAX_COUNT or float(counts.astype(np.float64).sum()) > MAX_COUNT or not counts.any():
-        raise VerifierError(f"{path.name}: counts must be one non-negative integer per token id, at least 1 and {MAX_COUNT} in all at most")
-    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), t) for k, t in (("tokenizer", str), ("source", str), ("documents", int))):
+    if (
+        counts.ndim != 1
+        or counts.dtype.kind not in "iu"
+        or len(counts) < 2
+        or (counts < 0).any()
+        or counts.max() > MAX_COUNT
+        or float(counts.astype(np.float64).sum()) > MAX_COUNT
+        or not counts.any()
+    ):
+        raise VerifierError(
+            f"{path.name}: counts must be one non-negative integer per token id, at least 1 and {MAX_COUNT} in all at "
+            "most"
+        )
+    if not isinstance(meta, dict) or not all(
+        isinstance(meta.get(k), t) for k, t in (("tokenizer", str), ("source", str), ("documents", int))
+    ):
         raise VerifierError(f"{path.name}: meta must name the tokenizer, the source and the documents counted")
-    return FrequencyTable(counts.astype(np.int64), meta["tokenizer"], meta["source"][:300], meta["documents"], hashlib.sha256(raw).hexdigest())
+    return FrequencyTable(
+        counts.astype(np.int64),
+        meta["tokenizer"],
+        meta["source"][:300],
+        meta["documents"],
+        hashlib.sha256(raw).hexdigest(),
+    )
 
 
 def bundled_table(tokenizer: str | None) -> FrequencyTable | None:
@@ -124,12 +170,18 @@ def table_for(target: object, path: Path | None = None, raw: bytes | None = None
         return bundled_table(fingerprint)
     table = read_table(path, raw)
     if fingerprint is None:
-        raise VerifierError(f"{path.name}: the target does not say which tokenizer it uses, so token counts cannot be matched to it")
+        raise VerifierError(
+            f"{path.name}: the target does not say which tokenizer it uses, so token counts cannot be matched to it"
+        )
     if table.tokenizer != fingerprint:
-        raise VerifierError(f"{path.name}: counted with another tokenizer than the target's (fingerprint {table.tokenizer[:12]} "
-                            f"vs {fingerprint[:12]}): token-level numbers of two tokenizers are never mixed")
+        raise VerifierError(
+            f"{path.name}: counted with another tokenizer than the target's (fingerprint {table.tokenizer[:12]} "
+            f"vs {fingerprint[:12]}): token-level numbers of two tokenizers are never mixed"
+        )
     tokenizer = getattr(target, "tokenizer", None)  # a local model's: its vocabulary is known (a server's is not)
     if tokenizer is not None and len(table.counts) != len(tokenizer):
-        raise VerifierError(f"{path.name}: counts {len(table.counts)} token ids, the target's tokenizer has {len(tokenizer)}: "
-                            "not counted with this tokenizer")
+        raise VerifierError(
+            f"{path.name}: counts {len(table.counts)} token ids, the target's tokenizer has {len(tokenizer)}: "
+            "not counted with this tokenizer"
+        )
     return table

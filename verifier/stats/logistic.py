@@ -45,7 +45,9 @@ def fit_logistic_batch(
 
     def objective(candidate: np.ndarray) -> np.ndarray:
         z = (design @ candidate.astype(x.dtype)[..., None])[..., 0]
-        return c * (np.logaddexp(0, z) - y * z).sum(axis=1, dtype=np.float64) + 0.5 * (candidate[:, :-1] ** 2).sum(axis=1)
+        return c * (np.logaddexp(0, z) - y * z).sum(axis=1, dtype=np.float64) + 0.5 * (candidate[:, :-1] ** 2).sum(
+            axis=1
+        )
 
     current = objective(theta)
     for _ in range(iterations):

@@ -36,7 +36,9 @@ class MembershipMetrics:
     seed: int
 
 
-def evaluate_scores(name: str, scores: np.ndarray, labels: np.ndarray, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP) -> MembershipMetrics:
+def evaluate_scores(
+    name: str, scores: np.ndarray, labels: np.ndarray, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP
+) -> MembershipMetrics:
     """All metrics for one score column (higher = more member-like)."""
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels).astype(int)

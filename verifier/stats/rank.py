@@ -72,8 +72,15 @@ def _member_like(p: np.ndarray, method: Combine, level: float) -> bool:
     return float(np.mean(p <= level)) > level
 
 
-def marks_needed(p_values: Sequence[float], alpha: float, power: float, method: Combine, level: float = 0.05,
-                 seed: int = 0, draws: int = 2000) -> int | None:
+def marks_needed(
+    p_values: Sequence[float],
+    alpha: float,
+    power: float,
+    method: Combine,
+    level: float = 0.05,
+    seed: int = 0,
+    draws: int = 2000,
+) -> int | None:
     """Marks needed for ``power`` if new marks behaved like these (resampling their p-values).
 
     A planning figure that assumes the observed effect is real; None when the marks do not lean
@@ -123,6 +130,8 @@ def paired_tests(published: Sequence[float], private_means: Sequence[float]) -> 
         return None
     diff = a - b
     spread = float(np.std(diff, ddof=1))
-    t_p = float(stats.ttest_rel(a, b, alternative="greater").pvalue) if spread > 0 else (0.0 if diff.mean() > 0 else 1.0)
+    t_p = (
+        float(stats.ttest_rel(a, b, alternative="greater").pvalue) if spread > 0 else (0.0 if diff.mean() > 0 else 1.0)
+    )
     w_p = float(stats.wilcoxon(diff, alternative="greater").pvalue) if np.any(diff != 0) else 1.0
     return PairedResult(len(a), float(diff.mean()), float(diff.mean() / spread) if spread > 0 else 0.0, t_p, w_p)

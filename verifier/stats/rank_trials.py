@@ -48,7 +48,9 @@ class TrialResult:
     n_siblings: int
     p_value: float
     standardised: float  # (published - mean of siblings) / their standard deviation
-    tied: int  # siblings scoring exactly as the published mark (e.g. the mark cut off by max_tokens): counted against it
+    tied: (
+        int  # siblings scoring exactly as the published mark (e.g. the mark cut off by max_tokens): counted against it
+    )
 
 
 @dataclass
@@ -76,14 +78,24 @@ class RankFinding:
 
 
 def words_before(text: str, at: int, words: int) -> str:
-    """The last ``words`` words before position ``at`` (none for 0), ending with the space that preceded ``at`` if any."""
+    """The last ``words`` words before position ``at`` (none for 0), ending with the space that preceded ``at`` if
+    any."""
     before = text[:at]
     kept = before.split()[-words:] if words > 0 else []
     return " ".join(kept) + (" " if kept and before[-1:].isspace() else "")
 
 
-def run_rank_tests(trials: list[Trial], scorer: Scorer, null_hypothesis: str, method: Combine, alpha: float, level: float,
-                   target_power: float, seed: int, excluded: dict[str, str] | None = None) -> RankFinding:
+def run_rank_tests(
+    trials: list[Trial],
+    scorer: Scorer,
+    null_hypothesis: str,
+    method: Combine,
+    alpha: float,
+    level: float,
+    target_power: float,
+    seed: int,
+    excluded: dict[str, str] | None = None,
+) -> RankFinding:
     """Score every trial, rank each published mark among its siblings, combine; the model is not
     queried when the design cannot reach ``alpha`` even if every mark ranked first."""
     usable = [t for t in trials if method == "fisher" or 1 / (len(t.siblings) + 1) <= level]
@@ -91,10 +103,23 @@ def run_rank_tests(trials: list[Trial], scorer: Scorer, null_hypothesis: str, me
     excluded = dict(excluded or {})
     for t in trials:
         if t.id not in kept:
-            excluded[t.id] = f"{len(t.siblings)} siblings cannot reach the per-mark level {level} (smallest p = 1/{len(t.siblings) + 1})"
+            excluded[t.id] = (
+                f"{len(t.siblings)} siblings cannot reach the per-mark level {level} (smallest p = "
+                f"1/{len(t.siblings) + 1})"
+            )
     floor = smallest_p([len(t.siblings) for t in usable], method, level)
-    finding = RankFinding("no_marks", null_hypothesis, method, alpha, level, None, floor, len(usable), excluded=excluded,
-                           target_power=target_power)
+    finding = RankFinding(
+        "no_marks",
+        null_hypothesis,
+        method,
+        alpha,
+        level,
+        None,
+        floor,
+        len(usable),
+        excluded=excluded,
+        target_power=target_power,
+    )
     if not usable:
         return finding
     if floor > alpha:
@@ -107,13 +132,22 @@ def run_rank_tests(trials: list[Trial], scorer: Scorer, null_hypothesis: str, me
         siblings = scorer("siblings", [s for t in group for s in t.siblings], statistic)
         offset = 0
         for t, score in zip(group, published):
-            own = siblings[offset: offset + len(t.siblings)]
+            own = siblings[offset : offset + len(t.siblings)]
             offset += len(t.siblings)
             spread = float(np.std(own, ddof=1)) if len(own) > 1 else 0.0
             standardised = (float(score) - float(np.mean(own))) / spread if spread > 0 else 0.0
             scores[t.id] = (float(score), float(np.mean(own)))
-            results.append(TrialResult(t.id, t.kind, t.detail, len(t.siblings), rank_p_value(float(score), own), standardised,
-                                       int(np.sum(own == score))))
+            results.append(
+                TrialResult(
+                    t.id,
+                    t.kind,
+                    t.detail,
+                    len(t.siblings),
+                    rank_p_value(float(score), own),
+                    standardised,
+                    int(np.sum(own == score)),
+                )
+            )
     order = {t.id: i for i, t in enumerate(usable)}
     results.sort(key=lambda r: order[r.id])
     p_values = [r.p_value for r in results]
@@ -124,9 +158,15 @@ def run_rank_tests(trials: list[Trial], scorer: Scorer, null_hypothesis: str, me
     finding.marks_needed = marks_needed(p_values, alpha, target_power, method, level, seed=seed)
     for kind in sorted({r.kind for r in results}):
         mine = [r for r in results if r.kind == kind]
-        finding.by_kind.append({"kind": kind, "marks": len(mine), "combined_p": combine([r.p_value for r in mine], method, level),
-                                "share_at_level": float(np.mean([r.p_value <= level for r in mine])),
-                                "mean_standardised": float(np.mean([r.standardised for r in mine]))})
+        finding.by_kind.append(
+            {
+                "kind": kind,
+                "marks": len(mine),
+                "combined_p": combine([r.p_value for r in mine], method, level),
+                "share_at_level": float(np.mean([r.p_value <= level for r in mine])),
+                "mean_standardised": float(np.mean([r.standardised for r in mine])),
+            }
+        )
     rephrased = [t.id for t in usable if t.kind == "rephrasing"]
     paired = paired_tests([scores[i][0] for i in rephrased], [scores[i][1] for i in rephrased])
     finding.paired = asdict(paired) if paired is not None else None

@@ -16,12 +16,28 @@ from verifier.targets.options import ScoringOptions
 from verifier.targets.registry import KINDS, TargetKind, kind_of, kind_of_target
 from verifier.targets.token_scores import TokenScores
 
-__all__ = ["CAPABILITIES", "KINDS", "ApiOptions", "CausalLMTarget", "ModelSource", "OpenAICompatibleTarget", "ScoreCache",
-           "ScoringOptions", "Target", "TargetIdentity", "TargetKind", "TokenScores", "kind_of", "kind_of_target", "load_target",
-           "resolve_model"]
+__all__ = [
+    "CAPABILITIES",
+    "KINDS",
+    "ApiOptions",
+    "CausalLMTarget",
+    "ModelSource",
+    "OpenAICompatibleTarget",
+    "ScoreCache",
+    "ScoringOptions",
+    "Target",
+    "TargetIdentity",
+    "TargetKind",
+    "TokenScores",
+    "kind_of",
+    "kind_of_target",
+    "load_target",
+    "resolve_model",
+]
 
 
-def load_target(spec: str, options: ScoringOptions | None = None, api: ApiOptions | None = None,
-                access: PeerAccess | None = None) -> Target:
+def load_target(
+    spec: str, options: ScoringOptions | None = None, api: ApiOptions | None = None, access: PeerAccess | None = None
+) -> Target:
     """The target ``spec`` names, loaded by its kind (an API target is sent the key of ``access.api_key_env``)."""
     return kind_of(spec).cls.load(spec, options, api, access)

@@ -20,8 +20,11 @@ from verifier.errors import VerifierError
 
 __all__ = ["ApiClient", "ItemFailed", "Usage"]
 
-FATAL_STATUS = {401: "the server rejected the API key", 403: "the server refused access (403)",
-                404: "no such path on the server (is the base URL right? it usually ends in /v1)"}
+FATAL_STATUS = {
+    401: "the server rejected the API key",
+    403: "the server refused access (403)",
+    404: "no such path on the server (is the base URL right? it usually ends in /v1)",
+}
 MAX_BODY_BYTES = 8 << 20  # an answer to a short query is kilobytes; a bigger body is a broken or hostile server
 MAX_TOKENS_COUNTED = 10**7  # per response: a usage field beyond this is not a count
 
@@ -29,10 +32,25 @@ MAX_TOKENS_COUNTED = 10**7  # per response: a usage field beyond this is not a c
 class ApiClient(PeerClient):
     """POSTs chat and completion requests to ``base_url`` and returns their JSON answers."""
 
-    def __init__(self, base_url: str, access: PeerAccess, key_env: str | None, timeout_s: float, retries: int,
-                 rate_limit: float | None) -> None:
-        super().__init__(base_url, what="API endpoint", access=access, key_env=key_env, timeout_s=timeout_s, retries=retries,
-                         max_body=MAX_BODY_BYTES, rate_limit=rate_limit)
+    def __init__(
+        self,
+        base_url: str,
+        access: PeerAccess,
+        key_env: str | None,
+        timeout_s: float,
+        retries: int,
+        rate_limit: float | None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            what="API endpoint",
+            access=access,
+            key_env=key_env,
+            timeout_s=timeout_s,
+            retries=retries,
+            max_body=MAX_BODY_BYTES,
+            rate_limit=rate_limit,
+        )
 
     def post_json(self, path: str, body: dict) -> dict:
         """The JSON response to ``body``. Raises ``ItemFailed`` when every attempt failed and
@@ -42,7 +60,9 @@ class ApiClient(PeerClient):
     def _read(self, answer: Answer) -> dict:
         if answer.status in FATAL_STATUS:
             raise VerifierError(f"API endpoint {self.base_url}: {FATAL_STATUS[answer.status]}")
-        if answer.status >= 400:  # this request refused for itself (too long, a policy refusal of the input): one failed item
+        if (
+            answer.status >= 400
+        ):  # this request refused for itself (too long, a policy refusal of the input): one failed item
             self.fail(f"HTTP {answer.status}")
             raise ItemFailed(f"HTTP {answer.status}: {_detail(answer.body, answer.reason, self.scrub)}")
         try:
@@ -52,7 +72,9 @@ class ApiClient(PeerClient):
         if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list) or not payload["choices"]:
             raise Retry("malformed response (no choices)")
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        self.count(prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=_int(usage.get("completion_tokens")))
+        self.count(
+            prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=_int(usage.get("completion_tokens"))
+        )
         return payload
 
 

@@ -41,8 +41,10 @@ CAPABILITIES = frozenset({PROMPT_LOGPROBS, VOCAB_STATS, TOP_K_LOGPROBS, GENERATE
 # tokenizer file, but it tokenizes this text when asked for its log-probs, so a local model and an
 # API target are compared by the same test; token-level numbers (a frequency table's counts, token
 # log-probs) are mixed only between targets whose fingerprints are equal.
-TOKENIZER_PROBE = ("The Quick brown fox, 1,234.5 km/h; naïve café — déjà vu! 東京タワー 2024-12-04\n"
-                   "def f(x):\n    return x**2  # ünïcödé  \t tabs & emoji 🙂")
+TOKENIZER_PROBE = (
+    "The Quick brown fox, 1,234.5 km/h; naïve café — déjà vu! 東京タワー 2024-12-04\n"
+    "def f(x):\n    return x**2  # ünïcödé  \t tabs & emoji 🙂"
+)
 
 
 def tokenizer_fingerprint(ids: Sequence[int]) -> str:
@@ -82,7 +84,10 @@ class Target(Protocol):
         ...
 
     def score(
-        self, texts: Sequence[str], cache: ScoreCache | None = None, on_progress: Callable[[int], None] | None = None,
+        self,
+        texts: Sequence[str],
+        cache: ScoreCache | None = None,
+        on_progress: Callable[[int], None] | None = None,
         context: str | None = None,
     ) -> list[TokenScores]:
         """Per text, its token scores; with ``context``, the text's own tokens scored after the

@@ -109,11 +109,17 @@ class ScoreCache:
             # One user at a time, but not always one thread: a Ray actor runs its batches in a thread of its own.
             self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
-            self._db.execute(f"CREATE TABLE IF NOT EXISTS {RESPONSES} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)")
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)"
+            )
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {RESPONSES} (key TEXT PRIMARY KEY, blob BLOB NOT NULL, tag TEXT NOT NULL)"
+            )
             self._db.commit()
         except (OSError, sqlite3.Error) as exc:
-            raise VerifierError(f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it") from None
+            raise VerifierError(
+                f"{folder}: cannot use as a score cache ({exc}); pass another --cache-dir or remove it"
+            ) from None
 
     @property
     def secret(self) -> bytes:
@@ -129,7 +135,9 @@ class ScoreCache:
             for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
                 chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, blob, stored in self._db.execute(f"SELECT key, blob, tag FROM {TABLE} WHERE key IN ({marks})", chunk):
+                for key, blob, stored in self._db.execute(
+                    f"SELECT key, blob, tag FROM {TABLE} WHERE key IN ({marks})", chunk
+                ):
                     if not isinstance(blob, bytes) or not holds(stored, self._secret, key.encode() + b"\0" + blob):
                         self.counts.refused += 1
                         continue
@@ -138,7 +146,9 @@ class ScoreCache:
                     except (ValueError, KeyError, OSError):
                         self.counts.refused += 1
         except sqlite3.Error as exc:
-            raise VerifierError(f"{self.path}: score cache unreadable ({exc}); pass another --cache-dir or remove it") from None
+            raise VerifierError(
+                f"{self.path}: score cache unreadable ({exc}); pass another --cache-dir or remove it"
+            ) from None
         self.counts.served += len(found)
         return found
 
@@ -159,7 +169,9 @@ class ScoreCache:
         try:
             row = self._db.execute(f"SELECT blob, tag FROM {RESPONSES} WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
-            raise VerifierError(f"{self.path}: response cache unreadable ({exc}); pass another --cache-dir or remove it") from None
+            raise VerifierError(
+                f"{self.path}: response cache unreadable ({exc}); pass another --cache-dir or remove it"
+            ) from None
         if row is None:
             return None
         blob, stored = row
@@ -179,8 +191,10 @@ class ScoreCache:
         blob = json.dumps(body, sort_keys=True).encode()
         try:
             with self._db:
-                self._db.execute(f"INSERT OR REPLACE INTO {RESPONSES} (key, blob, tag) VALUES (?, ?, ?)",
-                                 (key, blob, self._tag(RESPONSES + key, blob)))
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO {RESPONSES} (key, blob, tag) VALUES (?, ?, ?)",
+                    (key, blob, self._tag(RESPONSES + key, blob)),
+                )
         except sqlite3.Error as exc:
             raise VerifierError(f"{self.path}: cannot write the response cache ({exc})") from None
         self.responses.stored += 1

@@ -80,10 +80,10 @@ def resolve_model(spec: str) -> ModelSource:
             return ModelSource(spec, str(path.resolve()), ggufs[0].name, True)
         raise VerifierError(f"model {spec}: folder has no config.json and {len(ggufs)} .gguf files (need exactly one)")
     if path.exists() or spec.startswith((".", "/", "~")) or hub_id.count("/") != 1 or (revision == "" and "@" in spec):
-        raise VerifierError(f"model {spec}: not a model folder, a .gguf file, a hub id (org/name[@revision]) or {sorted(BUNDLED)}")
+        raise VerifierError(
+            f"model {spec}: not a model folder, a .gguf file, a hub id (org/name[@revision]) or {sorted(BUNDLED)}"
+        )
     return ModelSource(spec, hub_id, None, False, revision or None)
-
-
 
 
 def load_tokenizer(spec: str):  # noqa: ANN201 - (transformers tokenizer, fingerprint)
@@ -93,7 +93,6 @@ def load_tokenizer(spec: str):  # noqa: ANN201 - (transformers tokenizer, finger
     import io
 
     from transformers import AutoTokenizer
-
 
     source = resolve_model(spec)
     kwargs = {"gguf_file": source.gguf_file} if source.gguf_file else {}

@@ -40,8 +40,10 @@ class ScoringOptions:
         if self.threads is not None and self.threads < 1:
             raise VerifierError(f"threads {self.threads}: must be >= 1 (leave it out for torch's default)")
         if self.stride is not None and not 1 <= self.stride < self.max_tokens:
-            raise VerifierError(f"stride {self.stride}: must be between 1 and max tokens - 1 ({self.max_tokens - 1}), so every "
-                                "window after the first has context from the one before")
+            raise VerifierError(
+                f"stride {self.stride}: must be between 1 and max tokens - 1 ({self.max_tokens - 1}), so every "
+                "window after the first has context from the one before"
+            )
         if not (self.device == "cpu" or self.device.startswith("cuda")):
             raise VerifierError(f"device {self.device!r}: use cpu or cuda (cuda:N)")
         if self.device.startswith("cuda"):

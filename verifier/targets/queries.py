@@ -75,7 +75,8 @@ REFUSAL = re.compile(
     r"^\W*(?:i'?m sorry,? but|i am sorry,? but|sorry,? (?:but )?i (?:can'?t|cannot|won'?t)|i apologi[sz]e|"
     r"i(?: can'?t| cannot| won'?t| will not|'?m unable to| am unable to|'?m not able to| am not able to) "
     r"(?:help|assist|provide|reproduce|share|complete|continue|comply|do that|fulfil|answer)|"
-    r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? (?:i (?:can'?t|cannot)|that'?s not something i))",
+    r"as an ai\b|as a (?:large )?language model|i must decline|unfortunately,? (?:i (?:can'?t|cannot)|that'?s not "
+    r"something i))",
     re.IGNORECASE,
 )
 HTTP_DETAIL = re.compile(r"^(HTTP \d{3}): .*", re.DOTALL)

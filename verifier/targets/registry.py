@@ -73,8 +73,9 @@ class TargetKind:
 
 
 # Every module of kinds/, then plugins: discovered when first read.
-KINDS: Registry[TargetKind] = Registry("targets", lambda: part_modules("verifier.targets.kinds"),
-                                       module_of=lambda kind: kind.cls.__module__)
+KINDS: Registry[TargetKind] = Registry(
+    "targets", lambda: part_modules("verifier.targets.kinds"), module_of=lambda kind: kind.cls.__module__
+)
 PREFIX = re.compile(r"^[a-z][a-z0-9-]*:$")
 REQUIRED = ("kind", "capabilities", "limitations", "remote", "load", "check_spec", "unloaded_identity")
 
@@ -85,8 +86,10 @@ def register(prefix: str | None, options: type[BaseModel] | None = None):  # noq
 
     def add(cls: type) -> type:
         if prefix is not None and not PREFIX.match(prefix):
-            raise ValueError(f"target kind {getattr(cls, 'kind', cls.__name__)!r}: prefix {prefix!r} must be a scheme like 'name:' "
-                             "(lower-case letters, digits and '-', then ':'), so it can never take a model name, path or hub id")
+            raise ValueError(
+                f"target kind {getattr(cls, 'kind', cls.__name__)!r}: prefix {prefix!r} must be a scheme like 'name:' "
+                "(lower-case letters, digits and '-', then ':'), so it can never take a model name, path or hub id"
+            )
         if missing := [name for name in REQUIRED if not hasattr(cls, name)]:
             raise ValueError(f"target kind {cls.__name__} lacks {', '.join(missing)}")
         for other in KINDS._parts.values():  # the kinds registered so far (reading KINDS would discover them all)

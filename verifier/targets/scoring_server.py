@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +66,35 @@ class ScoringModel:
         actual = logp.gather(-1, torch.tensor(ids[1:])[:, None])
         ranks = ((logp > actual).sum(-1) + 1).tolist()
         best = torch.topk(logp, top, dim=-1) if top else None
-        tops = [list(zip(best.indices[i].tolist(), best.values[i].tolist())) if best is not None else [] for i in range(len(ranks))]
+        tops = [
+            list(zip(best.indices[i].tolist(), best.values[i].tolist())) if best is not None else []
+            for i in range(len(ranks))
+        ]
         return actual[:, 0].tolist(), ranks, tops
 
     @torch.inference_mode()
-    def generate(self, ids: list[int], max_new: int, temperature: float, seed: int, top: int) -> tuple[list[int], list[float], list[list[tuple[int, float]]]]:
+    def generate(
+        self, ids: list[int], max_new: int, temperature: float, seed: int, top: int
+    ) -> tuple[list[int], list[float], list[list[tuple[int, float]]]]:
         """Generated ids, their log p under the model, and the ``top`` alternatives at each step."""
         if max_new == 0:
             return [], [], []
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with self.lock:
             torch.manual_seed(seed)
-            out = self.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), max_new_tokens=max_new,
-                                      do_sample=temperature > 0, temperature=temperature if temperature > 0 else None, top_p=None,
-                                      top_k=None, pad_token_id=pad, output_logits=True, return_dict_in_generate=True)
-        new = out.sequences[0, len(ids):].tolist()
+            out = self.model.generate(
+                torch.tensor([ids]),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                max_new_tokens=max_new,
+                do_sample=temperature > 0,
+                temperature=temperature if temperature > 0 else None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=pad,
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
+        new = out.sequences[0, len(ids) :].tolist()
         logps, tops = [], []
         for step, token in enumerate(new):
             logp = torch.log_softmax(out.logits[step][0].float(), dim=-1)
@@ -122,13 +137,20 @@ def completion(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     enc = lm.tokenizer(prompt, return_offsets_mapping=True)
     ids, offsets = enc["input_ids"], enc["offset_mapping"]
     if len(ids) + max_new > lm.window:
-        raise BadRequest(f"the prompt ({len(ids)} tokens) and max_tokens exceed the model's window of {lm.window} tokens")
+        raise BadRequest(
+            f"the prompt ({len(ids)} tokens) and max_tokens exceed the model's window of {lm.window} tokens"
+        )
     new, new_logps, new_tops = lm.generate(ids, max_new, temperature, seed, top or 0)
     text = lm.tokenizer.decode(new, skip_special_tokens=True)
-    choice: dict[str, Any] = {"index": 0, "text": (prompt if echo else "") + text,
-                              "finish_reason": "length" if len(new) == max_new else "stop"}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "text": (prompt if echo else "") + text,
+        "finish_reason": "length" if len(new) == max_new else "stop",
+    }
     wants_prompt = (echo and top is not None) or prompt_top is not None
-    actual, ranks, tops = lm.prompt_logprobs(ids, max(top or 0, prompt_top or 0)) if wants_prompt and len(ids) > 1 else ([], [], [])
+    actual, ranks, tops = (
+        lm.prompt_logprobs(ids, max(top or 0, prompt_top or 0)) if wants_prompt and len(ids) > 1 else ([], [], [])
+    )
     strings = lm.token_strings
     if top is not None:
         shown_ids = (ids if echo else []) + new
@@ -139,27 +161,46 @@ def completion(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
         for piece in strings(new):
             starts.append(position)
             position += len(piece)
-        choice["logprobs"] = {"tokens": strings(shown_ids), "token_logprobs": shown_logps,
-                              "top_logprobs": [None if t is None else {strings([i])[0]: lp for i, lp in t} for t in shown_tops],
-                              "text_offset": starts}
+        choice["logprobs"] = {
+            "tokens": strings(shown_ids),
+            "token_logprobs": shown_logps,
+            "top_logprobs": [None if t is None else {strings([i])[0]: lp for i, lp in t} for t in shown_tops],
+            "text_offset": starts,
+        }
     if prompt_top is not None:
         entries: list[dict[str, dict[str, Any]] | None] = [None]
         for token, logp, rank, alternatives in zip(ids[1:], actual, ranks, tops):
-            entry = {str(i): {"logprob": lp, "rank": place + 1, "decoded_token": strings([i])[0]}
-                     for place, (i, lp) in enumerate(alternatives[:prompt_top])}
+            entry = {
+                str(i): {"logprob": lp, "rank": place + 1, "decoded_token": strings([i])[0]}
+                for place, (i, lp) in enumerate(alternatives[:prompt_top])
+            }
             entry.setdefault(str(token), {"logprob": logp, "rank": rank, "decoded_token": strings([token])[0]})
             entries.append(entry)
         choice["prompt_logprobs"] = entries
         choice["prompt_token_ids"] = ids
-    return {"id": f"cmpl-{time.monotonic_ns()}", "object": "text_completion", "created": int(time.time()), "model": name,
-            "choices": [choice], "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}}
+    return {
+        "id": f"cmpl-{time.monotonic_ns()}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": [choice],
+        "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)},
+    }
 
 
 def chat(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     """A chat completion, with the top-k log-probs of each generated token when asked."""
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant") and isinstance(m.get("content"), str) for m in messages):
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(
+            isinstance(m, dict)
+            and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str)
+            for m in messages
+        )
+    ):
         raise BadRequest("messages: a list of {role: system|user|assistant, content: string}")
     wants = body.get("logprobs", False)
     if not isinstance(wants, bool):
@@ -169,22 +210,44 @@ def chat(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     max_new = _int({"max_tokens": limit}, "max_tokens", 16, 1, MAX_NEW_TOKENS)
     temperature = _number(body, "temperature", 1.0, 0, 2)
     seed = _int(body, "seed", 0, 0, 2**32 - 1)
-    ids = lm.tokenizer.apply_chat_template([{"role": m["role"], "content": m["content"]} for m in messages], add_generation_prompt=True,
-                                           tokenize=True, return_dict=True)["input_ids"]
+    ids = lm.tokenizer.apply_chat_template(
+        [{"role": m["role"], "content": m["content"]} for m in messages],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+    )["input_ids"]
     if len(ids) + max_new > lm.window:
-        raise BadRequest(f"the messages ({len(ids)} tokens) and max_tokens exceed the model's window of {lm.window} tokens")
+        raise BadRequest(
+            f"the messages ({len(ids)} tokens) and max_tokens exceed the model's window of {lm.window} tokens"
+        )
     new, logps, tops = lm.generate(ids, max_new, temperature, seed, top if wants else 0)
     eos = lm.tokenizer.eos_token_id
     content_ids = [t for t in new if t != eos]
-    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": lm.tokenizer.decode(content_ids, skip_special_tokens=True)},
-                              "finish_reason": "length" if len(new) == max_new and (not new or new[-1] != eos) else "stop"}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": lm.tokenizer.decode(content_ids, skip_special_tokens=True)},
+        "finish_reason": "length" if len(new) == max_new and (not new or new[-1] != eos) else "stop",
+    }
     if wants:
         strings = lm.token_strings
-        choice["logprobs"] = {"content": [{"token": strings([t])[0], "logprob": lp,
-                                           "top_logprobs": [{"token": strings([i])[0], "logprob": v} for i, v in alt]}
-                                          for t, lp, alt in zip(new, logps, tops or [[]] * len(new))]}
-    return {"id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion", "created": int(time.time()), "model": name,
-            "choices": [choice], "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}}
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": strings([t])[0],
+                    "logprob": lp,
+                    "top_logprobs": [{"token": strings([i])[0], "logprob": v} for i, v in alt],
+                }
+                for t, lp, alt in zip(new, logps, tops or [[]] * len(new))
+            ]
+        }
+    return {
+        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": [choice],
+        "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)},
+    }
 
 
 def make_app(lm: ScoringModel, name: str):  # noqa: ANN201 - a Starlette application
@@ -215,7 +278,7 @@ def make_app(lm: ScoringModel, name: str):  # noqa: ANN201 - a Starlette applica
             raise BadRequest("stream: not served")
         return body
 
-    def endpoint(handler):  # noqa: ANN001, ANN202
+    def endpoint(handler: Callable[[ScoringModel, str, dict[str, Any]], Any]) -> Callable[[Request], Any]:
         async def run(request: Request) -> JSONResponse:
             try:
                 body = await read(request)
@@ -224,6 +287,7 @@ def make_app(lm: ScoringModel, name: str):  # noqa: ANN201 - a Starlette applica
                 return error(400, str(exc))
             except LookupError as exc:
                 return error(404, str(exc))
+
         return run
 
     async def models(request: Request) -> JSONResponse:
@@ -232,21 +296,34 @@ def make_app(lm: ScoringModel, name: str):  # noqa: ANN201 - a Starlette applica
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    return Starlette(routes=[Route("/health", health), Route("/v1/models", models),
-                             Route("/v1/completions", endpoint(completion), methods=["POST"]),
-                             Route("/v1/chat/completions", endpoint(chat), methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/v1/models", models),
+            Route("/v1/completions", endpoint(completion), methods=["POST"]),
+            Route("/v1/chat/completions", endpoint(chat), methods=["POST"]),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
-    parser = argparse.ArgumentParser(description="verifier's OpenAI-compatible server with prompt log-probs (see the module docstring)")
+    parser = argparse.ArgumentParser(
+        description="verifier's OpenAI-compatible server with prompt log-probs (see the module docstring)"
+    )
     parser.add_argument("--folder", type=Path, required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    uvicorn.run(make_app(ScoringModel(args.folder), args.name), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(
+        make_app(ScoringModel(args.folder), args.name),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+    )
 
 
 if __name__ == "__main__":

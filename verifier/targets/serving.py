@@ -41,7 +41,9 @@ def model_folder(spec: str, cache_dir: Path | None = None) -> Path:
     converted once into ``<cache>/served/<digest>/<name>``."""
     source = resolve_model(spec)
     if not source.is_local:
-        raise VerifierError(f"model {spec}: only a local model (a folder, a .gguf file or {sorted(SERVED_NAMES)}) can be served")
+        raise VerifierError(
+            f"model {spec}: only a local model (a folder, a .gguf file or {sorted(SERVED_NAMES)}) can be served"
+        )
     if source.gguf_file is None:
         return Path(source.location)
     name = SERVED_NAMES.get(spec, Path(source.gguf_file).stem.lower())
@@ -128,32 +130,64 @@ class LocalServer:
         self.stop()
 
 
-def start_server(folder: Path, port: int | None = None, timeout_s: float = 180.0, log: Path | None = None,
-                 prompt_logprobs: bool = False) -> LocalServer:
+def start_server(
+    folder: Path,
+    port: int | None = None,
+    timeout_s: float = 180.0,
+    log: Path | None = None,
+    prompt_logprobs: bool = False,
+) -> LocalServer:
     """Start a server on 127.0.0.1 for the model in ``folder``; return once it answers.
 
     ``transformers serve`` by default (an output-only API); with ``prompt_logprobs``, verifier's
     own server (``scoring_server``), which also returns prompt log-probs as vLLM and the legacy
     completions API do."""
-    if not prompt_logprobs and shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
+    if (
+        not prompt_logprobs
+        and shutil.which("transformers") is None
+        and not (Path(sys.executable).parent / "transformers").exists()
+    ):
         raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
     port = port or free_port()
     name = served_name(folder)
     workdir = Path(tempfile.mkdtemp(prefix="verifier-serve-"))
     (workdir / name).symlink_to(folder.resolve(), target_is_directory=True)
     executable = Path(sys.executable).parent / "transformers"
-    command = [str(executable if executable.exists() else "transformers"), "serve", name, "--host", "127.0.0.1",
-               "--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    command = [
+        str(executable if executable.exists() else "transformers"),
+        "serve",
+        name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "warning",
+    ]
     if prompt_logprobs:
-        command = [sys.executable, "-m", "verifier.targets.scoring_server", "--folder", name, "--name", name, "--port", str(port)]
-    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
+        command = [
+            sys.executable,
+            "-m",
+            "verifier.targets.scoring_server",
+            "--folder",
+            name,
+            "--name",
+            name,
+            "--port",
+            str(port),
+        ]
+    out = open(log, "ab") if log else subprocess.DEVNULL  # handed to the child process
     process = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     server = LocalServer(process, port, name, workdir)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise VerifierError(f"the model server exited (code {process.returncode}) before answering"
-                                + (f"; see {log.name}" if log else ""))
+            raise VerifierError(
+                f"the model server exited (code {process.returncode}) before answering"
+                + (f"; see {log.name}" if log else "")
+            )
         try:
             if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).ok:
                 return server

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -67,20 +68,30 @@ class TestbedConfig(BaseModel):
     epochs: int = 10
     batch_size: int = 16
     learning_rate: float = 1e-3
-    marks: str | None = Field(EXAMPLE_MARKS, description="a folder made by 'verifier marks make' (its published.jsonl), "
-                              "'example' for the bundled one, or None")
-    mark_copies: list[int] = Field(default_factory=lambda: [1, 4, 16, 64], min_length=1, description="insertions of marked documents, in turn")
+    marks: str | None = Field(
+        EXAMPLE_MARKS,
+        description="a folder made by 'verifier marks make' (its published.jsonl), "
+        "'example' for the bundled one, or None",
+    )
+    mark_copies: list[int] = Field(
+        default_factory=lambda: [1, 4, 16, 64], min_length=1, description="insertions of marked documents, in turn"
+    )
     mark_controls: int = Field(0, ge=0, description="the last this many marked documents are never inserted")
     identifier_share: float = Field(0.0, ge=0, le=1, description="share of pool texts given a natural identifier")
-    base: str | None = Field(None, description="a pretrained model SPEC to fine-tune on the members (its tokenizer kept; "
-                             "no marks or identifiers); None: a GPT-2 trained from scratch")
+    base: str | None = Field(
+        None,
+        description="a pretrained model SPEC to fine-tune on the members (its tokenizer kept; "
+        "no marks or identifiers); None: a GPT-2 trained from scratch",
+    )
     period: str | None = Field(None, description="use only pool texts of this period (pre-2017 or post-2023)")
 
     def digest(self, pool: list[PoolText]) -> str:
         config = self.model_dump() | {"marks": marked_documents(self.marks)}  # contents, not where they lie
         if self.base is not None:
             config["base"] = resolve_model(self.base).digest()  # the weights, not a name
-        payload = json.dumps({"format": BUILD_FORMAT, "config": config, "pool": [asdict(p) for p in pool]}, sort_keys=True)
+        payload = json.dumps(
+            {"format": BUILD_FORMAT, "config": config, "pool": [asdict(p) for p in pool]}, sort_keys=True
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -97,7 +108,9 @@ def marked_documents(marks: str | None) -> list[dict[str, str]]:
 
 PRESETS = {
     # ~1 minute on 2 CPU cores: for tests (and the bundled marks example).
-    "small": TestbedConfig(max_docs=400, n_layer=2, n_embd=128, vocab_size=2048, epochs=8, mark_copies=[1, 4, 16], identifier_share=0.3),
+    "small": TestbedConfig(
+        max_docs=400, n_layer=2, n_embd=128, vocab_size=2048, epochs=8, mark_copies=[1, 4, 16], identifier_share=0.3
+    ),
     # The full pool (~1,000 members): for the soundness benchmark; ~13 minutes on 2 CPU cores.
     "standard": TestbedConfig(epochs=6),
     # The full pool, seen twice: weaker memorisation (per-document AUCs 0.57-0.74).
@@ -107,11 +120,13 @@ PRESETS = {
     # SmolLM2-135M-Instruct fine-tuned for one epoch on a seeded half of 400 post-2023 texts (each
     # member seen once, as in pretraining): an instruction model the output-only attacks can query
     # through the local server, with ground truth. Same-period members and non-members.
-    "finetune": TestbedConfig(base="smollm2-135m", period="post-2023", max_docs=400, epochs=1, batch_size=8, learning_rate=5e-5,
-                              marks=None),
+    "finetune": TestbedConfig(
+        base="smollm2-135m", period="post-2023", max_docs=400, epochs=1, batch_size=8, learning_rate=5e-5, marks=None
+    ),
     # The same on 64 texts: for tests and the CI-sized example.
-    "finetune-small": TestbedConfig(base="smollm2-135m", period="post-2023", max_docs=64, epochs=1, batch_size=8, learning_rate=5e-5,
-                                    marks=None),
+    "finetune-small": TestbedConfig(
+        base="smollm2-135m", period="post-2023", max_docs=64, epochs=1, batch_size=8, learning_rate=5e-5, marks=None
+    ),
 }
 
 
@@ -151,7 +166,10 @@ def build_testbed(
     if manifest is not None:
         if manifest.get("digest") == digest:
             return Testbed(folder=folder, manifest=manifest)
-        raise VerifierError(f"{folder}: holds a different testbed (digest {manifest.get('digest')}, wanted {digest}); build into another folder")
+        raise VerifierError(
+            f"{folder}: holds a different testbed (digest {manifest.get('digest')}, wanted {digest}); build into "
+            "another folder"
+        )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise VerifierError(f"{folder}: exists and holds no testbed; build into an empty or new folder")
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +201,9 @@ def _existing_manifest(folder: Path) -> dict | None:
     return manifest
 
 
-def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch) -> dict:  # noqa: ANN001
+def _build(
+    config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch: Callable[[int, float], None] | None
+) -> dict[str, Any]:
     started = time.perf_counter()
     rng = np.random.default_rng(config.seed)
     if config.period is not None:
@@ -211,17 +231,37 @@ def _build(config: TestbedConfig, pool: list[PoolText], digest: str, work: Path,
     tokenizer.save_pretrained(work / "model")
     with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
         for p, text, m, ident in zip(pool, texts, member, identifiers):
-            handle.write(json.dumps({"id": p.id, "text": text, "member": int(m), "period": p.period, "year": p.year,
-                                     "identifier": int(bool(ident))}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": p.id,
+                        "text": text,
+                        "member": int(m),
+                        "period": p.period,
+                        "year": p.year,
+                        "identifier": int(bool(ident)),
+                    }
+                )
+                + "\n"
+            )
     return {
         "digest": digest,
         "config": config.model_dump() | {"marks": _marks_name(config.marks)},
         "documents": [
-            {"id": p.id, "text_sha256": text_digest(text), "member": bool(m), "period": p.period, "year": p.year, "source": p.source,
-             "identifier": ident}
+            {
+                "id": p.id,
+                "text_sha256": text_digest(text),
+                "member": bool(m),
+                "period": p.period,
+                "year": p.year,
+                "source": p.source,
+                "identifier": ident,
+            }
             for p, text, m, ident in zip(pool, texts, member, identifiers)
         ],
-        "marks": [{"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked],
+        "marks": [
+            {"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked
+        ],
         "train_loss_per_epoch": losses,
         "build_seconds": round(time.perf_counter() - started, 1),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -256,19 +296,37 @@ def _from_scratch(config: TestbedConfig, pool: list[PoolText]):  # noqa: ANN202 
     eos = tokenizer.eos_token_id
     model = GPT2LMHeadModel(
         GPT2Config(
-            vocab_size=len(tokenizer), n_positions=config.seq_len, n_embd=config.n_embd, n_layer=config.n_layer,
-            n_head=config.n_head, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
+            vocab_size=len(tokenizer),
+            n_positions=config.seq_len,
+            n_embd=config.n_embd,
+            n_layer=config.n_layer,
+            n_head=config.n_head,
+            bos_token_id=eos,
+            eos_token_id=eos,
+            pad_token_id=eos,
         )
     )
     return model, tokenizer
 
 
-def _train(model, encoded: list[list[int]], eos: int, config: TestbedConfig, rng: np.random.Generator, on_epoch) -> list[float]:  # noqa: ANN001
-    """``config.epochs`` passes over ``encoded`` in seeded orders (AdamW, warm-up then linear decay); mean loss per epoch."""
+def _train(
+    model: Any,
+    encoded: list[list[int]],
+    eos: int,
+    config: TestbedConfig,
+    rng: np.random.Generator,
+    on_epoch: Callable[[int, float], None] | None,
+) -> list[float]:
+    """``config.epochs`` passes over ``encoded`` in seeded orders (AdamW, warm-up then linear decay); mean loss per
+    epoch."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
     steps = config.epochs * -(-len(encoded) // config.batch_size)
-    warmup = 50 if config.base is None else max(1, steps // 10)  # a fine-tune of one short epoch warms up for a tenth of it
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, 1 - step / steps))
+    warmup = (
+        50 if config.base is None else max(1, steps // 10)
+    )  # a fine-tune of one short epoch warms up for a tenth of it
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, 1 - step / steps)
+    )
     losses = []
     model.train()
     for epoch in range(config.epochs):
@@ -298,7 +356,8 @@ def _train(model, encoded: list[list[int]], eos: int, config: TestbedConfig, rng
 
 
 def _marks_name(marks: str | None) -> str | None:
-    """How the manifest names the marked documents: "example", or the SHA-256 of a folder's published.jsonl (never its path)."""
+    """How the manifest names the marked documents: "example", or the SHA-256 of a folder's published.jsonl (never its
+    path)."""
     if marks is None or marks == EXAMPLE_MARKS:
         return marks
     return "sha256:" + hashlib.sha256((Path(marks) / "published.jsonl").read_bytes()).hexdigest()
@@ -310,7 +369,10 @@ def _mark_insertions(config: TestbedConfig) -> list[dict]:
     trained = len(docs) - config.mark_controls
     if config.marks is not None and trained < 0:
         raise VerifierError(f"mark_controls {config.mark_controls} exceeds the {len(docs)} marked documents")
-    return [doc | {"copies": config.mark_copies[i % len(config.mark_copies)] if i < trained else 0} for i, doc in enumerate(docs)]
+    return [
+        doc | {"copies": config.mark_copies[i % len(config.mark_copies)] if i < trained else 0}
+        for i, doc in enumerate(docs)
+    ]
 
 
 def _identifiers(count: int, share: float, rng: np.random.Generator) -> list[str | None]:

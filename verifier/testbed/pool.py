@@ -53,7 +53,15 @@ def bundled_pool(data: Path = DATA) -> list[PoolText]:
     for row in _rows(wiki / "length32.jsonl"):
         split, best = longer.get(row["text"], ("length32", row))
         old = best["label"] == 1
-        pool.append(PoolText(f"wikimia-{split}-{best['idx']}", best["text"], OLD if old else NEW, 2016 if old else 2023, f"WikiMIA {split} row {best['idx']}"))
+        pool.append(
+            PoolText(
+                f"wikimia-{split}-{best['idx']}",
+                best["text"],
+                OLD if old else NEW,
+                2016 if old else 2023,
+                f"WikiMIA {split} row {best['idx']}",
+            )
+        )
     seen = {_prefix(p.text, 20) for p in pool}
     for row in _rows(data / "wikimia24" / "length64.jsonl"):
         key = _prefix(row["text"], 20)
@@ -61,7 +69,15 @@ def bundled_pool(data: Path = DATA) -> list[PoolText]:
             continue
         seen.add(key)
         old = row["label"] == 1
-        pool.append(PoolText(f"wikimia24-length64-{row['idx']}", row["text"], OLD if old else NEW, 2016 if old else 2024, f"WikiMIA-24 length64 row {row['idx']}"))
+        pool.append(
+            PoolText(
+                f"wikimia24-length64-{row['idx']}",
+                row["text"],
+                OLD if old else NEW,
+                2016 if old else 2024,
+                f"WikiMIA-24 length64 row {row['idx']}",
+            )
+        )
     return pool
 
 
@@ -70,4 +86,6 @@ def books_pool(data: Path = DATA) -> list[PoolText]:
     front-matter styles), all of one period - for measuring how the verdict rules fare on text far
     less uniform than Wikipedia event summaries."""
     path = data / "corpus" / "demo-v1" / "pg19-openings.jsonl"
-    return [PoolText(f"pg19-{i}", row["text"], OLD, 2016, f"PG-19 opening {row['id']}") for i, row in enumerate(_rows(path))]
+    return [
+        PoolText(f"pg19-{i}", row["text"], OLD, 2016, f"PG-19 opening {row['id']}") for i, row in enumerate(_rows(path))
+    ]

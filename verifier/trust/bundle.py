@@ -54,14 +54,26 @@ from verifier.trust.plans import CLOCK, parse_plan, plan_record, tsa_clock
 from verifier.trust.timestamps import MAX_TOKEN_BYTES, Timestamp, check_token, stamp_envelope, token_names
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from verifier.findings import AuditResult
 
 ENVELOPE = "envelope.dsse.json"
 PUBLIC_KEY = "public_key.pem"
 FINDINGS = "findings.json"
 PLAN = "plan.dsse.json"  # only in a pre-registered audit's bundle: the signed plan it was checked against
-BUNDLE_FILES = frozenset({"claim.yaml", "policy.yaml", "findings.json", "scores.parquet", "report.html", "report.pdf",
-                          "manifest.json", PUBLIC_KEY})
+BUNDLE_FILES = frozenset(
+    {
+        "claim.yaml",
+        "policy.yaml",
+        "findings.json",
+        "scores.parquet",
+        "report.html",
+        "report.pdf",
+        "manifest.json",
+        PUBLIC_KEY,
+    }
+)
 
 
 def sha256(data: bytes) -> str:
@@ -74,8 +86,17 @@ def _umask() -> int:
     return current
 
 
-def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, private_key=None, force: bool = False,  # noqa: ANN001
-                 run: dict[str, Any] | None = None, tsa: list[str] | None = None, access: Any = None) -> Path:  # noqa: ANN401
+def write_bundle(
+    result: AuditResult,
+    html: str,
+    pdf: bytes,
+    out_root: Path,
+    private_key: Ed25519PrivateKey | None = None,
+    force: bool = False,
+    run: dict[str, Any] | None = None,
+    tsa: list[str] | None = None,
+    access: Any = None,
+) -> Path:
     """Write the bundle for ``result``; sign it when ``private_key`` (Ed25519) is given.
 
     An existing bundle folder of the same name (same claim id and findings) is refused unless
@@ -87,10 +108,14 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     digest = findings_digest(result.findings)
     folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise VerifierError(f"{folder}: exists and is {'a link' if folder.is_symlink() else 'not a folder'}; not replaced "
-                            "(--force replaces only a bundle folder)")
+        raise VerifierError(
+            f"{folder}: exists and is {'a link' if folder.is_symlink() else 'not a folder'}; not replaced "
+            "(--force replaces only a bundle folder)"
+        )
     if folder.exists() and not force:
-        raise VerifierError(f"{folder}: a bundle of this claim and findings exists; refusing to replace it (--force replaces it)")
+        raise VerifierError(
+            f"{folder}: a bundle of this claim and findings exists; refusing to replace it (--force replaces it)"
+        )
     if folder.exists() and not ((folder / "manifest.json").is_file() or (folder / ENVELOPE).is_file()):
         raise VerifierError(f"{folder}: exists and is not an evidence bundle; not replaced")
     scores = io.BytesIO()
@@ -108,17 +133,24 @@ def write_bundle(result: AuditResult, html: str, pdf: bytes, out_root: Path, pri
     if result.plan_bytes is not None:
         files[PLAN] = result.plan_bytes
         files |= dict(result.plan_tokens)
-    manifest = {"findings_sha256": digest, "verdict": result.findings["verdict"], "files": {n: sha256(b) for n, b in sorted(files.items())},
-                "run": run or {}}
+    manifest = {
+        "findings_sha256": digest,
+        "verdict": result.findings["verdict"],
+        "files": {n: sha256(b) for n, b in sorted(files.items())},
+        "run": run or {},
+    }
     files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     if private_key is not None:
         subjects = {name: sha256(data) for name, data in files.items()}
-        predicate = {"claim_id": result.findings["claim"]["claim"]["id"], "verdict": result.findings["verdict"],
-                     "findings_sha256": digest, "verifier": result.findings["environment"]["verifier"]}
+        predicate = {
+            "claim_id": result.findings["claim"]["claim"]["id"],
+            "verdict": result.findings["verdict"],
+            "findings_sha256": digest,
+            "verifier": result.findings["environment"]["verifier"],
+        }
         body = canonical_json(statement(subjects, predicate))
         files[ENVELOPE] = json.dumps(sign_envelope(body, private_key), indent=1).encode()
         if tsa:
-
             files |= dict(zip(token_names(len(tsa)), stamp_envelope(files[ENVELOPE], tsa, access)))
     elif tsa:
         raise VerifierError("--tsa: an unsigned bundle has no signature to timestamp")
@@ -156,8 +188,12 @@ class Verification:
         return self.statement["predicate"]
 
 
-def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None,
-                  tsa_certificates: list[Any] | None = None) -> Verification:
+def verify_bundle(
+    folder: Path,
+    pinned_key_pem: bytes | None = None,
+    trust_dir: Path | None = None,
+    tsa_certificates: list[Any] | None = None,
+) -> Verification:
     """Check the folder's every entry, every digest and the signature, or raise naming the first problem.
 
     The signature is checked under ``pinned_key_pem`` when given, else under the embedded key;
@@ -171,8 +207,10 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
         raise VerifierError(f"--trust-dir {trust_dir}: inside the bundle; a bundle cannot pin its own signer")
     if not {ENVELOPE, *BUNDLE_FILES} & {p.name for p in folder.iterdir()}:
         inner = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / ENVELOPE).is_file())
-        raise VerifierError(f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)"
-                            + (f"; it holds bundles: verify one of them, e.g. {folder.name}/{inner[0]}" if inner else ""))
+        raise VerifierError(
+            f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)"
+            + (f"; it holds bundles: verify one of them, e.g. {folder.name}/{inner[0]}" if inner else "")
+        )
     digests, entries = _entries(folder)
     if ENVELOPE not in entries:
         raise VerifierError(f"{folder}: bundle is not signed (no {ENVELOPE})")
@@ -186,7 +224,9 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
     if pem is None:
         raise VerifierError(f"{PUBLIC_KEY}: differs: file is missing")
     try:
-        _, signature = verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key"))
+        _, signature = verify_envelope(
+            envelope, load_public_key(pem, PUBLIC_KEY if pinned_key_pem is None else "--key")
+        )
     except VerifierError:
         if pinned_key_pem is None and sha256(pem) != subjects.get(PUBLIC_KEY):
             raise VerifierError(f"{PUBLIC_KEY}: differs: SHA-256 does not match the signed statement") from None
@@ -212,9 +252,14 @@ def verify_bundle(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: 
     _check_report_names_findings(entries, subjects)
     signer = key_id(public_pem(load_public_key(pem, PUBLIC_KEY)))
     _check_plan(findings, entries, signer, tsa_certificates or [])
-    pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
-    timestamps = tuple(check_token(entries[name], signature, tsa_certificates or [], name) for name in sorted(entries, key=_token_order)
-                       if TOKEN.fullmatch(name))
+    pinned_by = (
+        "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    )
+    timestamps = tuple(
+        check_token(entries[name], signature, tsa_certificates or [], name)
+        for name in sorted(entries, key=_token_order)
+        if TOKEN.fullmatch(name)
+    )
     return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects), timestamps)
 
 
@@ -244,8 +289,12 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str
 
     record = findings.get("preregistration")
     registered = isinstance(record, dict) and record.get("registered") is True
-    tokens = tuple(sorted(((name, data) for name, data in entries.items() if PLAN_TOKEN.fullmatch(name)),
-                          key=lambda item: int(PLAN_TOKEN.fullmatch(item[0]).group(1))))  # type: ignore[union-attr]
+    tokens = tuple(
+        sorted(
+            ((name, data) for name, data in entries.items() if PLAN_TOKEN.fullmatch(name)),
+            key=lambda item: int(PLAN_TOKEN.fullmatch(item[0]).group(1)),
+        )
+    )  # type: ignore[union-attr]
     if (PLAN in entries or tokens) and not registered:
         raise VerifierError(f"{PLAN}: differs: the findings do not say the audit was pre-registered")
     if not registered:
@@ -254,21 +303,31 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str
         raise VerifierError(f"{PLAN}: differs: the findings say the audit was pre-registered, but the plan is missing")
     plan = parse_plan(entries[PLAN], PLAN, tokens)
     if plan.signer != signer:
-        raise VerifierError(f"{PLAN}: differs: signed by another key than the bundle (a plan counts only as the auditor's own)")
+        raise VerifierError(
+            f"{PLAN}: differs: signed by another key than the bundle (a plan counts only as the auditor's own)"
+        )
     expected = plan_record(plan, PLAN, tsa_certificates)  # every token must date the plan's signature
-    clock_keys = {"clock", "timestamped"}  # whose clock the auditor pinned: checked against the tokens, not the reader's pins
+    clock_keys = {
+        "clock",
+        "timestamped",
+    }  # whose clock the auditor pinned: checked against the tokens, not the reader's pins
     said = {k: v for k, v in record.items() if k not in clock_keys}
     if said != {k: v for k, v in expected.items() if k not in clock_keys}:
-        raise VerifierError(f"{PLAN}: differs: not the plan the findings name (its digest, signer, time, design or timestamps)")
-    if "timestamped" in record and not any(t["time"] == record["timestamped"] and tsa_clock(t["tsa"]) == record.get("clock")
-                                           for t in expected.get("timestamps", [])):
+        raise VerifierError(
+            f"{PLAN}: differs: not the plan the findings name (its digest, signer, time, design or timestamps)"
+        )
+    if "timestamped" in record and not any(
+        t["time"] == record["timestamped"] and tsa_clock(t["tsa"]) == record.get("clock")
+        for t in expected.get("timestamps", [])
+    ):
         raise VerifierError(f"{PLAN}: differs: the findings date the plan by a timestamp it does not carry")
     if "timestamped" not in record and record.get("clock") != CLOCK:
         raise VerifierError(f"{PLAN}: differs: the findings name a clock the plan's record does not support")
     # The plan must be this audit's: the claim and policy it commits to are the ones the findings hold.
     policy = findings.get("policy") if isinstance(findings.get("policy"), dict) else {}
-    if (plan.subjects.get("claim") != hashlib.sha256(canonical_json(findings.get("claim"))).hexdigest()
-            or plan.subjects.get("policy") != policy.get("sha256")):
+    if plan.subjects.get("claim") != hashlib.sha256(
+        canonical_json(findings.get("claim"))
+    ).hexdigest() or plan.subjects.get("policy") != policy.get("sha256"):
         raise VerifierError(f"{PLAN}: differs: it was made for another claim or policy than the findings'")
 
 
@@ -286,7 +345,9 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
             raise ValueError("predicate fields")
     except ValueError:
         raise VerifierError(f"{ENVELOPE}: differs: not a readable DSSE envelope with an in-toto Statement") from None
-    if outside := sorted(name for name in subjects if name not in BUNDLE_FILES | {PLAN} and not PLAN_TOKEN.fullmatch(name)):
+    if outside := sorted(
+        name for name in subjects if name not in BUNDLE_FILES | {PLAN} and not PLAN_TOKEN.fullmatch(name)
+    ):
         raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
     if claimed.predicateType != PREDICATE_TYPE:
         raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
@@ -296,8 +357,12 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
 MAX_FILE_BYTES = 4 << 30
 
 
-TOKEN = re.compile(r"timestamp-([1-9][0-9]{0,2})\.tsr")  # RFC 3161 tokens over the envelope's signature (trust.timestamps)
-PLAN_TOKEN = re.compile(r"plan\.timestamp-([1-9][0-9]{0,2})\.tsr")  # the plan's tokens over the plan's signature: signed files
+TOKEN = re.compile(
+    r"timestamp-([1-9][0-9]{0,2})\.tsr"
+)  # RFC 3161 tokens over the envelope's signature (trust.timestamps)
+PLAN_TOKEN = re.compile(
+    r"plan\.timestamp-([1-9][0-9]{0,2})\.tsr"
+)  # the plan's tokens over the plan's signature: signed files
 READ_WHOLE = frozenset({ENVELOPE, PUBLIC_KEY, FINDINGS, PLAN})  # parsed by verify; every other file is only hashed
 REPORT_PDF = "report.pdf"  # also read whole when it is no larger than MAX_READ_BYTES: its signature's reason is checked
 MAX_READ_BYTES = 64 << 20
@@ -320,7 +385,11 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         if not stat.S_ISREG(mode):
             kind = "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a plain file"
             raise VerifierError(f"{entry.name}: differs: {kind} inside the bundle (a bundle holds plain files only)")
-        if entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN} and not TOKEN.fullmatch(entry.name) and not PLAN_TOKEN.fullmatch(entry.name):
+        if (
+            entry.name not in BUNDLE_FILES | {ENVELOPE, PLAN}
+            and not TOKEN.fullmatch(entry.name)
+            and not PLAN_TOKEN.fullmatch(entry.name)
+        ):
             raise VerifierError(f"{entry.name}: differs: file is not covered by the signature")
     for entry in listing:
         try:
@@ -330,12 +399,16 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise VerifierError(f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)")
+                raise VerifierError(
+                    f"{entry.name}: differs: not a plain file inside the bundle (a bundle holds plain files only)"
+                )
             if info.st_size > MAX_FILE_BYTES:
                 raise VerifierError(f"{entry.name}: differs: larger than any bundle file ({info.st_size} bytes)")
             if TOKEN.fullmatch(entry.name) or PLAN_TOKEN.fullmatch(entry.name):  # read whole: checked as a token
                 if info.st_size > MAX_TOKEN_BYTES:
-                    raise VerifierError(f"{entry.name}: differs: larger than any timestamp token ({info.st_size} bytes)")
+                    raise VerifierError(
+                        f"{entry.name}: differs: larger than any timestamp token ({info.st_size} bytes)"
+                    )
                 entries[entry.name] = handle.read(MAX_TOKEN_BYTES + 1)
                 digests[entry.name] = sha256(entries[entry.name])
             elif entry.name in READ_WHOLE or (entry.name == REPORT_PDF and info.st_size <= MAX_READ_BYTES):
@@ -382,7 +455,11 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
         raise VerifierError(f"{BATCH_INDEX}: differs: not a plain index file")
     envelope, subjects, claimed = _read_statement_of(index.read_bytes(), BATCH_INDEX)
     entries = claimed.predicate.get("claims")
-    if claimed.predicateType != BATCH_PREDICATE or not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+    if (
+        claimed.predicateType != BATCH_PREDICATE
+        or not isinstance(entries, list)
+        or not all(isinstance(e, dict) for e in entries)
+    ):
         raise VerifierError(f"{BATCH_INDEX}: differs: not a batch index")
     listed = {entry.get("bundle"): entry for entry in entries}
     if len(listed) != len(entries) or set(listed) != set(subjects):
@@ -398,7 +475,10 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
         if sha256((folder / name / ENVELOPE).read_bytes()) != subjects[name]:
             raise VerifierError(f"{name}/{ENVELOPE}: differs: not the envelope the batch index signs")
         entry = listed[name]
-        if (entry.get("claim_id"), entry.get("verdict")) != (checked.predicate["claim_id"], checked.predicate["verdict"]):
+        if (entry.get("claim_id"), entry.get("verdict")) != (
+            checked.predicate["claim_id"],
+            checked.predicate["verdict"],
+        ):
             raise VerifierError(f"{BATCH_INDEX}: differs: its claim or verdict for {name} is not the bundle's")
         if signer is not None and checked.signer != signer:
             raise VerifierError(f"{name}: differs: signed by another key than the batch's other bundles")
@@ -409,11 +489,15 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
         raise VerifierError(f"{BATCH_INDEX}: differs: names no bundle")
     verify_envelope(envelope, load_public_key(pem, PUBLIC_KEY), BATCH_INDEX)
     _check_adjustment(claimed.predicate, listed, batches)
-    pinned_by = "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    pinned_by = (
+        "--key" if pinned_key_pem is not None else ("trust store" if signer in trusted_keys(trust_dir) else None)
+    )
     return BatchVerification(claimed.predicate, signer, pinned_by, len(subjects))
 
 
-def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any]], findings: dict[str, dict[str, Any]]) -> None:
+def _check_adjustment(
+    predicate: dict[str, Any], listed: dict[str, dict[str, Any]], findings: dict[str, dict[str, Any]]
+) -> None:
     """Recompute the batch's adjustment from its bundles' findings; raise naming the first bundle that disagrees."""
 
     control = predicate.get("error_control")
@@ -423,8 +507,13 @@ def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any
     for name, found in findings.items():
         record = found.get("batch") if isinstance(found, dict) else None
         if not isinstance(record, dict) or (record.get("id"), record.get("error_control"), record.get("claims")) != (
-                predicate.get("batch_id"), control, len(listed)):
-            raise VerifierError(f"{name}/{FINDINGS}: differs: its batch record is not this batch's ({len(listed)} claims, {control})")
+            predicate.get("batch_id"),
+            control,
+            len(listed),
+        ):
+            raise VerifierError(
+                f"{name}/{FINDINGS}: differs: its batch record is not this batch's ({len(listed)} claims, {control})"
+            )
         try:
             tests[name] = decided_test(found)
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -436,17 +525,25 @@ def _check_adjustment(predicate: dict[str, Any], listed: dict[str, dict[str, Any
         should = record.get("unadjusted_verdict")
         decided = next((r for r in found.get("path", []) if isinstance(r, dict) and r.get("status") == "decided"), {})
         if should != decided.get("verdict", "UNVERIFIABLE"):  # no route decided: a policy without a catch-all
-            raise VerifierError(f"{name}/{FINDINGS}: differs: its unadjusted verdict is not the one its deciding route gave")
+            raise VerifierError(
+                f"{name}/{FINDINGS}: differs: its unadjusted verdict is not the one its deciding route gave"
+            )
         if name in adjusted:
             p, alpha = tests[name]  # type: ignore[misc]
             if record.get("p_value") != p or abs(float(record.get("adjusted_p_value", -1)) - adjusted[name]) > 1e-6:
-                raise VerifierError(f"{name}/{FINDINGS}: differs: its adjusted p-value is not the batch's adjustment of its p-value")
+                raise VerifierError(
+                    f"{name}/{FINDINGS}: differs: its adjusted p-value is not the batch's adjustment of its p-value"
+                )
             if should in ("SUPPORTED", "CONTRADICTED") and not adjusted[name] < alpha:
                 should = "INCONCLUSIVE"
         listed_numbers = (entry.get("in_family"), entry.get("p_value"), entry.get("adjusted_p_value"))
         if listed_numbers != (record.get("in_family"), record.get("p_value"), record.get("adjusted_p_value")):
             raise VerifierError(f"{BATCH_INDEX}: differs: its p-values for {name} are not the bundle's")
-        if found.get("verdict") != should or entry.get("verdict") != should or entry.get("unadjusted_verdict") != record.get("unadjusted_verdict"):
+        if (
+            found.get("verdict") != should
+            or entry.get("verdict") != should
+            or entry.get("unadjusted_verdict") != record.get("unadjusted_verdict")
+        ):
             raise VerifierError(f"{name}: differs: its verdict is not what the batch's adjustment gives ({should})")
 
 

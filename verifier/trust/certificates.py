@@ -57,31 +57,64 @@ def document_paths(signing_key: Path) -> tuple[Path, Path]:
     return signing_key.with_name(f"{stem}.pdf.key"), signing_key.with_name(f"{stem}.pdf.crt")
 
 
-def issue_self_signed(signing_key_path: Path, signing_key: ed25519.Ed25519PrivateKey, name: str | None = None,
-                      days: int = VALID_DAYS, force: bool = False) -> Path:
-    """Create the P-256 key (0600) and a self-signed certificate naming the Ed25519 key; returns the certificate's path."""
+def issue_self_signed(
+    signing_key_path: Path,
+    signing_key: ed25519.Ed25519PrivateKey,
+    name: str | None = None,
+    days: int = VALID_DAYS,
+    force: bool = False,
+) -> Path:
+    """Create the P-256 key (0600) and a self-signed certificate naming the Ed25519 key; returns the certificate's
+    path."""
 
     key_path, cert_path = document_paths(signing_key_path)
     if not force and (key_path.exists() or cert_path.exists()):
-        raise VerifierError(f"{cert_path}: a report-signing certificate exists; refusing to replace it (--force replaces it)")
+        raise VerifierError(
+            f"{cert_path}: a report-signing certificate exists; refusing to replace it (--force replaces it)"
+        )
     fingerprint = key_id(public_pem(signing_key.public_key()))
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name or f"verifier signer {fingerprint[:16]}"),
-                         x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"verifier Ed25519 key {fingerprint}")])
-    certificate = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False,
-                                                data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                                                encipher_only=False, decipher_only=False), critical=True)
-                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-                   .sign(key, hashes.SHA256()))
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, name or f"verifier signer {fingerprint[:16]}"),
+            x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"verifier Ed25519 key {fingerprint}"),
+        ]
+    )
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=True,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     key_path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as handle:
-        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
     key_path.chmod(0o600)
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     return cert_path
@@ -91,7 +124,9 @@ def check_validity(certificate: x509.Certificate, where: str, now: datetime.date
     """Refuse a certificate outside its validity period (a signature it makes would not validate)."""
     now = now or datetime.datetime.now(datetime.UTC)
     if now < certificate.not_valid_before_utc:
-        raise VerifierError(f"{where}: the certificate is not valid yet (from {certificate.not_valid_before_utc:%Y-%m-%d %H:%M} UTC)")
+        raise VerifierError(
+            f"{where}: the certificate is not valid yet (from {certificate.not_valid_before_utc:%Y-%m-%d %H:%M} UTC)"
+        )
     if now > certificate.not_valid_after_utc:
         raise VerifierError(f"{where}: the certificate expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC")
 
@@ -144,7 +179,8 @@ def load_p12_signer(path: Path, password_env: str | None) -> DocumentSigner:
 
 
 def own_signer(signing_key_path: Path, signing_key: ed25519.Ed25519PrivateKey) -> tuple[DocumentSigner, Path | None]:
-    """The self-signed document signer of ``signing_key``, issued on first use: (signer, the certificate if just created)."""
+    """The self-signed document signer of ``signing_key``, issued on first use: (signer, the certificate if just
+    created)."""
     key_path, cert_path = document_paths(signing_key_path)
     created = None
     if not key_path.exists() and not cert_path.exists():
@@ -163,7 +199,9 @@ class PdfSigning:
     p12: Path | None = None
     p12_password_env: str | None = None
 
-    def signer(self, signing_key_path: Path, signing_key: ed25519.Ed25519PrivateKey) -> tuple[DocumentSigner, Path | None]:
+    def signer(
+        self, signing_key_path: Path, signing_key: ed25519.Ed25519PrivateKey
+    ) -> tuple[DocumentSigner, Path | None]:
         """(the signer, the certificate this call issued or None); everything checked before an audit runs."""
         if self.p12 is not None:
             if self.cert is not None or self.key is not None:

@@ -52,7 +52,9 @@ def load_public_key(pem: bytes, where: str) -> Ed25519PublicKey:
     return key
 
 
-def statement(subjects: dict[str, str], predicate: dict[str, Any], predicate_type: str = PREDICATE_TYPE) -> dict[str, Any]:
+def statement(
+    subjects: dict[str, str], predicate: dict[str, Any], predicate_type: str = PREDICATE_TYPE
+) -> dict[str, Any]:
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": name, "digest": {"sha256": digest}} for name, digest in sorted(subjects.items())],
@@ -134,7 +136,9 @@ def read_statement(body: bytes) -> Statement:
     return statement
 
 
-def verify_envelope(envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json") -> tuple[bytes, bytes]:
+def verify_envelope(
+    envelope: Envelope, public: Ed25519PublicKey, where: str = "envelope.dsse.json"
+) -> tuple[bytes, bytes]:
     """(the payload, the raw bytes of the first signature that verifies under ``public``); else an
     error naming ``where``. The signature is what a timestamp must date: a token over another
     signature in the envelope dates nothing this key signed."""

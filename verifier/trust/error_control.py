@@ -34,7 +34,9 @@ def adjusted_p_values(p: np.ndarray, method: ErrorControl) -> np.ndarray:
     n = len(p)
     order = np.argsort(p, kind="stable")
     ranked = p[order]
-    if method == "bh":  # step-up: p_(i) * (n / i), the smallest of those at or above rank i (scipy's arithmetic, to the bit)
+    if (
+        method == "bh"
+    ):  # step-up: p_(i) * (n / i), the smallest of those at or above rank i (scipy's arithmetic, to the bit)
         steps = np.minimum.accumulate((ranked * (n / np.arange(1, n + 1)))[::-1])[::-1]
     else:  # step-down: (n - i + 1) * p_(i), the largest of those at or below rank i
         steps = np.maximum.accumulate((n - np.arange(n)) * ranked)

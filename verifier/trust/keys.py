@@ -89,7 +89,9 @@ def generate_key(path: Path, force: bool = False) -> Path:
     if not force:
         for existing in (path, public_path):
             if existing.exists():
-                raise VerifierError(f"{existing}: exists; refusing to overwrite a key (keys generate --force replaces it)")
+                raise VerifierError(
+                    f"{existing}: exists; refusing to overwrite a key (keys generate --force replaces it)"
+                )
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     with atomic_output(path) as tmp:

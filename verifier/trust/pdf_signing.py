@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+from typing import Any
 
 from verifier.errors import VerifierError
 from verifier.trust.certificates import DocumentSigner
@@ -27,11 +28,10 @@ REASON = "verifier evidence report: claim {claim}, findings SHA-256 {digest}"
 REASON_DIGEST = re.compile(r"findings SHA-256 ([0-9a-f]{64})")
 
 
-def _timestamper(url: str, access: object):  # noqa: ANN202
+def _timestamper(url: str, access: object) -> Any:  # a pyhanko TimeStamper (pyhanko imported when signing)
     """A pyHanko time stamper that asks through verifier's peer client (bounded, no redirects)."""
     from asn1crypto import tsp
     from pyhanko.sign.timestamps.api import TimeStamper
-
 
     class PeerTimeStamper(TimeStamper):
         async def async_request_tsa_response(self, req: tsp.TimeStampReq) -> tsp.TimeStampResp:
@@ -42,8 +42,14 @@ def _timestamper(url: str, access: object):  # noqa: ANN202
     return PeerTimeStamper()
 
 
-def sign_pdf(pdf: bytes, signer: DocumentSigner, claim_id: str, findings_sha256: str, tsa: str | None = None,
-             access: object = None) -> bytes:
+def sign_pdf(
+    pdf: bytes,
+    signer: DocumentSigner,
+    claim_id: str,
+    findings_sha256: str,
+    tsa: str | None = None,
+    access: object = None,
+) -> bytes:
     """``pdf`` with a PAdES signature by ``signer`` naming the claim and the findings digest."""
     from asn1crypto import keys, x509
     from cryptography.hazmat.primitives import serialization
@@ -51,18 +57,32 @@ def sign_pdf(pdf: bytes, signer: DocumentSigner, claim_id: str, findings_sha256:
     from pyhanko.sign import fields, signers
     from pyhanko_certvalidator.registry import SimpleCertificateStore
 
-    def asn1(certificate):  # noqa: ANN001, ANN202
+    def asn1(certificate: Any) -> Any:  # cryptography's certificate -> asn1crypto's
         return x509.Certificate.load(certificate.public_bytes(serialization.Encoding.DER))
 
-    key = keys.PrivateKeyInfo.load(signer.key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                                            serialization.NoEncryption()))
-    simple = signers.SimpleSigner(signing_cert=asn1(signer.certificate), signing_key=key,
-                                  cert_registry=SimpleCertificateStore.from_certs([asn1(c) for c in signer.chain]))
-    metadata = signers.PdfSignatureMetadata(field_name=FIELD, reason=REASON.format(claim=claim_id, digest=findings_sha256),
-                                            subfilter=fields.SigSeedSubFilter.PADES, md_algorithm="sha256")
+    key = keys.PrivateKeyInfo.load(
+        signer.key.private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    simple = signers.SimpleSigner(
+        signing_cert=asn1(signer.certificate),
+        signing_key=key,
+        cert_registry=SimpleCertificateStore.from_certs([asn1(c) for c in signer.chain]),
+    )
+    metadata = signers.PdfSignatureMetadata(
+        field_name=FIELD,
+        reason=REASON.format(claim=claim_id, digest=findings_sha256),
+        subfilter=fields.SigSeedSubFilter.PADES,
+        md_algorithm="sha256",
+    )
     try:
-        signed = signers.sign_pdf(IncrementalPdfFileWriter(io.BytesIO(pdf)), metadata, signer=simple,
-                                  timestamper=_timestamper(tsa, access) if tsa else None)
+        signed = signers.sign_pdf(
+            IncrementalPdfFileWriter(io.BytesIO(pdf)),
+            metadata,
+            signer=simple,
+            timestamper=_timestamper(tsa, access) if tsa else None,
+        )
     except VerifierError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyHanko's errors (a TSA's bad token among them) are one line here

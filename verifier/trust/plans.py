@@ -62,8 +62,15 @@ def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = (
         subjects = verified.subjects()
     except ValueError as exc:
         raise VerifierError(f"{where}: {exc}") from None
-    return Plan(subjects, verified.predicate, key_id(public_pem(public)), hashlib.sha256(raw).hexdigest(), raw,
-                signature, tokens)
+    return Plan(
+        subjects,
+        verified.predicate,
+        key_id(public_pem(public)),
+        hashlib.sha256(raw).hexdigest(),
+        raw,
+        signature,
+        tokens,
+    )
 
 
 def plan_record(plan: Plan, where: str, pinned: list[Any] | None = None) -> dict[str, Any]:
@@ -79,7 +86,14 @@ def plan_record(plan: Plan, where: str, pinned: list[Any] | None = None) -> dict
     design = plan.predicate.get("design")
     if not isinstance(design, dict):
         raise VerifierError(f"{where}: its design is not a record")
-    record = {"registered": True, "plan_sha256": plan.sha256, "signer": plan.signer, "created": created, "clock": CLOCK, "design": design}
+    record = {
+        "registered": True,
+        "plan_sha256": plan.sha256,
+        "signer": plan.signer,
+        "created": created,
+        "clock": CLOCK,
+        "design": design,
+    }
     stamps = [(name, check_token(data, plan.signature, pinned or [], name)) for name, data in plan.tokens]
     if stamps:
         record["timestamps"] = [{"token": name, "time": t.time.isoformat(), "tsa": t.tsa} for name, t in stamps]

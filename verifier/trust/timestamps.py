@@ -33,6 +33,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 
@@ -57,7 +58,9 @@ class Timestamp:
 
     def describe(self) -> str:
         when = self.time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return f"{when} by {self.tsa}" + ("" if self.pinned else " (not trusted: no pinned TSA certificate vouches for it)")
+        return f"{when} by {self.tsa}" + (
+            "" if self.pinned else " (not trusted: no pinned TSA certificate vouches for it)"
+        )
 
 
 def signature_bytes(envelope: dict) -> bytes:  # type: ignore[type-arg]
@@ -84,10 +87,17 @@ def post_query(query: bytes, url: str, access: object = None, timeout_s: float =
     no redirects, http only to loopback unless allowed); one line on failure."""
 
     what = f"--tsa {url}"
-    client = PeerClient(url, what=what, access=access or PeerAccess(), timeout_s=timeout_s, retries=1, max_body=MAX_TOKEN_BYTES,
-                        content_type=CONTENT_TYPE)
+    client = PeerClient(
+        url,
+        what=what,
+        access=access or PeerAccess(),
+        timeout_s=timeout_s,
+        retries=1,
+        max_body=MAX_TOKEN_BYTES,
+        content_type=CONTENT_TYPE,
+    )
 
-    def read(answer):  # noqa: ANN001, ANN202
+    def read(answer: Any) -> bytes:  # the peer client's Answer
         if answer.status != 200:
             raise VerifierError(f"{what}: answered HTTP {answer.status}, not a timestamp")
         return answer.body
@@ -120,13 +130,15 @@ def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0)
     """A TSA's DER response dating ``data`` (see the module docstring); one line on any failure."""
     import rfc3161_client as rfc
 
-    request = rfc.TimestampRequestBuilder(data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True).build()
+    request = rfc.TimestampRequestBuilder(
+        data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True
+    ).build()
     der = post_query(request.as_bytes(), url, access, timeout_s)
     check_answer(der, hashlib.sha256(data).digest(), request.nonce, f"--tsa {url}")
     return der
 
 
-def _tsa_name(response) -> str:  # noqa: ANN001
+def _tsa_name(response: Any) -> str:  # an rfc3161_client TimeStampResponse
     """The name the token gives its TSA, else the subject of the (first) certificate it carries."""
     name = response.tst_info.name
     value = getattr(name, "value", None)
@@ -149,8 +161,11 @@ def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: 
         raise VerifierError(f"{where}: differs: not a DER timestamp response") from None
     if response.status not in (0, 1):
         raise VerifierError(f"{where}: differs: not a granted timestamp")
-    algorithms = {"2.16.840.1.101.3.4.2.1": hashlib.sha256, "2.16.840.1.101.3.4.2.2": hashlib.sha384,
-                  "2.16.840.1.101.3.4.2.3": hashlib.sha512}
+    algorithms = {
+        "2.16.840.1.101.3.4.2.1": hashlib.sha256,
+        "2.16.840.1.101.3.4.2.2": hashlib.sha384,
+        "2.16.840.1.101.3.4.2.3": hashlib.sha512,
+    }
     digest = algorithms.get(info.message_imprint.hash_algorithm.dotted_string)
     if digest is None or info.message_imprint.message != digest(data).digest():
         raise VerifierError(f"{where}: differs: the token dates other data than this signature")
@@ -163,8 +178,12 @@ def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: 
             trusted = builder.build().verify_message(response, data)
         except rfc.VerificationError:
             trusted = False
-    return Timestamp(info.gen_time.astimezone(UTC) if info.gen_time.tzinfo else info.gen_time.replace(tzinfo=UTC),
-                     _tsa_name(response), info.serial_number, trusted)
+    return Timestamp(
+        info.gen_time.astimezone(UTC) if info.gen_time.tzinfo else info.gen_time.replace(tzinfo=UTC),
+        _tsa_name(response),
+        info.serial_number,
+        trusted,
+    )
 
 
 MAX_CERTIFICATE_FILE_BYTES = 1 << 20
@@ -180,13 +199,17 @@ def _is_anchor(certificate: x509.Certificate) -> bool:
     return certificate.issuer == certificate.subject
 
 
-def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what: str = "--tsa-cert") -> list[x509.Certificate]:
+def load_tsa_certificates(
+    paths: list[Path], trust_dir: Path | None = None, what: str = "--tsa-cert"
+) -> list[x509.Certificate]:
     """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust
     store's ``tsa/*.pem``. Each must be a CA's (or self-signed): a TSA's own certificate issued by
     a CA anchors no chain, so pinning it would vouch for nothing."""
 
     store = (trust_dir or default_trust_dir()) / "tsa"
-    files = [(Path(p), what) for p in paths] + [(p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])]
+    files = [(Path(p), what) for p in paths] + [
+        (p, "trust store") for p in (sorted(store.glob("*.pem")) if store.is_dir() else [])
+    ]
     certificates = []
     for path, label in files:
         data = read_plain(path, MAX_CERTIFICATE_FILE_BYTES, label)
@@ -196,19 +219,25 @@ def load_tsa_certificates(paths: list[Path], trust_dir: Path | None = None, what
             raise VerifierError(f"{label} {path}: not a PEM certificate") from None
         for certificate in found:
             if not _is_anchor(certificate):
-                raise VerifierError(f"{label} {path}: {certificate.subject.rfc4514_string()} is not a CA certificate; pin the TSA's "
-                                    f"root CA (this one is issued by {certificate.issuer.rfc4514_string()})")
+                raise VerifierError(
+                    f"{label} {path}: {certificate.subject.rfc4514_string()} is not a CA certificate; pin the TSA's "
+                    f"root CA (this one is issued by {certificate.issuer.rfc4514_string()})"
+                )
         certificates += found
     return certificates
 
 
 def tokens_beside(path: Path) -> list[Path]:
-    """The tokens published beside the envelope file ``path`` (``NAME.dsse.json``): ``NAME.timestamp-<n>.tsr``, in token order."""
+    """The tokens published beside the envelope file ``path`` (``NAME.dsse.json``): ``NAME.timestamp-<n>.tsr``, in token
+    order."""
     import re
 
     stem = path.name.removesuffix(".dsse.json")
-    found = [(int(m.group(1)), p) for p in path.parent.glob(f"{stem}.timestamp-*{TOKEN_SUFFIX}")
-             if (m := re.fullmatch(re.escape(stem) + r"\.timestamp-([1-9][0-9]{0,2})\.tsr", p.name))]
+    found = [
+        (int(m.group(1)), p)
+        for p in path.parent.glob(f"{stem}.timestamp-*{TOKEN_SUFFIX}")
+        if (m := re.fullmatch(re.escape(stem) + r"\.timestamp-([1-9][0-9]{0,2})\.tsr", p.name))
+    ]
     return [p for _, p in sorted(found)]
 
 
@@ -239,7 +268,6 @@ def stamp_envelope(envelope_bytes: bytes, urls: list[str], access: object = None
 def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Path, str]:
     """Copy a TSA's CA certificate (PEM) into the trust store's ``tsa/`` folder: (where, its subject)."""
     from cryptography.hazmat.primitives import serialization
-
 
     certificate = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")[0]
     pem = certificate.public_bytes(serialization.Encoding.PEM)

@@ -79,14 +79,18 @@ def load_table(path: Path | None = None) -> Table:
     return table
 
 
-def record(benchmark: str, rows: list[dict[str, Any]], testbeds: list[str], command: str, path: Path | None = None) -> None:
+def record(
+    benchmark: str, rows: list[dict[str, Any]], testbeds: list[str], command: str, path: Path | None = None
+) -> None:
     """Replace ``benchmark``'s run and rows in the table (its other benchmarks' rows are kept)."""
     path = path or table_path()
     table = load_table(path) if path.exists() else Table()
     run = Run(benchmark=benchmark, commit=_commit(), date=date.today().isoformat(), command=command, testbeds=testbeds)
     new = [Row(benchmark=benchmark, **row) for row in rows]
-    table = Table(runs=[r for r in table.runs if r.benchmark != benchmark] + [run],
-                  rows=[r for r in table.rows if r.benchmark != benchmark] + new)
+    table = Table(
+        runs=[r for r in table.runs if r.benchmark != benchmark] + [run],
+        rows=[r for r in table.rows if r.benchmark != benchmark] + new,
+    )
     path.write_text(json.dumps(table.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
 
 
@@ -102,15 +106,24 @@ def for_audit(route: str | None, n: int | None) -> dict[str, Any]:
         if best is None or (n is not None and abs(row.n - n) < abs(best.n - n)):
             nearest[(row.quantity, row.scenario)] = row
     used = {r.benchmark for r in nearest.values()}
-    return {"route": route, "n": n, "table_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "rows": [r.model_dump(mode="json") for r in nearest.values()],
-            "runs": [r.model_dump(mode="json") for r in table.runs if r.benchmark in used]}
+    return {
+        "route": route,
+        "n": n,
+        "table_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "rows": [r.model_dump(mode="json") for r in nearest.values()],
+        "runs": [r.model_dump(mode="json") for r in table.runs if r.benchmark in used],
+    }
 
 
 def _commit() -> str:
     try:
-        found = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
-                               cwd=Path(__file__).resolve().parent)
+        found = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        )
         return found.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -66,8 +66,9 @@ class UnigramTarget:
     def fingerprint(self) -> dict[str, object]:
         return {"kind": self.kind, "counts": self.digest}
 
-    def score(self, texts: Sequence[str], cache: ScoreCache | None = None,
-              on_progress: Callable[[int], None] | None = None) -> list[TokenScores]:
+    def score(
+        self, texts: Sequence[str], cache: ScoreCache | None = None, on_progress: Callable[[int], None] | None = None
+    ) -> list[TokenScores]:
         out = []
         vocabulary = len(self.counts) + 1
         for text in texts:

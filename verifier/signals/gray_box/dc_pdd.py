@@ -36,8 +36,12 @@ class DCPDD(Signal):
 
     def score(self, doc: ScoredDocument) -> float:
         ids = np.asarray(doc.target.token_ids, dtype=np.int64)
-        if doc.target.n_scored == 0 or len(ids) != doc.target.n_scored + 1 or (ids < 0).any() \
-                or (ids >= len(doc.aux.frequencies.counts)).any():
+        if (
+            doc.target.n_scored == 0
+            or len(ids) != doc.target.n_scored + 1
+            or (ids < 0).any()
+            or (ids >= len(doc.aux.frequencies.counts)).any()
+        ):
             return float("nan")
         _, first = np.unique(ids, return_index=True)
         first = np.sort(first[first > 0])  # positions of first occurrences; position 0 is not scored
@@ -52,5 +56,8 @@ class DCPDD(Signal):
         if (ids < 0).any():
             return "the server gave no token ids"
         if (ids >= len(doc.aux.frequencies.counts)).any():
-            return "a token id beyond the frequency table's vocabulary: the table was not counted with the target's tokenizer"
+            return (
+                "a token id beyond the frequency table's vocabulary: the table was not counted with the target's "
+                "tokenizer"
+            )
         return NO_TOKENS

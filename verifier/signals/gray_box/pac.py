@@ -65,5 +65,6 @@ class PAC(Signal):
         copies: list[TokenScores | None] = [doc.views.get(view) for view in self.views(doc.text, doc.aux)]
         if doc.target.n_scored == 0 or any(c is None or c.n_scored == 0 for c in copies):
             return float("nan")
-        return float(np.mean([polarized_distance(c.logprob, self.far, self.local) for c in copies])) \
-            - polarized_distance(doc.target.logprob, self.far, self.local)
+        return float(
+            np.mean([polarized_distance(c.logprob, self.far, self.local) for c in copies])
+        ) - polarized_distance(doc.target.logprob, self.far, self.local)

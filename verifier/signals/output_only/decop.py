@@ -69,7 +69,9 @@ def paraphrases(passage: str, count: int) -> tuple[str, ...]:
 # Reading a reply as a letter. A reply naming several letters (or none) is unreadable.
 _ALONE = re.compile(r"^\W*([A-Da-d])\W*$")  # "B", "(B)", "b)", "B."
 _LEADING = re.compile(r"^\W*([A-Da-d])(?:[).:,\]]|\s*$)")  # "B) The passage ...", "b. because", "C, since"
-_NAMED = re.compile(r"\b(?i:answer|option|choice|passage)\s*(?i:is|would be)?\s*[:\-]?\s*[(\[]?([A-D]|[a-d](?=\W*$|\)))(?![\w'’])")
+_NAMED = re.compile(
+    r"\b(?i:answer|option|choice|passage)\s*(?i:is|would be)?\s*[:\-]?\s*[(\[]?([A-D]|[a-d](?=\W*$|\)))(?![\w'’])"
+)
 _CAPITAL = re.compile(r"(?<![\w'’])([A-D])(?![\w'’])")
 
 
@@ -103,17 +105,23 @@ class DeCop(QuerySignal):
     @staticmethod
     def prompt(options: list[str]) -> str:
         listed = "\n\n".join(f"{letter}. {option}" for letter, option in zip(LETTERS, options))
-        return ("This is a multiple-choice test. Exactly one of the four passages below is the original text, word for word, "
-                "as it was published; the other three are reworded versions of it. Which passage is the verbatim original?\n\n"
-                f"{listed}\n\nReply with the letter of your choice (A, B, C or D) and nothing else.")
+        return (
+            "This is a multiple-choice test. Exactly one of the four passages below is the original text, word for "
+            "word, "
+            "as it was published; the other three are reworded versions of it. Which passage is the verbatim "
+            "original?\n\n"
+            f"{listed}\n\nReply with the letter of your choice (A, B, C or D) and nothing else."
+        )
 
     def passage_queries(self, passage: str) -> list[Query]:
         others = paraphrases(passage, 3)
         if not others:
             return []
         candidates = (passage, *others)
-        return [Query(CHAT, self.prompt([candidates[i] for i in order]), max_tokens=ANSWER_TOKENS)
-                for order in self.option_orders()]
+        return [
+            Query(CHAT, self.prompt([candidates[i] for i in order]), max_tokens=ANSWER_TOKENS)
+            for order in self.option_orders()
+        ]
 
     def score_passage(self, passage: str, answers: list[Answer]) -> float:
         orders = self.option_orders()

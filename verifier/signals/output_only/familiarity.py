@@ -68,15 +68,24 @@ class Familiarity(QuerySignal):
     def prompt(self, texts: list[str]) -> str:
         listed = "\n\n".join(f"Text {letter}: {text}" for letter, text in zip("ABC", texts))
         if self.scale == "0-10":
-            task = ("Score each of the three texts below from 0 to 10 for how likely it is that you have seen it, word for word, "
-                    "before: 10 if you are sure you have, 0 if you are sure you have not. Give no two texts the same score. ")
+            task = (
+                "Score each of the three texts below from 0 to 10 for how likely it is that you have seen it, word "
+                "for word, "
+                "before: 10 if you are sure you have, 0 if you are sure you have not. Give no two texts the same "
+                "score. "
+            )
             example = "7, 2, 9"
         else:
-            task = ("Rank the three texts below by how likely it is that you have seen them, word for word, before: 1 for the "
-                    "most likely, 3 for the least likely. ")
+            task = (
+                "Rank the three texts below by how likely it is that you have seen them, word for word, before: 1 for "
+                "the "
+                "most likely, 3 for the least likely. "
+            )
             example = "3, 1, 2"
-        return (f"{task}The texts are in no particular order.\n\n{listed}\n\nReply only with three integers separated by "
-                f"commas, for texts A, B and C in that order (for example: {example}).")
+        return (
+            f"{task}The texts are in no particular order.\n\n{listed}\n\nReply only with three integers separated by "
+            f"commas, for texts A, B and C in that order (for example: {example})."
+        )
 
     def passage_queries(self, passage: str) -> list[Query]:
         paraphrase = paraphrases(passage, 1)

@@ -40,17 +40,22 @@ WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 SENTENCE_END = ".!?"
 CLOSERS = "\"'”’)]"
 # Words that are capitalised mid-sentence without being names (titles, "I", headings).
-NOT_NAMES = frozenset("""
+NOT_NAMES = frozenset(
+    """
 a an the and or but nor so yet for of in on at to by from with without into onto upon over under about above below after
-before between through during since until while as if than then that this these those there here where when which who whom
+before between through during since until while as if than then that this these those there here where when which who
+whom
 whose what why how all any both each every few many more most much no not none some such other another one two three
 i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
 is are was were be been being am do does did have has had will would shall should can could may might must
 mr mrs ms dr prof sir madam lady lord saint st mister miss
 monday tuesday wednesday thursday friday saturday sunday january february march april may june july august september
 october november december
-""".split())
-ABBREVIATIONS = frozenset({"Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "Sr.", "Jr.", "Mt.", "Gen.", "Col.", "Capt.", "Lt.", "Rev."})
+""".split()
+)
+ABBREVIATIONS = frozenset(
+    {"Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "Sr.", "Jr.", "Mt.", "Gen.", "Col.", "Capt.", "Lt.", "Rev."}
+)
 
 
 def _sentence_initial(text: str, start: int) -> bool:
@@ -65,9 +70,14 @@ def _sentence_initial(text: str, start: int) -> bool:
 
 def masked_name(passage: str) -> str | None:
     """The name to mask: the most frequent candidate (first to appear on a tie), or None."""
-    candidates = [m.group() for m in WORD.finditer(passage)
-                  if m.group()[0].isupper() and any(c.islower() for c in m.group()[1:])
-                  and m.group().lower() not in NOT_NAMES and not _sentence_initial(passage, m.start())]
+    candidates = [
+        m.group()
+        for m in WORD.finditer(passage)
+        if m.group()[0].isupper()
+        and any(c.islower() for c in m.group()[1:])
+        and m.group().lower() not in NOT_NAMES
+        and not _sentence_initial(passage, m.start())
+    ]
     if not candidates:
         return None
     counts = Counter(candidates)
@@ -95,10 +105,12 @@ class NameCloze(QuerySignal):
 
     @staticmethod
     def prompt(masked: str) -> str:
-        return ("In the passage below, one proper name has been replaced by [MASK] (where [MASK] appears more than once, "
-                "it is the same name each time). The name is a single word. Which name is it? Give your best guess even if "
-                "you are unsure, and reply with the name alone, in the form <name>Name</name>.\n\n"
-                f"Passage: {masked}")
+        return (
+            "In the passage below, one proper name has been replaced by [MASK] (where [MASK] appears more than once, "
+            "it is the same name each time). The name is a single word. Which name is it? Give your best guess even if "
+            "you are unsure, and reply with the name alone, in the form <name>Name</name>.\n\n"
+            f"Passage: {masked}"
+        )
 
     def passage_queries(self, passage: str) -> list[Query]:
         target = masked_name(passage)

@@ -49,7 +49,9 @@ ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*")
 class ContinuationSignal(QuerySignal):
     """An attack reading the model's continuations of a passage's first half."""
 
-    mode: Literal["chat", "text"] = "chat"  # "chat": an instruction to continue the prefix; "text": the raw prefix, to a completion endpoint
+    mode: Literal["chat", "text"] = (
+        "chat"  # "chat": an instruction to continue the prefix; "text": the raw prefix, to a completion endpoint
+    )
 
     @staticmethod
     def halves(passage: str) -> tuple[str, list[str]]:
@@ -66,9 +68,12 @@ class ContinuationSignal(QuerySignal):
         max_tokens = round(1.5 * len(suffix)) + 8  # about 1.3 tokens a word, with room to spare
         if self.mode == TEXT:
             return Query(TEXT, prefix, max_tokens=max_tokens, temperature=temperature, sample=sample)
-        content = (f"Continue the text below from exactly where it breaks off, with about {len(suffix)} more words, the way it goes "
-                   "on in its original source. Reply with the continuation only: do not repeat the given text and add no "
-                   f"comment.\n\nText: {prefix}")
+        content = (
+            f"Continue the text below from exactly where it breaks off, with about {len(suffix)} more words, the way "
+            "it goes "
+            "on in its original source. Reply with the continuation only: do not repeat the given text and add no "
+            f"comment.\n\nText: {prefix}"
+        )
         return Query(CHAT, content, max_tokens=max_tokens, temperature=temperature, sample=sample)
 
     def continuation(self, passage: str, answer: Answer) -> str | None:
@@ -79,7 +84,7 @@ class ContinuationSignal(QuerySignal):
         text = " ".join(answer.text.split())
         prefix, _ = self.halves(passage)
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
         text = ELLIPSIS.sub("", text).strip()
         return text or None
 

@@ -39,9 +39,11 @@ from verifier.signals.base import Evaluation, QueryingSignal, ScoredDocument
 from verifier.signals.tools import SignalTools
 from verifier.targets.queries import CHAT, Answer, Query
 
-PROMPT = ("Below is the start of a text. Before answering, think out loud: say whether you have seen this text before and "
-          "recall how it continues, or, if you do not know it, reason about what could come next. Write your thinking after "
-          "'Reasoning:', then the next word of the text after 'Answer:'.\n\nText: {passage}")
+PROMPT = (
+    "Below is the start of a text. Before answering, think out loud: say whether you have seen this text before and "
+    "recall how it continues, or, if you do not know it, reason about what could come next. Write your thinking after "
+    "'Reasoning:', then the next word of the text after 'Answer:'.\n\nText: {passage}"
+)
 ANSWER_MARK = re.compile(r"\n?\s*\**answer\**\s*:", re.IGNORECASE)
 REASONING_MARK = re.compile(r"^\W*reasoning\W*:?\s*", re.IGNORECASE)
 WORD = re.compile(r"[^\W\d_]+")
@@ -83,12 +85,22 @@ class TraceSignal(QueryingSignal):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.temperature == 0 and self.traces > 1:  # greedy draws are one trace paid for n times
-            raise VerifierError(f"signal {self.name}: {self.traces} traces need a temperature above 0 (greedy traces are identical)")
+            raise VerifierError(
+                f"signal {self.name}: {self.traces} traces need a temperature above 0 (greedy traces are identical)"
+            )
 
     def trace_queries(self, sequence: str, count: int | None = None) -> list[Query]:
         """``count`` (default ``traces``) trace queries of one sequence, told apart by their seed."""
-        return [Query(CHAT, PROMPT.format(passage=sequence), max_tokens=self.max_tokens, temperature=self.temperature, sample=i)
-                for i in range(self.traces if count is None else count)]
+        return [
+            Query(
+                CHAT,
+                PROMPT.format(passage=sequence),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                sample=i,
+            )
+            for i in range(self.traces if count is None else count)
+        ]
 
     def passage_queries(self, passage: str) -> list[Query]:
         return self.trace_queries(passage)
@@ -107,19 +119,27 @@ class TraceSignal(QueryingSignal):
         return self._checked(text, "prompted reply")
 
     def _checked(self, text: str, source: str) -> Trace:
-        if len(text.split()) < self.min_words and len(text) < 10 * self.min_words:  # characters too: scripts without spaces
+        if (
+            len(text.split()) < self.min_words and len(text) < 10 * self.min_words
+        ):  # characters too: scripts without spaces
             return Trace(None, source, "empty trace")
         if not english(text):
             return Trace(None, source, "trace not in English")
         return Trace(text, source)
 
     def sequence_traces(self, sequence: str, answers: Mapping[str, Answer]) -> tuple[list[str], Counter, Counter]:
-        """The usable traces of one sequence, a count of the problems of the others, and where the usable ones came from."""
+        """The usable traces of one sequence, a count of the problems of the others, and where the usable ones came
+        from."""
         read = [self.read(answers[q.key]) for q in self.trace_queries(sequence)]
-        return ([t.text for t in read if t.text is not None], Counter(t.problem for t in read if t.problem),
-                Counter(f"traces from the {t.source}" for t in read if t.text is not None))
+        return (
+            [t.text for t in read if t.text is not None],
+            Counter(t.problem for t in read if t.problem),
+            Counter(f"traces from the {t.source}" for t in read if t.text is not None),
+        )
 
-    def usable(self, docs: Sequence[ScoredDocument]) -> tuple[list[tuple[str, list[str]]], list[int], list[Counter], Counter]:
+    def usable(
+        self, docs: Sequence[ScoredDocument]
+    ) -> tuple[list[tuple[str, list[str]]], list[int], list[Counter], Counter]:
         """Every passage with usable traces (and its document's index), each document's trace
         problems, and where the usable traces came from."""
         items, owners, problems, sources = [], [], [], Counter()
@@ -142,7 +162,9 @@ class TraceSignal(QueryingSignal):
 
     def evaluate(self, docs: Sequence[ScoredDocument], tools: SignalTools | None = None) -> Evaluation:
         if tools is None:
-            raise VerifierError(f"signal {self.name}: reads traces through models lent by the scoring step (no tools given)")
+            raise VerifierError(
+                f"signal {self.name}: reads traces through models lent by the scoring step (no tools given)"
+            )
         items, owners, problems, sources = self.usable(docs)
         try:
             scores = self.score_traces(items, docs, tools) if items else []
@@ -155,8 +177,10 @@ class TraceSignal(QueryingSignal):
             elif np.isfinite(value):
                 per_doc[i].append(value)
         values = np.array([float(np.mean(v)) if v else float("nan") for v in per_doc])
-        reasons = [None if v else (problems[i].most_common(1)[0][0] if problems[i] else "traces gave no score")
-                   for i, v in enumerate(per_doc)]
+        reasons = [
+            None if v else (problems[i].most_common(1)[0][0] if problems[i] else "traces gave no score")
+            for i, v in enumerate(per_doc)
+        ]
         return Evaluation(values, reasons, self.run_counts(docs) | dict(sources))
 
     def run_counts(self, docs: Sequence[ScoredDocument]) -> dict[str, object]:
@@ -164,7 +188,9 @@ class TraceSignal(QueryingSignal):
         return {}
 
     @abstractmethod
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         """One score per (passage, usable traces) item, higher = more member-like; where the
         traces allow none, the reason (a short fixed text). ``docs`` gives access to the run's
         answers (e.g. anchor sequences')."""

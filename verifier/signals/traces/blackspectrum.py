@@ -43,7 +43,9 @@ from verifier.signals.traces.anchors import RECALL_ANCHORS, SYNTHETIC_ANCHORS, s
 from verifier.signals.traces.base import TraceSignal, TracesUnusable
 from verifier.targets.queries import Answer, Query
 
-MIN_ANCHOR_TRACES = 5  # per side: fewer cannot show the two sides differ at 5% (a permutation test of 2 x 4 has p >= 0.03)
+MIN_ANCHOR_TRACES = (
+    5  # per side: fewer cannot show the two sides differ at 5% (a permutation test of 2 x 4 has p >= 0.03)
+)
 AXIS_ALPHA = 0.05
 AXIS_PERMUTATIONS = 999
 
@@ -74,7 +76,9 @@ class BlackSpectrum(TraceSignal):
     encoder: Annotated[str, Field(min_length=1)] = DEFAULT_ENCODER
     denoise: bool = True
     k: Annotated[int, Field(ge=1, le=RECALL_ANCHORS, description="recall anchors (the shipped set holds 50)")] = 20
-    gamma: Annotated[int, Field(ge=1, le=SYNTHETIC_ANCHORS, description="synthetic anchors (100 shipped candidates)")] = 20
+    gamma: Annotated[
+        int, Field(ge=1, le=SYNTHETIC_ANCHORS, description="synthetic anchors (100 shipped candidates)")
+    ] = 20
     entropy_selection: bool = True
     anchor_traces: Annotated[int, Field(ge=1, le=20)] = 3
 
@@ -98,7 +102,9 @@ class BlackSpectrum(TraceSignal):
             return traces
         return denoised(traces, tools.embed(self.encoder, [s for s, _ in pairs]))
 
-    def anchor(self, sequences: list[str], answers: Mapping[str, Answer], tools: SignalTools, side: str) -> tuple[np.ndarray, np.ndarray]:
+    def anchor(
+        self, sequences: list[str], answers: Mapping[str, Answer], tools: SignalTools, side: str
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Eq. 5: the mean over sequences of each sequence's mean denoised trace embedding; and
         the raw embeddings of the side's traces (for the check that the two sides differ).
 
@@ -106,8 +112,10 @@ class BlackSpectrum(TraceSignal):
         in the next pass, so one set could be scored on other anchors than the other."""
         queries = {seq: self.trace_queries(seq, self.anchor_traces) for seq in sequences}
         if lost := sum(answers[q.key].transient for qs in queries.values() for q in qs):
-            raise TracesUnusable(f"{lost} {side} anchor queries failed in transport: re-run to complete them (the anchors must be "
-                                 "the same for every set)")
+            raise TracesUnusable(
+                f"{lost} {side} anchor queries failed in transport: re-run to complete them (the anchors must be "
+                "the same for every set)"
+            )
         pairs, owner = [], []
         for i, (seq, qs) in enumerate(queries.items()):
             for q in qs:
@@ -115,13 +123,16 @@ class BlackSpectrum(TraceSignal):
                     pairs.append((seq, trace))
                     owner.append(i)
         if len(pairs) < MIN_ANCHOR_TRACES:
-            raise TracesUnusable(f"too few usable {side} anchor traces ({len(pairs)} of {len(sequences) * self.anchor_traces})")
+            raise TracesUnusable(
+                f"too few usable {side} anchor traces ({len(pairs)} of {len(sequences) * self.anchor_traces})"
+            )
         embedded, owner = self._embedded(pairs, tools), np.array(owner)
         center = np.mean([embedded[owner == i].mean(axis=0) for i in np.unique(owner)], axis=0)
         return center, tools.embed(self.encoder, [t for _, t in pairs])
 
     def run_counts(self, docs: Sequence[ScoredDocument]) -> dict[str, object]:
-        """The SHA-256 of every anchor answer read: equal for every set an audit scores, or the sets were scored on different axes."""
+        """The SHA-256 of every anchor answer read: equal for every set an audit scores, or the sets were scored on
+        different axes."""
         if not docs:
             return {}
         digest = hashlib.sha256()
@@ -130,13 +141,18 @@ class BlackSpectrum(TraceSignal):
             digest.update(json.dumps([query.key, answer.text, answer.reasoning, answer.error]).encode())
         return {"anchor answers sha256": digest.hexdigest()}
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         answers = docs[0].answers
         sets = select(self.k, self.gamma, self.entropy_selection)
         recall, recall_raw = self.anchor(sets.recall, answers, tools, "recall")
         inference, inference_raw = self.anchor(sets.synthetic, answers, tools, "synthetic")
         if (p := separation_p(recall_raw, inference_raw)) > AXIS_ALPHA:
-            raise TracesUnusable(f"the recall and synthetic anchor traces do not differ (permutation p = {p:.3f}): no recall-inference axis")
+            raise TracesUnusable(
+                f"the recall and synthetic anchor traces do not differ (permutation p = {p:.3f}): no recall-inference "
+                "axis"
+            )
         axis = inference - recall
         distance = float(np.linalg.norm(axis))
         if distance == 0:
@@ -149,4 +165,3 @@ class BlackSpectrum(TraceSignal):
             scores.append(float(np.mean(1 - projected[at : at + len(traces)])))
             at += len(traces)
         return scores
-

@@ -27,8 +27,26 @@ from verifier.signals.base import ScoredDocument, register
 from verifier.signals.tools import DEFAULT_ENCODER, SignalTools
 from verifier.signals.traces.base import TraceSignal
 
-SEEDS = ("hmm", "wait", "so", "alternatively", "maybe", "perhaps", "actually", "hold on", "let me think", "let me check",
-         "on second thought", "i think", "not sure", "hmm wait", "but wait", "or maybe", "let me reconsider", "okay")
+SEEDS = (
+    "hmm",
+    "wait",
+    "so",
+    "alternatively",
+    "maybe",
+    "perhaps",
+    "actually",
+    "hold on",
+    "let me think",
+    "let me check",
+    "on second thought",
+    "i think",
+    "not sure",
+    "hmm wait",
+    "but wait",
+    "or maybe",
+    "let me reconsider",
+    "okay",
+)
 STOP = ENGLISH_STOP_WORDS - {w for seed in SEEDS for w in seed.split()}
 WORD = re.compile(r"[a-z']+")
 
@@ -46,13 +64,17 @@ class ThinkingTokens(TraceSignal):
     encoder: Annotated[str, Field(min_length=1)] = DEFAULT_ENCODER
     threshold: Annotated[float, Field(gt=0, le=1, description="a cosine similarity")] = 0.8
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         grams = [candidates(t) for _, traces in items for t in traces]
         vocabulary = sorted({g for gs in grams for g in gs})
         seeds = tools.embed(self.encoder, list(SEEDS))
         if vocabulary:
             vectors = tools.embed(self.encoder, vocabulary)
-            cos = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)) @ (seeds / np.linalg.norm(seeds, axis=1, keepdims=True)).T
+            cos = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)) @ (
+                seeds / np.linalg.norm(seeds, axis=1, keepdims=True)
+            ).T
             thinking = {g for g, best in zip(vocabulary, cos.max(axis=1)) if best >= self.threshold}
         else:
             thinking = set()

@@ -29,7 +29,9 @@ class TraceCompression(TraceSignal):
     name = "trace_compression"
     scoring_lm: Annotated[str, Field(min_length=1)] = "smollm2-135m"
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         flat = [t for _, traces in items for t in traces]
         values = iter(tools.mean_logprob(self.scoring_lm, flat))
         out = []

@@ -30,9 +30,13 @@ from verifier.signals.traces.base import TraceSignal
 @dataclass(frozen=True)
 class TraceConsistency(TraceSignal):
     unit: ClassVar[str]  # "char" or "token"
-    traces: Annotated[int, Field(ge=2, le=20, description="traces per passage: consistency compares them, so at least 2")] = 3
+    traces: Annotated[
+        int, Field(ge=2, le=20, description="traces per passage: consistency compares them, so at least 2")
+    ] = 3
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         out: list[float | str] = []
         for _, traces in items:
             units = [t if self.unit == "char" else TOKEN.findall(t) for t in traces]

@@ -31,9 +31,11 @@ from verifier.targets.kinds.openai_compatible import PREFIX as API_PREFIX
 from verifier.targets.kinds.openai_compatible import parse_spec
 from verifier.targets.queries import CHAT, Query
 
-JUDGE_PROMPT = ("Below is the reasoning a language model wrote while trying to predict the next word of a text. Rate how certain "
-                "the reasoning is that the model recognised and recalled the text, from 0 (it is clearly guessing or inferring) "
-                "to 10 (it recalls the exact text with confidence). Reply with the number only.\n\nReasoning:\n{trace}")
+JUDGE_PROMPT = (
+    "Below is the reasoning a language model wrote while trying to predict the next word of a text. Rate how certain "
+    "the reasoning is that the model recognised and recalled the text, from 0 (it is clearly guessing or inferring) "
+    "to 10 (it recalls the exact text with confidence). Reply with the number only.\n\nReasoning:\n{trace}"
+)
 RATING = re.compile(r"(?<![-\d.])\b(10|[0-9])\b(?![.,]?\d)")  # "-7", "3.5" and "100" are no rating
 MAX_TRACE_CHARS = 4000
 
@@ -43,29 +45,45 @@ MAX_TRACE_CHARS = 4000
 class TraceJudge(TraceSignal):
     name = "trace_judge"
     judge: str = TARGET
-    judge_max_tokens: Annotated[int, Field(ge=1, le=8192)] = 1024  # room for a reasoning judge's own thinking before the number
+    judge_max_tokens: Annotated[int, Field(ge=1, le=8192)] = (
+        1024  # room for a reasoning judge's own thinking before the number
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.judge != TARGET:
             if not self.judge.startswith(API_PREFIX):
-                raise VerifierError(f"signal {self.name}: judge must be 'target' or an openai-compatible:URL#model spec, got {self.judge!r}")
+                raise VerifierError(
+                    f"signal {self.name}: judge must be 'target' or an openai-compatible:URL#model spec, got "
+                    f"{self.judge!r}"
+                )
             try:
                 parse_spec(self.judge)  # an unusable endpoint fails here, not after the traces were paid for
             except VerifierError as exc:
                 raise VerifierError(f"signal {self.name}: judge: {exc}") from None
 
     def judge_queries(self, items: list[tuple[str, list[str]]]) -> list[Query]:
-        return [Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=self.judge_max_tokens)
-                for _, traces in items for t in traces]
+        return [
+            Query(CHAT, JUDGE_PROMPT.format(trace=t[:MAX_TRACE_CHARS]), max_tokens=self.judge_max_tokens)
+            for _, traces in items
+            for t in traces
+        ]
 
     def followup(self, docs: Sequence[ScoredDocument]) -> tuple[str, list[Query]]:
         return self.judge, self.judge_queries(self.usable(docs)[0])
 
-    def score_traces(self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools) -> list[float | str]:
+    def score_traces(
+        self, items: list[tuple[str, list[str]]], docs: Sequence[ScoredDocument], tools: SignalTools
+    ) -> list[float | str]:
         answers = tools.ask(self.judge, self.judge_queries(items))
-        ratings = iter([float(m.group(1)) if a.ok and (m := RATING.search(a.text)) else
-                        f"judge gave no rating ({a.public_error or 'no number 0-10 in its reply'})" for a in answers])
+        ratings = iter(
+            [
+                float(m.group(1))
+                if a.ok and (m := RATING.search(a.text))
+                else f"judge gave no rating ({a.public_error or 'no number 0-10 in its reply'})"
+                for a in answers
+            ]
+        )
         out: list[float | str] = []
         for _, traces in items:
             got = [next(ratings) for _ in traces]

@@ -98,7 +98,9 @@ class _Pending:
     """A forward pass queued on the device whose reduced statistics are on their way to the host."""
 
     rows: Sequence[Window]
-    stats: torch.Tensor  # [rows, width, 4] float32 (a row's last position is not a prediction), pinned host memory on a GPU
+    stats: (
+        torch.Tensor
+    )  # [rows, width, 4] float32 (a row's last position is not a prediction), pinned host memory on a GPU
     ready: torch.cuda.Event | None = None
 
 
@@ -166,8 +168,12 @@ class CausalLMTarget:
     def unloaded_identity(cls, spec: str, base: Path) -> dict[str, object]:
         local = base / spec
         source = resolve_model(str(local) if local.exists() else spec)
-        return {"kind": cls.kind, "spec": source.public_name, "digests": {"weights": source.digest()} if source.is_local else {},
-                "loaded": False}
+        return {
+            "kind": cls.kind,
+            "spec": source.public_name,
+            "digests": {"weights": source.digest()} if source.is_local else {},
+            "loaded": False,
+        }
 
     def __init__(self, spec: str, options: ScoringOptions | None = None) -> None:
         import torch
@@ -182,12 +188,16 @@ class CausalLMTarget:
         self.position_limit: int | None = limit
         if limit and self.options.max_tokens > limit:
             if self.options.stride is not None and self.options.stride >= limit:
-                raise VerifierError(f"stride {self.options.stride}: model {self.source.public_name} reads at most {limit} tokens at "
-                                    f"once, so its windows are {limit} tokens long; use a stride below {limit}")
+                raise VerifierError(
+                    f"stride {self.options.stride}: model {self.source.public_name} reads at most {limit} tokens at "
+                    f"once, so its windows are {limit} tokens long; use a stride below {limit}"
+                )
             self.options = replace(self.options, max_tokens=limit)
         self.model_digest = self.source.digest() if self.source.is_local else self._hub_digest()
         self.tokenizer_digest = hashlib.sha256(self.tokenizer.backend_tokenizer.to_str().encode()).hexdigest()
-        self.tokenizer_fingerprint = tokenizer_fingerprint(self.tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids)
+        self.tokenizer_fingerprint = tokenizer_fingerprint(
+            self.tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids
+        )
         head = self.model.get_output_embeddings()
         self.row_chunk = max(8, _chunk_bytes(self.options.device) // (4 * head.out_features))
         self.head_from_hidden = self._head_matches_logits()
@@ -224,10 +234,20 @@ class CausalLMTarget:
 
     @property
     def identity(self) -> TargetIdentity:
-        return TargetIdentity(self.kind, self.source.public_name, {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
-                              {"revision": self.source.revision, "dtype": self.options.dtype, "max_tokens": self.options.max_tokens,
-                               "max_chars": self.options.max_chars, "stride": self.options.stride,
-                               "batch_tokens": self.options.tokens_per_pass, "device": self.options.device})
+        return TargetIdentity(
+            self.kind,
+            self.source.public_name,
+            {"weights": self.model_digest, "tokenizer": self.tokenizer_digest},
+            {
+                "revision": self.source.revision,
+                "dtype": self.options.dtype,
+                "max_tokens": self.options.max_tokens,
+                "max_chars": self.options.max_chars,
+                "stride": self.options.stride,
+                "batch_tokens": self.options.tokens_per_pass,
+                "device": self.options.device,
+            },
+        )
 
     @property
     def fingerprint(self) -> dict[str, object]:
@@ -260,10 +280,17 @@ class CausalLMTarget:
         """
         cut = [text[: self.options.max_chars] for text in texts]
         whole = self.options.stride is not None
-        enc = self.tokenizer(cut, truncation=not whole, max_length=None if whole else self.options.max_tokens,
-                             return_offsets_mapping=True, verbose=False)
-        return [Encoded(ids=ids, char_start=offsets[1][0] if len(ids) > 1 else 0, char_end=offsets[-1][1] if ids else 0)
-                for ids, offsets in zip(enc["input_ids"], enc["offset_mapping"])]
+        enc = self.tokenizer(
+            cut,
+            truncation=not whole,
+            max_length=None if whole else self.options.max_tokens,
+            return_offsets_mapping=True,
+            verbose=False,
+        )
+        return [
+            Encoded(ids=ids, char_start=offsets[1][0] if len(ids) > 1 else 0, char_end=offsets[-1][1] if ids else 0)
+            for ids, offsets in zip(enc["input_ids"], enc["offset_mapping"])
+        ]
 
     def windows(self, key: str, enc: Encoded) -> list[Window]:
         """The rows a document is scored in: itself, or windows of ``max_tokens`` advancing by ``stride``.
@@ -282,8 +309,10 @@ class CausalLMTarget:
         starts = [0]
         while starts[-1] + size < n:
             starts.append(min(starts[-1] + stride, n - size))
-        return [Window(key, j, start, enc.ids[start : start + size], 0 if j == 0 else starts[j - 1] + size - start - 1)
-                for j, start in enumerate(starts)]
+        return [
+            Window(key, j, start, enc.ids[start : start + size], 0 if j == 0 else starts[j - 1] + size - start - 1)
+            for j, start in enumerate(starts)
+        ]
 
     def score(
         self,
@@ -302,15 +331,24 @@ class CausalLMTarget:
         tokens. A text no token starts exactly at (a token spanning the join) has no scores."""
         if context is not None:
             if self.options.stride is not None:
-                raise VerifierError("prefixed scoring (ReCaLL, Con-ReCall) reads a token cut, not windows: run it without --stride")
+                raise VerifierError(
+                    "prefixed scoring (ReCaLL, Con-ReCall) reads a token cut, not windows: run it without --stride"
+                )
             if self.position_limit is not None and self.position_limit <= self.options.max_tokens:
-                raise VerifierError(f"model {self.source.public_name} reads at most {self.position_limit} tokens, all taken by max "
-                                    f"tokens {self.options.max_tokens}: a prefix needs room (lower --max-tokens)")
+                raise VerifierError(
+                    f"model {self.source.public_name} reads at most {self.position_limit} tokens, all taken by max "
+                    f"tokens {self.options.max_tokens}: a prefix needs room (lower --max-tokens)"
+                )
         with torch_threads(self.options.threads):
             return self._score(texts, cache, on_progress, context)
 
-    def _score(self, texts: Sequence[str], cache: ScoreCache | None, on_progress: Callable[[int], None] | None,
-               context: str | None) -> list[TokenScores]:
+    def _score(
+        self,
+        texts: Sequence[str],
+        cache: ScoreCache | None,
+        on_progress: Callable[[int], None] | None,
+        context: str | None,
+    ) -> list[TokenScores]:
         fingerprint = self.fingerprint  # once: the property builds a dict and asks torch for its thread count
         if context is not None:
             fingerprint["context"] = hashlib.sha256(context.encode()).hexdigest()
@@ -331,7 +369,9 @@ class CausalLMTarget:
                 encoded = upcoming.result()
                 if number + 1 < len(waves):
                     upcoming = tokenizer_worker.submit(self._encode_wave, waves[number + 1], keys, context)
-                unscorable = {key: _no_scores() for key, enc in encoded.items() if len(enc.ids) < 2}  # only after a context
+                unscorable = {
+                    key: _no_scores() for key, enc in encoded.items() if len(enc.ids) < 2
+                }  # only after a context
                 found.update(unscorable)
                 for finished in self._run_wave({k: e for k, e in encoded.items() if k not in unscorable}):
                     if cache is not None:
@@ -367,11 +407,19 @@ class CausalLMTarget:
             if len(context) not in starts or len(whole) == len(context):
                 out.append(Encoded(ids=[], char_start=0, char_end=0))
                 continue
-            first = starts.index(len(context)) - (1 if opens else 0)  # with a start token: the context's last token leads
+            first = starts.index(len(context)) - (
+                1 if opens else 0
+            )  # with a start token: the context's last token leads
             own = ids[first : first + self.options.max_tokens]
             kept = offsets[first : first + len(own)]
-            out.append(Encoded(ids=own, char_start=(kept[1][0] if len(kept) > 1 else kept[0][1]) - len(context),
-                               char_end=kept[-1][1] - len(context), context=tuple(ids[:first][-room:])))
+            out.append(
+                Encoded(
+                    ids=own,
+                    char_start=(kept[1][0] if len(kept) > 1 else kept[0][1]) - len(context),
+                    char_end=kept[-1][1] - len(context),
+                    context=tuple(ids[:first][-room:]),
+                )
+            )
         return out
 
     @cached_property
@@ -423,8 +471,15 @@ class CausalLMTarget:
             if len(doc.parts) == doc.windows:
                 part = np.concatenate([doc.parts[j] for j in range(doc.windows)]).astype(np.float64)
                 enc = stitching.pop(row.doc).encoded
-                finished[row.doc] = TokenScores(token_ids=np.asarray(enc.ids, dtype=np.int32), logprob=part[:, 0], mu=part[:, 1],
-                                                sigma=part[:, 2], top1=part[:, 3], char_start=enc.char_start, char_end=enc.char_end)
+                finished[row.doc] = TokenScores(
+                    token_ids=np.asarray(enc.ids, dtype=np.int32),
+                    logprob=part[:, 0],
+                    mu=part[:, 1],
+                    sigma=part[:, 2],
+                    top1=part[:, 3],
+                    char_start=enc.char_start,
+                    char_end=enc.char_end,
+                )
         return finished
 
     @inference_mode
@@ -437,10 +492,19 @@ class CausalLMTarget:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with torch_threads(self.options.threads):
             for prompt in prompts:
-                ids = self.tokenizer(prompt, return_tensors="pt").input_ids[:, -self.options.max_tokens:].to(self.options.device)
-                out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
-                                          pad_token_id=pad)
-                outputs.append(self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+                ids = (
+                    self.tokenizer(prompt, return_tensors="pt")
+                    .input_ids[:, -self.options.max_tokens :]
+                    .to(self.options.device)
+                )
+                out = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=pad,
+                )
+                outputs.append(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
         return outputs
 
     def width_of(self, ids: Sequence[int]) -> int:
@@ -491,14 +555,19 @@ class CausalLMTarget:
         total, chunk = rows * width, min(self.row_chunk, rows * width)
         starts = list(range(0, total - chunk, chunk)) + [total - chunk]
         parts = [_position_stats(head(positions[i : i + chunk]), targets[i : i + chunk]) for i in starts]
-        kept = [part[max(0, end - start) :] for part, start, end in zip(parts, starts, [0, *(i + chunk for i in starts[:-1])])]
+        kept = [
+            part[max(0, end - start) :]
+            for part, start, end in zip(parts, starts, [0, *(i + chunk for i in starts[:-1])])
+        ]
         stats = torch.cat(kept).view(rows, width, 4)
         if not cuda:
             return _Pending(batch, stats)
         host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
         host.copy_(stats, non_blocking=True)
         ready = torch.cuda.Event()
-        ready.record(torch.cuda.current_stream(stats.device))  # the stream of the model's device, not the current device's
+        ready.record(
+            torch.cuda.current_stream(stats.device)
+        )  # the stream of the model's device, not the current device's
         return _Pending(batch, host, ready)
 
     @staticmethod
@@ -572,6 +641,8 @@ def _load(source: ModelSource):  # noqa: ANN202 - transformers' own types
     # transformers builds an empty tokenizer for a folder without tokenizer files: every document
     # would then be "too short", blamed on the data instead of the model.
     if len(tokenizer.get_vocab()) < 2 or len(tokenizer("a b c d").input_ids) < 2:
-        raise VerifierError(f"model {source.public_name}: its tokenizer is empty (the folder holds no usable tokenizer files, "
-                            "e.g. tokenizer.json)")
+        raise VerifierError(
+            f"model {source.public_name}: its tokenizer is empty (the folder holds no usable tokenizer files, "
+            "e.g. tokenizer.json)"
+        )
     return model, tokenizer

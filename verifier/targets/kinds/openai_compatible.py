@@ -65,10 +65,12 @@ from verifier.targets.token_scores import TokenScores
 
 PREFIX = "openai-compatible:"
 # Added to every route outcome that queried an API target (the report lists each once).
-LIMITATION = ("An API audit attests only to what the endpoint returned: whoever runs the endpoint (or a proxy before it) could "
-              "answer the suspect documents differently from the others, refuse them, or recognise the attacks' fixed prompts, "
-              "and the weights behind a model name can change between runs (the responses' model names and fingerprints are "
-              "recorded). Output-only attacks are weak: published evaluations put them near AUC 0.5 on modern chat models.")
+LIMITATION = (
+    "An API audit attests only to what the endpoint returned: whoever runs the endpoint (or a proxy before it) could "
+    "answer the suspect documents differently from the others, refuse them, or recognise the attacks' fixed prompts, "
+    "and the weights behind a model name can change between runs (the responses' model names and fingerprints are "
+    "recorded). Output-only attacks are weak: published evaluations put them near AUC 0.5 on modern chat models."
+)
 THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 
 
@@ -82,18 +84,30 @@ class ApiOptions(BaseModel):
     retries: int = Field(4, ge=0, le=20, description="retries of a request after a timeout, 429, 5xx or malformed body")
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
     rate_limit: float | None = Field(None, gt=0, le=10_000, description="most request starts per second")
-    max_chars: int = Field(2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made")
+    max_chars: int = Field(
+        2500, ge=100, le=1_000_000, description="documents are cut to this many characters before queries are made"
+    )
     token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
-        "max_tokens", description="the request field limiting the answer's length (newer OpenAI models accept only max_completion_tokens)")
-    max_tokens: int = Field(256, ge=2, le=100_000, description="tokens of each document scored where the server returns prompt "
-                            "log-probs (as --max-tokens for a local model: the same cut gives the same numbers)")
+        "max_tokens",
+        description="the request field limiting the answer's length (newer OpenAI models accept only "
+        "max_completion_tokens)",
+    )
+    max_tokens: int = Field(
+        256,
+        ge=2,
+        le=100_000,
+        description="tokens of each document scored where the server returns prompt "
+        "log-probs (as --max-tokens for a local model: the same cut gives the same numbers)",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _no_key_variable(cls, data: object) -> object:
         if isinstance(data, dict) and "api_key_env" in data:
-            raise ValueError("api_key_env: the claim cannot choose which of the auditor's secrets is sent to its server; "
-                             "the auditor names the variable: verifier audit CLAIM --api-key-env VAR")
+            raise ValueError(
+                "api_key_env: the claim cannot choose which of the auditor's secrets is sent to its server; "
+                "the auditor names the variable: verifier audit CLAIM --api-key-env VAR"
+            )
         return data
 
 
@@ -114,8 +128,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise VerifierError(f"target {spec!r}: expected {PREFIX}http(s)://host[:port]/path#model")
     path = parts.path.lower()
     if parts.username or parts.password or parts.query or any(c in path for c in (";", "=", "%3b", "%3d")):
-        raise VerifierError(f"target {spec!r}: no credentials, parameters or query string in the URL (it enters the findings); "
-                            "the auditor gives the key in an environment variable: verifier audit --api-key-env VAR")
+        raise VerifierError(
+            f"target {spec!r}: no credentials, parameters or query string in the URL (it enters the findings); "
+            "the auditor gives the key in an environment variable: verifier audit --api-key-env VAR"
+        )
     if not model.strip() or len(model) > 300:
         raise VerifierError(f"target {spec!r}: name the served model after '#'")
     return url.rstrip("/"), model
@@ -147,7 +163,9 @@ class OpenAICompatibleTarget:
     remote = True  # another party's server: documents leave the machine, requests are counted
 
     @classmethod
-    def load(cls, spec: str, scoring: object, api: ApiOptions | None, access: PeerAccess | None) -> OpenAICompatibleTarget:
+    def load(
+        cls, spec: str, scoring: object, api: ApiOptions | None, access: PeerAccess | None
+    ) -> OpenAICompatibleTarget:
         """The audited endpoint, sent the key of ``access.api_key_env`` (open-weight scoring options do not apply)."""
         return cls(spec, api, access, access.api_key_env if access else None)
 
@@ -160,18 +178,23 @@ class OpenAICompatibleTarget:
         endpoint, model = parse_spec(spec)
         return {"kind": cls.kind, "spec": model, "endpoint": endpoint, "digests": {}, "loaded": False}
 
-    def __init__(self, spec: str, options: ApiOptions | None = None, access: PeerAccess | None = None,
-                 key_env: str | None = None) -> None:
+    def __init__(
+        self, spec: str, options: ApiOptions | None = None, access: PeerAccess | None = None, key_env: str | None = None
+    ) -> None:
         """``key_env``: the variable holding this endpoint's key, as the auditor named it (the
         target's is ``access.api_key_env``; a judge's, ``access.judge_api_key_env``)."""
         self.spec = spec
         self.endpoint, self.model = parse_spec(spec)
         self.options = options or ApiOptions()
         self.access = access = access or PeerAccess()
-        self.client = ApiClient(self.endpoint, access, key_env, self.options.timeout_s, self.options.retries, self.options.rate_limit)
+        self.client = ApiClient(
+            self.endpoint, access, key_env, self.options.timeout_s, self.options.retries, self.options.rate_limit
+        )
         self._checked = False
         self._read: dict[str, str] = {}  # query key -> digest of the response body the audit read
-        self._bodies: dict[str, dict] = {}  # every response read in this run, by cache key (an audit reads each set's answers again)
+        self._bodies: dict[
+            str, dict
+        ] = {}  # every response read in this run, by cache key (an audit reads each set's answers again)
         self._served_as: set[str] = set()  # the model names (and system fingerprints) the responses gave
         self._capabilities: frozenset[str] | None = None  # what the server offers: probed when first read
         self.prompt_form: str | None = None  # "echo" (legacy) or "prompt_logprobs" (vLLM), as the probe found
@@ -195,12 +218,25 @@ class OpenAICompatibleTarget:
     @property
     def identity(self) -> TargetIdentity:
         answers = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(self._read.items())).encode()).hexdigest()
-        probed = {"capabilities": sorted(self._capabilities or ()), "prompt_logprobs_form": self.prompt_form,
-                  "tokenizer": self._tokenizer_fingerprint or self.tokens_fingerprint, "repeat_difference": self.repeat_difference}
-        return TargetIdentity(self.kind, self.model, {"answers": answers} if self._read else {},
-                              {"endpoint": self.endpoint, "answers_read": len(self._read), "max_chars": self.max_chars,
-                               "served_as": sorted(self._served_as), **self.options.model_dump(exclude={"max_chars"}),
-                               **({"probed": probed} if self.prompt_form or TOP_K_LOGPROBS in self.capabilities else {})})
+        probed = {
+            "capabilities": sorted(self._capabilities or ()),
+            "prompt_logprobs_form": self.prompt_form,
+            "tokenizer": self._tokenizer_fingerprint or self.tokens_fingerprint,
+            "repeat_difference": self.repeat_difference,
+        }
+        return TargetIdentity(
+            self.kind,
+            self.model,
+            {"answers": answers} if self._read else {},
+            {
+                "endpoint": self.endpoint,
+                "answers_read": len(self._read),
+                "max_chars": self.max_chars,
+                "served_as": sorted(self._served_as),
+                **self.options.model_dump(exclude={"max_chars"}),
+                **({"probed": probed} if self.prompt_form or TOP_K_LOGPROBS in self.capabilities else {}),
+            },
+        )
 
     # --- capabilities and prompt log-probs -----------------------------------------------------
 
@@ -236,18 +272,30 @@ class OpenAICompatibleTarget:
             if first is not None:
                 second = self._probe_request(form)
                 if second is None:
-                    raise VerifierError(f"API endpoint {self.endpoint}: scored the probe text once, then answered the same request "
-                                        "with no usable prompt log-probs")
+                    raise VerifierError(
+                        f"API endpoint {self.endpoint}: scored the probe text once, then answered the same request "
+                        "with no usable prompt log-probs"
+                    )
                 if second[1] != first[1]:
-                    raise VerifierError(f"API endpoint {self.endpoint}: tokenized the same text two ways in two requests")
+                    raise VerifierError(
+                        f"API endpoint {self.endpoint}: tokenized the same text two ways in two requests"
+                    )
                 self.prompt_form, offered = form, offered | {PROMPT_LOGPROBS}
                 self.tokens_fingerprint, self._tokenizer_fingerprint = first[1], first[2]
                 self.repeat_difference = float(np.max(np.abs(first[0] - second[0]))) if len(first[0]) else 0.0
                 break
         try:
-            body = self.client.post_json("/chat/completions", {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}],
-                                                               self.options.token_limit_field: 1, "temperature": 0, "logprobs": True,
-                                                               "top_logprobs": 2})
+            body = self.client.post_json(
+                "/chat/completions",
+                {
+                    "model": self.model,
+                    "messages": [{"role": "user", "content": "Say OK."}],
+                    self.options.token_limit_field: 1,
+                    "temperature": 0,
+                    "logprobs": True,
+                    "top_logprobs": 2,
+                },
+            )
             content = ((body["choices"][0].get("logprobs") or {}).get("content") or [{}])[0]
             if isinstance(content.get("top_logprobs"), list) and content["top_logprobs"]:
                 offered.add(TOP_K_LOGPROBS)
@@ -277,17 +325,31 @@ class OpenAICompatibleTarget:
     def scoring_body(self, prompt: str, form: str | None = None) -> dict[str, object]:
         """The request scoring ``prompt`` (nothing generated, greedy, one alternative)."""
         if (form or self.prompt_form) == "echo":
-            return {"model": self.model, "prompt": prompt, "max_tokens": 0, "echo": True, "logprobs": 1, "temperature": 0}
+            return {
+                "model": self.model,
+                "prompt": prompt,
+                "max_tokens": 0,
+                "echo": True,
+                "logprobs": 1,
+                "temperature": 0,
+            }
         return {"model": self.model, "prompt": prompt, "max_tokens": 1, "prompt_logprobs": 0, "temperature": 0}
 
-    def score(self, texts: Sequence[str], cache: ScoreCache | None = None,
-              on_progress: Callable[[int], None] | None = None, context: str | None = None) -> list[TokenScores]:
+    def score(
+        self,
+        texts: Sequence[str],
+        cache: ScoreCache | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        context: str | None = None,
+    ) -> list[TokenScores]:
         """Token scores of each text (cut to ``max_chars``, then to ``max_tokens`` of the server's
         tokens) from the server's prompt log-probs, through the response cache; with ``context``,
         the text's own tokens after the context. A text the server refused, or tokenized across
         the join with the context, gets no scored positions (its signals are NaN, counted)."""
         if PROMPT_LOGPROBS not in self.capabilities:
-            raise VerifierError(f"target {self.model}: the server returned no prompt log-probs when probed; use output-only signals")
+            raise VerifierError(
+                f"target {self.model}: the server returned no prompt log-probs when probed; use output-only signals"
+            )
         prefix = context or ""
         cut = [text[: self.max_chars] for text in texts]
         calls = [("/completions", self.scoring_body(prefix + text)) for text in cut]
@@ -321,28 +383,42 @@ class OpenAICompatibleTarget:
                 continue
             known = self._token_strings.setdefault(token_id, spelled)
             if known != spelled:
-                raise VerifierError(f"API endpoint {self.endpoint}: token id {token_id} reads {known[:20]!r} in one response and "
-                                    f"{spelled[:20]!r} in another: the server tokenized with two tokenizers, whose token-level "
-                                    "numbers are never mixed in one test")
+                raise VerifierError(
+                    f"API endpoint {self.endpoint}: token id {token_id} reads {known[:20]!r} in one response and "
+                    f"{spelled[:20]!r} in another: the server tokenized with two tokenizers, whose token-level "
+                    "numbers are never mixed in one test"
+                )
 
     def _check_tokenizer_unchanged(self) -> None:
         """After requests were sent: the probe text must still be tokenized as when loaded."""
         with self._probing():
             again = self._probe_request(self.prompt_form)
         if again is None or again[1] != self.tokens_fingerprint:
-            raise VerifierError(f"API endpoint {self.endpoint}: the server's tokenizer changed during the run (its tokens of the probe "
-                                "text differ from those when loaded): token-level numbers of two tokenizers are never mixed in one test")
+            raise VerifierError(
+                f"API endpoint {self.endpoint}: the server's tokenizer changed during the run (its tokens of the probe "
+                "text differ from those when loaded): token-level numbers of two tokenizers are never mixed in one test"
+            )
 
     def _scoring_key(self, body: dict) -> str:
         """A scoring response's cache key: the request, and the tokenizer the probe found (a
         response read with another tokenizer is never reused)."""
-        payload = {"endpoint": self.endpoint, "model": self.model, "path": "/completions", "body": body, "tokenizer": self.tokens_fingerprint}
+        payload = {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "path": "/completions",
+            "body": body,
+            "tokenizer": self.tokens_fingerprint,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def request(self, query: Query) -> tuple[str, dict]:
         """(endpoint path, JSON body) of one query. A sampled query carries its sample index as the
         seed, so servers that honour seeds give the same draw again."""
-        body: dict[str, object] = {"model": self.model, self.options.token_limit_field: query.max_tokens, "temperature": query.temperature}
+        body: dict[str, object] = {
+            "model": self.model,
+            self.options.token_limit_field: query.max_tokens,
+            "temperature": query.temperature,
+        }
         if query.temperature > 0:
             body["seed"] = query.sample
         if query.kind == CHAT:
@@ -357,8 +433,12 @@ class OpenAICompatibleTarget:
         payload = {"endpoint": self.endpoint, "model": self.model, "path": path, "body": body, "sample": query.sample}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
-    def answer(self, queries: Sequence[Query], cache: ScoreCache | None = None,
-               on_progress: Callable[[int], None] | None = None) -> list[Answer]:
+    def answer(
+        self,
+        queries: Sequence[Query],
+        cache: ScoreCache | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> list[Answer]:
         """The answer to each query (from the cache where it is there), in order. Transport
         failures after every retry are failed answers (not cached: a later run asks again)."""
         calls = [self.request(q) for q in queries]
@@ -375,14 +455,21 @@ class OpenAICompatibleTarget:
                 self.client.usage.failures[answer.error] += 1
         return answers
 
-    def _read_through(self, keys: list[str], calls: list[tuple[str, dict]], cache: ScoreCache | None,
-                      on_progress: Callable[[int], None] | None, after_fetch: Callable[[], None] | None = None,
-                      ) -> tuple[dict[str, dict], dict[str, str]]:
+    def _read_through(
+        self,
+        keys: list[str],
+        calls: list[tuple[str, dict]],
+        cache: ScoreCache | None,
+        on_progress: Callable[[int], None] | None,
+        after_fetch: Callable[[], None] | None = None,
+    ) -> tuple[dict[str, dict], dict[str, str]]:
         """(response bodies, failures) by cache key: what this run read already, then the cache,
         then the server for the rest (``after_fetch`` runs once requests were sent). Answers and
         scoring read the same way, so the cache, counters and trust rules are one."""
         started = time.monotonic()
-        bodies: dict[str, dict] = {key: self._bodies[key] for key in keys if key in self._bodies}  # read earlier in this run
+        bodies: dict[str, dict] = {
+            key: self._bodies[key] for key in keys if key in self._bodies
+        }  # read earlier in this run
         for key in dict.fromkeys(keys):
             if key not in bodies and cache is not None and (body := cache.get_response(key)) is not None:
                 bodies[key] = body
@@ -405,9 +492,16 @@ class OpenAICompatibleTarget:
         self._read[key] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         self._served_as.update(served_as(body))
 
-    def _fetch(self, missing: dict[str, tuple[str, dict]], bodies: dict[str, dict], failed: dict[str, str], cache: ScoreCache | None,
-               advance: Callable[[], None]) -> None:
-        """Send the missing requests (path, body by cache key), ``concurrency`` at a time; each response is cached on this
+    def _fetch(
+        self,
+        missing: dict[str, tuple[str, dict]],
+        bodies: dict[str, dict],
+        failed: dict[str, str],
+        cache: ScoreCache | None,
+        advance: Callable[[], None],
+    ) -> None:
+        """Send the missing requests (path, body by cache key), ``concurrency`` at a time; each response is cached on
+        this
         thread the moment it arrives. On a fatal error the queued requests are cancelled, those in
         flight are waited for, and every answer received is cached before the error is raised; on
         an interrupt (Ctrl-C) the queued ones are cancelled and what arrived is cached."""
@@ -463,21 +557,29 @@ class OpenAICompatibleTarget:
         try:
             response = self.client.send("GET", "/models")
         except requests.ConnectionError:
-            raise VerifierError(f"API endpoint {self.endpoint}: nothing answers there (is the server running?)") from None
+            raise VerifierError(
+                f"API endpoint {self.endpoint}: nothing answers there (is the server running?)"
+            ) from None
         except requests.RequestException as exc:
             raise VerifierError(f"API endpoint {self.endpoint}: {type(exc).__name__} while listing models") from None
         except ItemFailed as exc:
             raise VerifierError(f"API endpoint {self.endpoint}: listing models: {exc}") from None
         if response.status in (401, 403):
-            raise VerifierError(f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status})")
+            raise VerifierError(
+                f"API endpoint {self.endpoint}: the server rejected the API key (HTTP {response.status})"
+            )
         if response.status == 200:
             try:
                 served = [str(m.get("id")) for m in json.loads(response.body).get("data", []) if isinstance(m, dict)]
             except (ValueError, AttributeError, TypeError, RecursionError):  # no usable list: the first answer tells
                 served = []
             if served and self.model not in served:
-                names = self.client.scrub(", ".join(PurePosixPath(m).name for m in served[:5]))[:300]  # a server may name models by their (private) path
-                raise VerifierError(f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves {names}")
+                names = self.client.scrub(", ".join(PurePosixPath(m).name for m in served[:5]))[
+                    :300
+                ]  # a server may name models by their (private) path
+                raise VerifierError(
+                    f"API endpoint {self.endpoint}: model {self.model!r} is not served there; it serves {names}"
+                )
         self._checked = True
 
 
@@ -504,8 +606,11 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
             # Every token must start inside the prompt, in order: a server that generated a token
             # anyway (max_tokens 0 raised to 1) appends one starting at the prompt's end, and its
             # log-prob is not the text's.
-            if not (isinstance(offsets, list) and all(type(o) is int for o in offsets)
-                    and all(0 <= a <= b < len(prompt) for a, b in zip(offsets, offsets[1:] + [len(prompt) - 1]))):
+            if not (
+                isinstance(offsets, list)
+                and all(type(o) is int for o in offsets)
+                and all(0 <= a <= b < len(prompt) for a, b in zip(offsets, offsets[1:] + [len(prompt) - 1]))
+            ):
                 return None
             if choice.get("text") not in (None, prompt):
                 return None
@@ -519,21 +624,32 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
                 return None  # ids and log-probs of different prompts (or of a prompt and what was generated)
             strings, logprobs = [], [None]
             for index, entry in enumerate(entries[1:], start=1):
-                token = entry[str(ids[index])] if ids else next(iter(entry.values()))  # without ids: the actual token, listed first
+                token = (
+                    entry[str(ids[index])] if ids else next(iter(entry.values()))
+                )  # without ids: the actual token, listed first
                 strings.append(token["decoded_token"])
                 logprobs.append(token["logprob"])
             first = first_token_length(strings, prompt)
             if first is None:
                 return None
             strings.insert(0, prompt[:first])
-            offsets = [sum(len(s) for s in strings[:i]) for i in range(len(strings))] if "".join(strings) == prompt else None
+            offsets = (
+                [sum(len(s) for s in strings[:i]) for i in range(len(strings))] if "".join(strings) == prompt else None
+            )
         n = len(strings)
-        if not (n and len(logprobs) == n and (offsets is None or len(offsets) == n) and all(isinstance(t, str) for t in strings)
-                and all(type(v) in (int, float) and v <= 1e-6 and v == v for v in logprobs[1:])):
+        if not (
+            n
+            and len(logprobs) == n
+            and (offsets is None or len(offsets) == n)
+            and all(isinstance(t, str) for t in strings)
+            and all(type(v) in (int, float) and v <= 1e-6 and v == v for v in logprobs[1:])
+        ):
             return None
         if ids is not None and not all(type(i) is int and i >= 0 for i in ids):
             return None
-        return PromptTokens(list(strings), [None, *map(float, logprobs[1:])], offsets, [int(i) for i in ids] if ids else None)
+        return PromptTokens(
+            list(strings), [None, *map(float, logprobs[1:])], offsets, [int(i) for i in ids] if ids else None
+        )
     except (KeyError, IndexError, TypeError, AttributeError, StopIteration):
         return None
 
@@ -592,7 +708,12 @@ def text_scores(tokens: PromptTokens | None, text_start: int, text_length: int, 
     score the same positions."""
     if tokens is None:
         return empty_scores()
-    opens = bool(tokens.offsets and len(tokens.offsets) > 1 and tokens.offsets[0] == tokens.offsets[1] == 0 and tokens.strings[0] in ("", "<s>"))
+    opens = bool(
+        tokens.offsets
+        and len(tokens.offsets) > 1
+        and tokens.offsets[0] == tokens.offsets[1] == 0
+        and tokens.strings[0] in ("", "<s>")
+    )
     if text_start == 0:
         first = 0
     elif tokens.offsets is not None and text_start in tokens.offsets:
@@ -606,8 +727,15 @@ def text_scores(tokens: PromptTokens | None, text_start: int, text_length: int, 
     starts = tokens.offsets or [sum(len(s) for s in tokens.strings[:i]) for i in range(len(tokens.strings))]
     end = starts[last] if last < len(starts) else text_start + text_length
     ids = np.asarray(tokens.ids[first:last] if tokens.ids else [-1] * (last - first), dtype=np.int32)
-    return TokenScores(token_ids=ids, logprob=np.asarray(logprobs, dtype=np.float64), mu=None, sigma=None, top1=None,
-                       char_start=max(0, min(starts[first + 1] - text_start, text_length)), char_end=max(0, min(end - text_start, text_length)))
+    return TokenScores(
+        token_ids=ids,
+        logprob=np.asarray(logprobs, dtype=np.float64),
+        mu=None,
+        sigma=None,
+        top1=None,
+        char_start=max(0, min(starts[first + 1] - text_start, text_length)),
+        char_end=max(0, min(end - text_start, text_length)),
+    )
 
 
 def served_as(body: dict) -> set[str]:
@@ -635,7 +763,11 @@ def parse_answer(body: dict, kind: str) -> Answer:
             return Answer(error="malformed response (no message)")
         content, reasoning = message.get("content") or "", message.get("reasoning_content") or message.get("reasoning")
         if isinstance(content, list):
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+            content = "".join(
+                p.get("text", "")
+                for p in content
+                if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            )
     else:
         content, reasoning = choice.get("text") or "", None
     if not isinstance(reasoning, str):

@@ -6,7 +6,8 @@
 - Low-information synthetic set: proverb-like sequences that constrain their next word as little
   as possible. Candidates come from a generator - offline by default, ``template_candidates``
   (seeded, generic words in proverb shapes; the paper asked GPT-3.5 instead) - and the ``gamma``
-  whose next-token distribution has the highest Shannon entropy under a small selection LM (the paper's "validation LM") are
+  whose next-token distribution has the highest Shannon entropy under a small selection LM (the paper's "validation LM")
+  are
   kept. The shipped ``anchors/synthetic.jsonl`` holds 100 template candidates with their entropy
   under SmolLM2-135M-Instruct (``python -m verifier.signals.traces.anchors`` rebuilds it; a test
   recomputes a sample), so an audit needs no selection LM at run time; ``select`` takes the top
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -25,11 +26,45 @@ import numpy as np
 from verifier.errors import VerifierError
 
 GENERATOR_SEED = 13
-SUBJECTS = ["The one", "A man", "Every hand", "He", "She", "The wise", "A small thing", "Whoever", "The road", "A word",
-            "The last", "Each day", "A door", "The other", "Nothing", "Some", "The first", "A friend", "What", "All"]
-LINKS = ["who waits for the", "that comes before the", "is never the", "will always find the", "that looks at a",
-         "who keeps his", "is worth more than a", "that follows every", "who takes the", "is only as good as its",
-         "has no", "must learn to", "can carry a", "that stays with", "goes where the"]
+SUBJECTS = [
+    "The one",
+    "A man",
+    "Every hand",
+    "He",
+    "She",
+    "The wise",
+    "A small thing",
+    "Whoever",
+    "The road",
+    "A word",
+    "The last",
+    "Each day",
+    "A door",
+    "The other",
+    "Nothing",
+    "Some",
+    "The first",
+    "A friend",
+    "What",
+    "All",
+]
+LINKS = [
+    "who waits for the",
+    "that comes before the",
+    "is never the",
+    "will always find the",
+    "that looks at a",
+    "who keeps his",
+    "is worth more than a",
+    "that follows every",
+    "who takes the",
+    "is only as good as its",
+    "has no",
+    "must learn to",
+    "can carry a",
+    "that stays with",
+    "goes where the",
+]
 FILLERS = ["other", "same", "next", "old", "new", "first", "last", "one", "own", "whole"]
 
 
@@ -67,7 +102,7 @@ class AnchorSets:
     synthetic: list[str]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> tuple[dict, ...]:
     """A shipped anchor file, read once per process (every BlackSpectrum made or asked reads it)."""
     text = resources.files(__name__).joinpath(name).read_text()
@@ -90,7 +125,9 @@ def select(k: int, gamma: int, entropy_selection: bool = True) -> AnchorSets:
     generation order without selection)."""
     recall, candidates = recall_set(), synthetic_candidates()
     if not 1 <= k <= len(recall) or not 1 <= gamma <= len(candidates):
-        raise VerifierError(f"anchors: k must be in [1, {len(recall)}] and gamma in [1, {len(candidates)}], got {k} and {gamma}")
+        raise VerifierError(
+            f"anchors: k must be in [1, {len(recall)}] and gamma in [1, {len(candidates)}], got {k} and {gamma}"
+        )
     if entropy_selection:
         candidates = sorted(candidates, key=lambda row: -row["entropy"])
     return AnchorSets([r["text"] for r in recall[:k]], [c["text"] for c in candidates[:gamma]])
@@ -106,8 +143,20 @@ def main() -> None:
     texts = template_candidates()
     entropy = next_token_entropy(texts, lm.model, lm.tokenizer)
     path = Path(__file__).parent / "synthetic.jsonl"
-    path.write_text("".join(json.dumps({"text": t, "entropy": round(float(h), 4), "validation_lm": "smollm2-135m",
-                                        "generator": f"template_candidates(seed={GENERATOR_SEED})"}) + "\n" for t, h in zip(texts, entropy)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "text": t,
+                    "entropy": round(float(h), 4),
+                    "validation_lm": "smollm2-135m",
+                    "generator": f"template_candidates(seed={GENERATOR_SEED})",
+                }
+            )
+            + "\n"
+            for t, h in zip(texts, entropy)
+        )
+    )
     print(f"{path}: {len(texts)} candidates, entropy {entropy.min():.2f}-{entropy.max():.2f} nats")
 
 
