@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install system-deps demo test test-slow wheel-check bench docs
+.PHONY: install system-deps demo test test-slow wheel-check bench docs lint
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
 # tests that look at the PDF pages (and validate their signatures with pdfsig) and load the HTML
@@ -58,6 +58,13 @@ wheel-check: install
 	cd $(WHEEL_TMP) && venv/bin/verifier audit example:wikimia-smollm2 --no-sign --out evidence --cache-dir cache
 	test -f $(WHEEL_TMP)/evidence/wikimia-smollm2-*/report.pdf
 	rm -rf $(WHEEL_TMP)
+
+# Habits that can fail: ruff (the rule set and the formatter's layout) and mypy on verifier/, as
+# configured in pyproject.toml (docs/layout.md says what they check and what the mypy ratchet is).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check verifier tests benchmarks docs/gen.py
+	$(BIN)/mypy
 
 # The documentation site: the generated reference pages must match the code (docs/gen.py --check
 # fails naming the pages that drifted), and mkdocs builds with every warning an error (broken links

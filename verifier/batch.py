@@ -222,7 +222,7 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
 
     tests = [decided_test(f) for f in findings_list]
     family = [i for i, t in enumerate(tests) if t is not None]
-    adjusted = adjusted_p_values(np.array([tests[i][0] for i in family]), error_control)  # type: ignore[index]
+    adjusted = adjusted_p_values(np.array([tests[i][0] for i in family]), error_control)
     by_claim = dict(zip(family, adjusted))
     out = []
     for i, findings in enumerate(findings_list):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_rules import FAST, SIGNALS, sets  # periods is a fixture
+from test_rules import FAST, SIGNALS, periods, sets  # noqa: F401 - periods is a fixture
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
-from tsa import LoopbackTSA  # a fixture
+from tsa import LoopbackTSA, stamping  # noqa: F401 - stamping is a fixture
 from typer.testing import CliRunner
 
 from verifier.cli import app

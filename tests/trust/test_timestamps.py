@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tsa import LoopbackTSA, openssl_verify  # a fixture
+from tsa import LoopbackTSA, openssl_verify, stamping  # noqa: F401 - stamping is a fixture
 from typer.testing import CliRunner
 
 from verifier.cli import app

@@ -90,7 +90,7 @@ def make(
             MarkSpec(
                 kind=kind,
                 format=(fmt or "words") if kind == "canary" else None,
-                length=length,  # type: ignore[arg-type]
+                length=length,
                 siblings=siblings,
                 repeats=repeats if kind == "trap" else 1,
             )

@@ -123,7 +123,7 @@ def score(
         dtype=dtype,
         batch_tokens=batch_tokens,
         max_tokens=max_tokens,
-        max_chars=max_chars,  # type: ignore[arg-type]
+        max_chars=max_chars,
         stride=stride,
         threads=threads,
     )

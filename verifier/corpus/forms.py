@@ -91,7 +91,7 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
 
-    def handle_starttag(self, tag: str, attrs) -> None:  # noqa: ANN001 - type: ignore[override]
+    def handle_starttag(self, tag: str, attrs) -> None:  # noqa: ANN001 - HTMLParser's own signature
         if tag not in _INLINE:
             self.parts.append(" ")
 
@@ -99,7 +99,7 @@ class _Text(HTMLParser):
         if tag not in _INLINE:
             self.parts.append(" ")
 
-    def handle_startendtag(self, tag: str, attrs) -> None:  # noqa: ANN001 - type: ignore[override]
+    def handle_startendtag(self, tag: str, attrs) -> None:  # noqa: ANN001 - HTMLParser's own signature
         if tag not in _INLINE:
             self.parts.append(" ")
 

@@ -28,7 +28,7 @@ class Prefixes(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self.sa)
 
-    def __getitem__(self, i):  # noqa: ANN001, ANN204 - type: ignore[override]
+    def __getitem__(self, i):  # noqa: ANN001, ANN204 - a sequence of the suffix array, read by bisect
         start = self.sa[i]
         return self.text[start : start + self.width]
 

@@ -276,11 +276,11 @@ def _open_text(source: Source, limits: ReadLimits) -> io.TextIOBase:
     raw = open(source.path, "rb")
     if name.endswith((".gz", ".zst")):
         if name.endswith(".gz"):
-            inner: io.BufferedIOBase = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+            inner: io.BufferedIOBase = gzip.GzipFile(fileobj=raw)
         else:
             import zstandard
 
-            inner = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[assignment]
+            inner = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         bound = limits.decompressed_bound(source.path.stat().st_size)
         stream: io.BufferedIOBase = io.BufferedReader(_Bounded(inner, bound, source.name), 1 << 16)
     else:

@@ -422,7 +422,7 @@ def run_set_membership(
     }
     suspect, heldout = suspect.without(overlap.removed_suspect), heldout.without(overlap.removed)
     seed = documents_seed(suspect.texts, heldout.texts) if seed is None else seed
-    common = {
+    common: dict[str, Any] = {
         "tested": {"suspect": suspect, "heldout": heldout},
         "heldout_overlap": overlap,
         "n_suspect": len(suspect.texts),
@@ -464,7 +464,7 @@ def run_set_membership(
         )
     if suspect.year is None or heldout.year is None:
         notes.append("the claim does not declare the year of both sets, so their periods could not be compared")
-    shift_args = {
+    shift_args: dict[str, Any] = {
         "alpha": params.shift_alpha,
         "mirror_alpha": params.mirror_alpha,
         "n_permutations": params.shift_permutations,
@@ -491,7 +491,7 @@ def run_set_membership(
             SetStatus.NOT_ESTABLISHED, _not_established(shift), shift=shift, notes=notes, **common
         )
     suspect, heldout = suspect.scored("suspect", scorer), heldout.scored("heldout", scorer)
-    test_args = {
+    test_args: dict[str, Any] = {
         "alpha": params.alpha,
         "method": params.method,
         "n_permutations": params.n_permutations,

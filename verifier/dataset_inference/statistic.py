@@ -40,6 +40,7 @@ Where both differ from the published code, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -96,7 +97,7 @@ def dataset_inference(
         if not np.isfinite(block).all():
             raise VerifierError(f"dataset inference: the {name} features contain NaN or infinite values")
     rng = np.random.default_rng(seed)
-    common = {
+    common: dict[str, Any] = {
         "alpha": alpha,
         "method": method,
         "n_suspect": len(suspect),

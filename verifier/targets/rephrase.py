@@ -324,7 +324,7 @@ def rephraser_from_identity(identity: dict[str, object] | None, model: str | Non
                 int(identity.get("max_new_tokens", 256)),
                 float(marked.get("gamma", 0.5)),
                 float(marked.get("delta", 2.0)),
-            )  # type: ignore[arg-type]
+            )
             if not (1 <= settings[0] <= 4096 and 0 < settings[1] < 1 and 0 <= settings[2] <= 20):
                 raise ValueError(f"rephraser settings out of range: {settings}")
             rephraser = ModelRephraser(model or str(identity.get("spec")), *settings)

@@ -294,7 +294,7 @@ def _check_plan(findings: dict[str, Any], entries: dict[str, bytes], signer: str
             ((name, data) for name, data in entries.items() if PLAN_TOKEN.fullmatch(name)),
             key=lambda item: int(PLAN_TOKEN.fullmatch(item[0]).group(1)),
         )
-    )  # type: ignore[union-attr]
+    )
     if (PLAN in entries or tokens) and not registered:
         raise VerifierError(f"{PLAN}: differs: the findings do not say the audit was pre-registered")
     if not registered:
@@ -519,7 +519,7 @@ def _check_adjustment(
         except (KeyError, TypeError, ValueError, AttributeError):
             raise VerifierError(f"{name}/{FINDINGS}: differs: not readable findings") from None
     family = sorted(name for name, test in tests.items() if test is not None)
-    adjusted = dict(zip(family, adjusted_p_values(np.array([tests[name][0] for name in family]), control)))  # type: ignore[index]
+    adjusted = dict(zip(family, adjusted_p_values(np.array([tests[name][0] for name in family]), control)))
     for name, found in findings.items():
         record, entry = found["batch"], listed[name]
         should = record.get("unadjusted_verdict")

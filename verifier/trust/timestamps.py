@@ -63,7 +63,7 @@ class Timestamp:
         )
 
 
-def signature_bytes(envelope: dict) -> bytes:  # type: ignore[type-arg]
+def signature_bytes(envelope: dict) -> bytes:
     """The raw bytes of the signature of an envelope just signed (one signature): what a timestamp dates."""
     try:
         return base64.b64decode(envelope["signatures"][0]["sig"], validate=True)
@@ -79,7 +79,7 @@ def check_tsa(urls: list[str] | None, signed: bool = True, access: object = None
     if urls and not signed:
         raise VerifierError("--tsa: an unsigned bundle (--no-sign) has no signature to timestamp")
     for url in urls or []:
-        check_endpoint(url, "--tsa", access or PeerAccess())  # type: ignore[arg-type]
+        check_endpoint(url, "--tsa", access or PeerAccess())
 
 
 def post_query(query: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
