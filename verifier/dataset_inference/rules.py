@@ -6,7 +6,7 @@ proof lies on the comparison, in this order:
 
 1. Distinct, disjoint sets: documents repeating another of their own set, and both documents of
    every suspect/held-out pair that duplicate or nearly duplicate each other, are removed and
-   counted (``set_hygiene``); so are control documents overlapping either set. Too few left
+   counted (``dataset_inference.hygiene``); so are control documents overlapping either set. Too few left
    refuses the test. Rows are put in a canonical order, and the test's seed is derived from the
    tested documents, so neither row order nor a chosen seed can change the outcome.
 2. Declared dates agree: a suspect and held-out set declared from different years are not a
@@ -17,7 +17,7 @@ proof lies on the comparison, in this order:
 4. Only now is the model queried, for the documents left to test: none of the checks above
    needs it, so a refused comparison costs no forward pass.
 5. Dataset inference with non-negative weights and an exact permutation p-value
-   (``stats.dataset_inference``); optionally on signals residualised on the surface features, so
+   (``dataset_inference.statistic``); optionally on signals residualised on the surface features, so
    what text form alone explains cannot count as membership.
 6. The member-free control, if given: known non-members of the *suspect's* population tested
    against the held-out set. It validates the held-out set only if it is disjoint from both

@@ -6,7 +6,7 @@ lookup, not a statistical guess. What the lookup establishes is what the declare
 contains; the link from that corpus to the model is the developer's declaration, and the report
 says so.
 
-What is compared (both sides alike): each text read in its stored form (``overlap.forms``:
+What is compared (both sides alike): each text read in its stored form (``corpus.forms``:
 markup read as its text, token-per-line files as their token column, JSON as its strings), then
 folded (case, punctuation, spacing, invisible characters). In the corpus, the records of one
 file are joined in file order, as a pipeline concatenates them into training sequences, so text
@@ -29,8 +29,8 @@ and CONTRADICTED by one document or its content present; trained_on is VERIFIED 
 document is present (content in parts is not the document) and CONTRADICTED when every one is
 clean. A summary_field claim about EU summary sections 2.3 (top domains by size) or 1.3 (size
 band, latest collection date) is checked against the corpus's own composition
-(``overlap.composition``): VERIFIED when every field named agrees and can be confirmed from the
-fields the corpus records, CONTRADICTED when one disagrees.
+(``corpus.composition``, compared in ``corpus.summary``): VERIFIED when every field named agrees
+and can be confirmed from the fields the corpus records, CONTRADICTED when one disagrees.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Dataset inference without a held-out set: hashes, UUIDs, short-URL paths and API-key-like
 tokens already in the suspect documents are scored in their context against freshly drawn
-identifiers of the same format (``marks.identifiers``). It needs only the suspect set, so the
+identifiers of the same format (``identifiers.trials``). It needs only the suspect set, so the
 policy places it after dataset inference (which decides whenever a held-out set is given, so the
 two never both test one claim): it decides when the suspect documents hold enough random-looking
 identifiers to reach alpha; with none, or too few, it decides nothing and the walk goes on.
