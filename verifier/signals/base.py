@@ -98,6 +98,14 @@ class ScoredDocument:
     views: Mapping[View, TokenScores] = field(default_factory=dict)  # what the signals' ``views`` asked for
     aux: Auxiliary = field(default_factory=Auxiliary)
 
+    @property
+    def scores(self) -> TokenScores:
+        """The target's token scores, which a gray-box signal reads: they are computed for every
+        document of a table whose signals need prompt log-probs, so their absence is a bug."""
+        if self.target is None:
+            raise RuntimeError("a gray-box signal was computed without the target's token scores")
+        return self.target
+
 
 NO_TOKENS = "no scored token (too few tokens, or a server's response without usable log-probs)"
 

@@ -35,7 +35,7 @@ class ConReCaLL(PrefixedSignal):
 
     def score(self, doc: ScoredDocument) -> float:
         non, mem = (doc.views.get(view) for view in self.views(doc.text, doc.aux))
-        alone = doc.target
+        alone = doc.scores
         if non is None or mem is None or not non.n_scored == mem.n_scored == alone.n_scored > 0:
             return float("nan")
         ll = float(np.mean(alone.logprob))

@@ -35,10 +35,10 @@ class DCPDD(Signal):
     a: Annotated[float, Field(gt=0, le=100)] = 0.01
 
     def score(self, doc: ScoredDocument) -> float:
-        ids = np.asarray(doc.target.token_ids, dtype=np.int64)
+        ids = np.asarray(doc.scores.token_ids, dtype=np.int64)
         if (
-            doc.target.n_scored == 0
-            or len(ids) != doc.target.n_scored + 1
+            doc.scores.n_scored == 0
+            or len(ids) != doc.scores.n_scored + 1
             or (ids < 0).any()
             or (ids >= len(doc.aux.frequencies.counts)).any()
         ):
@@ -47,7 +47,7 @@ class DCPDD(Signal):
         first = np.sort(first[first > 0])  # positions of first occurrences; position 0 is not scored
         if not len(first):
             return float("nan")
-        p = np.exp(doc.target.logprob[first - 1])
+        p = np.exp(doc.scores.logprob[first - 1])
         alpha = np.minimum(p * -np.log(doc.aux.frequencies.probabilities(ids[first])), self.a)
         return float(np.mean(alpha))
 

@@ -19,4 +19,4 @@ class GapK(LowestKSignal):
     needs = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})
 
     def score(self, doc: ScoredDocument) -> float:
-        return lowest_k_mean(doc.target.logprob - doc.target.top1, self.k)
+        return lowest_k_mean(doc.scores.logprob - doc.scores.top1, self.k)

@@ -19,4 +19,4 @@ class LogLikelihood(Signal):
     by_default = False
 
     def score(self, doc: ScoredDocument) -> float:
-        return float(doc.target.logprob.sum())
+        return float(doc.scores.logprob.sum())

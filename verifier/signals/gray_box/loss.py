@@ -16,4 +16,4 @@ class Loss(Signal):
     name = "loss"
 
     def score(self, doc: ScoredDocument) -> float:
-        return float(doc.target.logprob.mean())
+        return float(doc.scores.logprob.mean())

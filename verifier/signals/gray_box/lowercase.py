@@ -21,4 +21,4 @@ class LowercaseRatio(Signal):
 
     def score(self, doc: ScoredDocument) -> float:
         assert doc.lower is not None
-        return float(doc.lower.logprob.mean() / doc.target.logprob.mean())
+        return float(doc.lower.logprob.mean() / doc.scores.logprob.mean())

@@ -16,4 +16,4 @@ class MinK(LowestKSignal):
     name = "min_k"
 
     def score(self, doc: ScoredDocument) -> float:
-        return lowest_k_mean(doc.target.logprob, self.k)
+        return lowest_k_mean(doc.scores.logprob, self.k)

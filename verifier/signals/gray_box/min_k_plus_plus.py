@@ -24,5 +24,8 @@ class MinKPlusPlus(LowestKSignal):
     needs = frozenset({PROMPT_LOGPROBS, VOCAB_STATS})
 
     def score(self, doc: ScoredDocument) -> float:
-        t = doc.target
+        t = doc.scores
+        assert t.mu is not None and t.sigma is not None, (
+            "min_k_plus_plus needs vocab_stats, which the scorer gives with them"
+        )
         return lowest_k_mean((t.logprob - t.mu) / np.maximum(t.sigma, SIGMA_FLOOR), self.k)

@@ -22,7 +22,6 @@ import numpy as np
 from pydantic import Field
 
 from verifier.signals.base import Auxiliary, ScoredDocument, Signal, View, register
-from verifier.targets.token_scores import TokenScores
 
 
 def polarized_distance(logprob: np.ndarray, far: float, local: float) -> float:
@@ -62,9 +61,10 @@ class PAC(Signal):
         return [View(copy) for copy in swapped_copies(text, self.augmentations, self.swap_share, self.seed)]
 
     def score(self, doc: ScoredDocument) -> float:
-        copies: list[TokenScores | None] = [doc.views.get(view) for view in self.views(doc.text, doc.aux)]
-        if doc.target.n_scored == 0 or any(c is None or c.n_scored == 0 for c in copies):
+        views = self.views(doc.text, doc.aux)
+        copies = [c for view in views if (c := doc.views.get(view)) is not None and c.n_scored > 0]
+        if doc.scores.n_scored == 0 or len(copies) < len(views):
             return float("nan")
         return float(
             np.mean([polarized_distance(c.logprob, self.far, self.local) for c in copies])
-        ) - polarized_distance(doc.target.logprob, self.far, self.local)
+        ) - polarized_distance(doc.scores.logprob, self.far, self.local)

@@ -73,4 +73,4 @@ class ReCaLL(PrefixedSignal):
         return [View(text, self.prefix(aux.nonmembers))]
 
     def score(self, doc: ScoredDocument) -> float:
-        return conditional_ratio(doc.views.get(View(doc.text, self.prefix(doc.aux.nonmembers))), doc.target)
+        return conditional_ratio(doc.views.get(View(doc.text, self.prefix(doc.aux.nonmembers))), doc.scores)

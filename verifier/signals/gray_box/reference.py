@@ -22,7 +22,7 @@ class ReferenceDifference(Signal):
 
     def score(self, doc: ScoredDocument) -> float:
         assert doc.reference is not None
-        return _per_char(doc.target) - _per_char(doc.reference)
+        return _per_char(doc.scores) - _per_char(doc.reference)
 
 
 def _per_char(scores: TokenScores) -> float:

@@ -21,4 +21,4 @@ class ZlibRatio(Signal):
     name = "zlib"
 
     def score(self, doc: ScoredDocument) -> float:
-        return float(doc.target.logprob.mean()) / len(zlib.compress(doc.text.encode("utf-8")))
+        return float(doc.scores.logprob.mean()) / len(zlib.compress(doc.text.encode("utf-8")))
