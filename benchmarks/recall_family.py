@@ -18,8 +18,8 @@ And the member AUC of each signal per build (per-document separation on the test
 Scoring cuts every document to 64 tokens (the testbed model reads 128: half is left for the
 prefix), so the gray-box row here is not the soundness benchmark's (128 tokens).
 
-Usage: python benchmarks/recall_family.py [--builds 4] [--trials-per-build 50] [--families "recall;con_recall"]
-[--skip-power] [--seed 0]
+Usage: ``python benchmarks/recall_family.py [--builds 4] [--trials-per-build 50] [--families "recall;con_recall"]
+[--skip-power] [--seed 0]``
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ the CPU in fp32, and prints every gray-box signal's AUC shift (target: <= 0.005)
 
 Configurations alternate for ``--rounds`` rounds and medians are printed. Runs on a CPU too, for a
 smoke test (``--device cpu --dtype fp32 --docs 64 --shapes 135m --rounds 1``); the numbers that
-matter come from a GPU machine. Usage: python benchmarks/score_gpu.py [--shapes 135m 1.7b] [--auc]
+matter come from a GPU machine. Usage: ``python benchmarks/score_gpu.py [--shapes 135m 1.7b] [--auc]``
 """
 
 from __future__ import annotations

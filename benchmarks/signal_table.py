@@ -15,7 +15,7 @@ blind rows, which is the point: none of the signals carries evidence the blind b
 ``--readme`` rewrites the README's signal table (between its markers) from this run, so the
 README's numbers are generated, never copied by hand.
 
-Usage: python benchmarks/signal_table.py [--prefix-documents 3] [--readme]
+Usage: ``python benchmarks/signal_table.py [--prefix-documents 3] [--readme]``
 """
 
 from __future__ import annotations
