@@ -59,8 +59,10 @@ def _name(common: str) -> x509.Name:
     )
 
 
-def make_tsa_ca(folder: Path, name: str = "Test TSA") -> Path:
-    """A root CA and a TSA certificate under it, as PEM files in ``folder``: ca.crt, tsa.crt, tsa.key."""
+def make_tsa_ca(folder: Path, name: str = "Test TSA", settings: str = "") -> Path:
+    """A root CA and a TSA certificate under it, as PEM files in ``folder``: ca.crt, tsa.crt, tsa.key,
+    chain.crt (the TSA's certificate then the CA's, as TSAs that send their chain list it); ``settings``
+    are more lines of the TSA's OpenSSL configuration (``certs = $dir/chain.crt`` sends the chain)."""
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca_key, tsa_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
@@ -124,8 +126,9 @@ def make_tsa_ca(folder: Path, name: str = "Test TSA") -> Path:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
     )
+    (folder / "chain.crt").write_bytes((folder / "tsa.crt").read_bytes() + (folder / "ca.crt").read_bytes())
     (folder / "serial").write_text("01\n")
-    (folder / "openssl.cnf").write_text(CONFIG.format(dir=folder))
+    (folder / "openssl.cnf").write_text(CONFIG.format(dir=folder) + settings)
     return folder
 
 

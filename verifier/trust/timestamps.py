@@ -23,19 +23,27 @@ Checking a token (``check_token``): against the TSA certificates the reader pins
 or ``<trust store>/tsa/*.pem``): the TSA's root CA, or a self-signed TSA certificate. A token
 whose imprint is not this signature's, or whose signature or chain does not hold under a pinned
 certificate, is an error; a token from a TSA nobody pinned is reported as not trusted and dates
-nothing. Parsing is rfc3161-client's (strict DER; no ASN.1 is written here).
+nothing. Tokens are read as real TSAs encode them (asn1crypto: certificate sets in any order, the
+chain included or not, SHA-256/384/512 imprints) and checked by pyHanko's token validation with
+pyhanko-certvalidator over the bytes as received (signature, ESSCertID or ESSCertIDv2, chain); no
+ASN.1 is written here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from asn1crypto import cms, tsp
+from asn1crypto import x509 as asn1_x509
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from verifier.boundary.files import read_plain
 from verifier.boundary.peers import ItemFailed, PeerAccess, PeerClient, check_endpoint
@@ -108,88 +116,131 @@ def post_query(query: bytes, url: str, access: object = None, timeout_s: float =
         raise VerifierError(f"{what}: no timestamp ({exc})") from None
 
 
+def _response(der: bytes, what: str) -> tsp.TimeStampResp:
+    """The TSA's ``TimeStampResp`` as received, parsed as real TSAs encode it (BER, certificate sets
+    in any order); one line naming ``what`` when the bytes are not one."""
+    try:
+        response = tsp.TimeStampResp.load(der, strict=True)
+        response.native  # noqa: B018 - parses every field now, so garbage fails here and not later
+        return response
+    except (ValueError, TypeError, KeyError):
+        raise VerifierError(f"{what}: the answer is not a DER timestamp response") from None
+
+
+def _granted(response: tsp.TimeStampResp, what: str) -> tuple[cms.SignedData, tsp.TSTInfo]:
+    """The token's signed data and what it says, if the TSA granted it; one line otherwise."""
+    if response["status"]["status"].native not in ("granted", "granted_with_mods"):
+        raise VerifierError(f"{what}: the TSA refused (status {response['status']['status'].native})")
+    token = response["time_stamp_token"]
+    signed = token["content"] if token["content_type"].native == "signed_data" else None
+    info = signed["encap_content_info"]["content"].parsed if signed is not None else None
+    if not isinstance(info, tsp.TSTInfo):
+        raise VerifierError(f"{what}: the answer is not a DER timestamp response")
+    return signed, info
+
+
 def check_answer(der: bytes, imprint: bytes, nonce: int | None, what: str) -> None:
     """Refuse a TSA's answer, in one line, unless it is a granted token over ``imprint`` (the digest
     asked about) carrying our ``nonce``: nothing is marked as timestamped otherwise."""
-    import rfc3161_client as rfc
-
-    try:
-        response = rfc.decode_timestamp_response(der)
-    except ValueError:
-        raise VerifierError(f"{what}: the answer is not a DER timestamp response") from None
-    if response.status not in (0, 1):  # granted, grantedWithMods
-        raise VerifierError(f"{what}: the TSA refused (status {response.status})")
-    info = response.tst_info
-    if info.message_imprint.message != imprint:
+    _, info = _granted(_response(der, what), what)
+    if info["message_imprint"]["hashed_message"].native != imprint:
         raise VerifierError(f"{what}: the token dates other data than the signature sent")
-    if info.nonce != nonce:
+    if info["nonce"].native != nonce:
         raise VerifierError(f"{what}: the token does not carry this request's nonce (a replayed or foreign token)")
 
 
 def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0) -> bytes:
     """A TSA's DER response dating ``data`` (see the module docstring); one line on any failure."""
-    import rfc3161_client as rfc
-
-    request = rfc.TimestampRequestBuilder(
-        data=data, hash_algorithm=rfc.HashAlgorithm.SHA256, nonce=True, cert_req=True
-    ).build()
-    der = post_query(request.as_bytes(), url, access, timeout_s)
-    check_answer(der, hashlib.sha256(data).digest(), request.nonce, f"--tsa {url}")
+    imprint, nonce = hashlib.sha256(data).digest(), secrets.randbits(63)
+    request = tsp.TimeStampReq(
+        {
+            "version": 1,
+            "message_imprint": {"hash_algorithm": {"algorithm": "sha256"}, "hashed_message": imprint},
+            "nonce": nonce,
+            "cert_req": True,
+        }
+    )
+    der = post_query(request.dump(), url, access, timeout_s)
+    check_answer(der, imprint, nonce, f"--tsa {url}")
     return der
 
 
-def _tsa_name(response: Any) -> str:  # an rfc3161_client TimeStampResponse
-    """The name the token gives its TSA, else the subject of the (first) certificate it carries."""
-    name = response.tst_info.name
-    value = getattr(name, "value", None)
-    if isinstance(value, x509.Name):
-        return value.rfc4514_string()
-    for der in response.signed_data.certificates:
-        return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+def _tsa_name(signed: cms.SignedData, info: tsp.TSTInfo) -> str:
+    """The name the token gives its TSA, else the subject of the (first) certificate it carries, as
+    RFC 4514 writes names."""
+    if info["tsa"].name == "directory_name":
+        return _rfc4514(info["tsa"].chosen)
+    for choice in signed["certificates"] or []:
+        if choice.name == "certificate":
+            return _rfc4514(choice.chosen.subject)
     return "an unnamed TSA"
+
+
+def _rfc4514(name: asn1_x509.Name) -> str:
+    return x509.Name(
+        [
+            x509.RelativeDistinguishedName(
+                x509.NameAttribute(x509.ObjectIdentifier(pair["type"].dotted), str(pair["value"].native))
+                for pair in rdn
+            )
+            for rdn in name.chosen
+        ]
+    ).rfc4514_string()
+
+
+DIGESTS = {"sha256": hashlib.sha256, "sha384": hashlib.sha384, "sha512": hashlib.sha512}
 
 
 def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: str) -> Timestamp:
     """What the token ``der`` says of ``data``; raises naming ``where`` if it is not a token over
-    ``data`` or does not hold under the pinned certificates it should."""
-    import rfc3161_client as rfc
+    ``data`` or does not hold under the pinned certificates it should.
 
-    try:
-        response = rfc.decode_timestamp_response(der)
-        info = response.tst_info
-    except ValueError:
-        raise VerifierError(f"{where}: differs: not a DER timestamp response") from None
-    if response.status not in (0, 1):
-        raise VerifierError(f"{where}: differs: not a granted timestamp")
-    algorithms = {
-        "2.16.840.1.101.3.4.2.1": hashlib.sha256,
-        "2.16.840.1.101.3.4.2.2": hashlib.sha384,
-        "2.16.840.1.101.3.4.2.3": hashlib.sha512,
-    }
-    digest = algorithms.get(info.message_imprint.hash_algorithm.dotted_string)
-    if digest is None or info.message_imprint.message != digest(data).digest():
+    The signature, the signing-certificate attribute (ESSCertID or ESSCertIDv2) and the chain are
+    checked by pyHanko's token validation over the bytes as received, at the token's own time,
+    with nothing fetched: the chain must end in a pinned anchor (a CA's or a self-signed
+    certificate); other pinned certificates (a TSA's own, where its tokens omit it) only help
+    build the path."""
+    signed, info = _granted(_response(der, f"{where}: differs"), f"{where}: differs")
+    algorithm = info["message_imprint"]["hash_algorithm"]["algorithm"].native
+    digest = DIGESTS.get(algorithm)
+    if digest is None or info["message_imprint"]["hashed_message"].native != digest(data).digest():
         raise VerifierError(f"{where}: differs: the token dates other data than this signature")
+    from pyhanko.sign.validation.errors import SignatureValidationError
+    from pyhanko.sign.validation.generic_cms import validate_tst_signed_data
+    from pyhanko_certvalidator import ValidationContext
+
+    time = info["gen_time"].native
     trusted = False
-    if pinned:
-        builder = rfc.VerifierBuilder()
-        for certificate in pinned:
-            builder = builder.add_root_certificate(certificate)
+    anchors = [c for c in pinned if is_anchor(c)]
+    if anchors:
+        context = ValidationContext(
+            trust_roots=[_asn1(c) for c in anchors],
+            moment=time,
+            allow_fetching=False,
+        )
+        helpers = [_asn1(c) for c in pinned if not is_anchor(c)]
+        if helpers:
+            # A token that omits its certificates names its signer only by issuer and serial: the
+            # pinned helpers join a copy's (unsigned) certificate set, the signed bytes untouched.
+            signed = signed.copy()
+            carried = [choice for choice in signed["certificates"] or [] if choice.name == "certificate"]
+            signed["certificates"] = [*carried, *helpers]
         try:
-            trusted = builder.build().verify_message(response, data)
-        except rfc.VerificationError:
+            status = asyncio.run(validate_tst_signed_data(signed, context, lambda name: DIGESTS[name](data).digest()))
+            trusted = bool(status["intact"] and status["valid"] and status.get("trust_problem_indic") is None)
+        except (SignatureValidationError, ValueError, KeyError, TypeError):
             trusted = False
-    return Timestamp(
-        info.gen_time.astimezone(UTC) if info.gen_time.tzinfo else info.gen_time.replace(tzinfo=UTC),
-        _tsa_name(response),
-        info.serial_number,
-        trusted,
-    )
+    return Timestamp(time.astimezone(UTC), _tsa_name(signed, info), info["serial_number"].native, trusted)
+
+
+def _asn1(certificate: x509.Certificate) -> asn1_x509.Certificate:
+    return asn1_x509.Certificate.load(certificate.public_bytes(serialization.Encoding.DER))
 
 
 MAX_CERTIFICATE_FILE_BYTES = 1 << 20
 
 
-def _is_anchor(certificate: x509.Certificate) -> bool:
+def is_anchor(certificate: x509.Certificate) -> bool:
     """A certificate that can anchor a chain: a CA, or self-signed."""
     try:
         if certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
@@ -203,8 +254,10 @@ def load_tsa_certificates(
     paths: list[Path], trust_dir: Path | None = None, what: str = "--tsa-cert"
 ) -> list[x509.Certificate]:
     """The TSA certificates the reader pins: ``paths`` (PEM, each may hold several), then the trust
-    store's ``tsa/*.pem``. Each must be a CA's (or self-signed): a TSA's own certificate issued by
-    a CA anchors no chain, so pinning it would vouch for nothing."""
+    store's ``tsa/*.pem``. Each file must hold an anchor - a CA's certificate or a self-signed one:
+    a TSA's own certificate issued by a CA anchors no chain, so pinning it alone would vouch for
+    nothing. Other certificates beside an anchor (the TSA's own, an intermediate) only help build
+    a chain, for TSAs whose tokens omit their certificates."""
 
     store = (trust_dir or default_trust_dir()) / "tsa"
     files = [(Path(p), what) for p in paths] + [
@@ -217,12 +270,12 @@ def load_tsa_certificates(
             found = x509.load_pem_x509_certificates(data)
         except ValueError:
             raise VerifierError(f"{label} {path}: not a PEM certificate") from None
-        for certificate in found:
-            if not _is_anchor(certificate):
-                raise VerifierError(
-                    f"{label} {path}: {certificate.subject.rfc4514_string()} is not a CA certificate; pin the TSA's "
-                    f"root CA (this one is issued by {certificate.issuer.rfc4514_string()})"
-                )
+        if not any(is_anchor(certificate) for certificate in found):
+            leaf = found[0]
+            raise VerifierError(
+                f"{label} {path}: {leaf.subject.rfc4514_string()} is not a CA certificate; pin the TSA's "
+                f"root CA (this one is issued by {leaf.issuer.rfc4514_string()})"
+            )
         certificates += found
     return certificates
 
@@ -267,10 +320,9 @@ def stamp_envelope(envelope_bytes: bytes, urls: list[str], access: object = None
 
 def trust_tsa_certificate(path: Path, trust_dir: Path | None = None) -> tuple[Path, str]:
     """Copy a TSA's CA certificate (PEM) into the trust store's ``tsa/`` folder: (where, its subject)."""
-    from cryptography.hazmat.primitives import serialization
-
-    certificate = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")[0]
-    pem = certificate.public_bytes(serialization.Encoding.PEM)
+    found = load_tsa_certificates([path], Path("/nonexistent-trust-store"), what="keys trust-tsa")
+    certificate = next(c for c in found if is_anchor(c))
+    pem = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in found)
     store = (trust_dir or default_trust_dir()) / "tsa"
     store.mkdir(parents=True, exist_ok=True)
     target = store / f"{hashlib.sha256(pem).hexdigest()[:16]}.pem"
