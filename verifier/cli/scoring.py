@@ -345,16 +345,28 @@ def serve(
         typer.Option(
             "--prompt-logprobs",
             help="Serve with verifier's own server, which also returns "
-            "prompt log-probs (legacy echo + logprobs, vLLM prompt_logprobs) and top-k log-probs, "
-            "as many deployments do; default: transformers serve, an output-only API.",
+            "prompt log-probs (legacy echo + logprobs, vLLM prompt_logprobs) and top-k log-probs in vLLM's shape, "
+            "as many deployments do; the same as --engine verifier.",
         ),
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="transformers (transformers serve: an output-only API), verifier (see --prompt-logprobs) or vllm "
+            "(a real vLLM server: 'make vllm' builds its venv, or set VERIFIER_VLLM_PYTHON)."
+        ),
+    ] = "transformers",
 ) -> None:
     """Serve a local model behind an OpenAI-compatible API, for API audits of a model you hold:
     the examples' and tests' server. Prints the target SPEC to audit it by."""
     from verifier.targets.serving import model_folder, start_server
 
-    server = start_server(model_folder(model, cache_dir), port=port, prompt_logprobs=prompt_logprobs)
+    if prompt_logprobs and engine not in ("transformers", "verifier"):
+        raise VerifierError(f"--prompt-logprobs is --engine verifier; it cannot be combined with --engine {engine}")
+    chosen = "verifier" if prompt_logprobs else engine
+    server = start_server(
+        model_folder(model, cache_dir), port=port, engine=chosen, timeout_s=600 if chosen == "vllm" else 180
+    )
     say(err, f"serving {server.model}: audit it as target {server.spec} (Ctrl-C stops)")
     try:
         server.process.wait()

@@ -16,6 +16,15 @@ gray-box signals work through the API. This server speaks both, over a local mod
 - ``POST /v1/chat/completions`` with ``logprobs: true`` and ``top_logprobs: k`` returns the top-k
   log-probs of each generated token; ``GET /v1/models`` and ``GET /health`` as usual.
 
+Its responses have the shape vLLM (0.32) sends, field for field and in vLLM's order, spelled as
+vLLM spells tokens: a token ending inside a multi-byte UTF-8 character reads ``""`` and the token
+completing the character shows it whole, read with up to four preceding prompt tokens - never the
+first, which vLLM keeps out of that context (``vllm_token_text``). ``prompt_token_ids`` and
+``token_ids`` are given only when the request sets ``return_token_ids``; echo's log-probs are
+floored at -9999 as vLLM floors them. Real vLLM responses are kept under
+``tests/targets/vllm-0.32.0/`` and the tests hold this server to them (the same keys in the same
+order, the same token texts).
+
 The forward pass is its own plain code (one text per pass, float32, no cache), not the audit's
 batched scorer: a test that the API's numbers equal local scoring compares two implementations.
 Requests are checked at the boundary (JSON object, types, bounds, the served model's name) and
@@ -25,6 +34,8 @@ refused with 400 and one line; a prompt longer than the model's window is refuse
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +47,7 @@ import torch
 MAX_BODY = 1 << 20
 MAX_TOP = 20
 MAX_NEW_TOKENS = 512
+FINGERPRINT = "verifier-serve"  # where vLLM writes its version ("vllm-0.32.0-<hash>")
 
 
 class BadRequest(Exception):
@@ -53,8 +65,9 @@ class ScoringModel:
         self.window = int(getattr(self.model.config, "max_position_embeddings", 2048))
         self.lock = threading.Lock()
 
-    def token_strings(self, ids: list[int]) -> list[str]:
-        return [self.tokenizer.decode([i]) for i in ids]
+    def spell(self, token_id: int, context: list[int]) -> str:
+        """The token's text as vLLM spells it after the sequence's ``context`` (``vllm_token_text``)."""
+        return vllm_token_text(self.tokenizer.decode, token_id, context)
 
     @torch.inference_mode()
     def prompt_logprobs(self, ids: list[int], top: int) -> tuple[list[float], list[int], list[list[tuple[int, float]]]]:
@@ -121,70 +134,126 @@ def _number(body: dict, key: str, default: float, low: float, high: float) -> fl
     return float(value)
 
 
+def vllm_token_text(decode: Callable[[list[int]], str], token_id: int, context: list[int]) -> str:
+    """A token's text as vLLM writes it in log-probs: decoded alone, unless that ends in a
+    replacement character (the token ends inside a multi-byte character); then decoded after 1 to
+    4 of the sequence's preceding tokens (``context``, oldest first), less the text of those that
+    were complete themselves - so a token completing a character shows the whole character, and
+    ``""`` when no context completes it (vLLM's ``LogprobsProcessor._correct_decoded_token``)."""
+    text = decode([token_id])
+    if not text.endswith("\ufffd"):
+        return text
+    for count in range(1, min(len(context), 4) + 1):
+        window = context[-count:]
+        whole = decode([*window, token_id])
+        if whole.endswith("\ufffd"):
+            continue
+        clean = len(window)
+        while clean and decode([window[clean - 1]]).endswith("\ufffd"):
+            clean -= 1
+        prefix = decode(window[:clean]) if clean else ""
+        if whole.startswith(prefix):
+            return whole[len(prefix) :]
+        return whole[len(os.path.commonprefix([prefix, whole])) :]
+    return ""
+
+
+def _entry(lm: ScoringModel, token: int, logp: float, rank: int, top: list[tuple[int, float]], context: list[int]):  # noqa: ANN202
+    """One position of vLLM's log-probs: the actual token first (its rank), then the top ones."""
+    entry = {str(token): {"logprob": logp, "rank": rank, "decoded_token": lm.spell(token, context)}}
+    for place, (other, value) in enumerate(top, start=1):
+        entry[str(other)] = {"logprob": value, "rank": place, "decoded_token": lm.spell(other, context)}
+    return entry
+
+
+def _usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+        "completion_tokens_details": None,
+    }
+
+
 def completion(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     """A legacy completion, with the prompt's log-probs in the legacy or the vLLM form when asked."""
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt:
         raise BadRequest("prompt: a non-empty string (lists of prompts are not served)")
-    echo = body.get("echo", False)
-    if not isinstance(echo, bool):
-        raise BadRequest("echo: true or false")
+    echo, with_ids = body.get("echo", False), body.get("return_token_ids", False)
+    if not isinstance(echo, bool) or not isinstance(with_ids, bool):
+        raise BadRequest("echo, return_token_ids: true or false")
     top = _int(body, "logprobs", None, 0, MAX_TOP)
     prompt_top = _int(body, "prompt_logprobs", None, 0, MAX_TOP)
     max_new = _int(body, "max_tokens", 16, 0, MAX_NEW_TOKENS)
     temperature = _number(body, "temperature", 1.0, 0, 2)
     seed = _int(body, "seed", 0, 0, 2**32 - 1)
-    enc = lm.tokenizer(prompt, return_offsets_mapping=True)
-    ids, offsets = enc["input_ids"], enc["offset_mapping"]
+    ids = lm.tokenizer(prompt)["input_ids"]
     if len(ids) + max_new > lm.window:
         raise BadRequest(
             f"the prompt ({len(ids)} tokens) and max_tokens exceed the model's window of {lm.window} tokens"
         )
     new, new_logps, new_tops = lm.generate(ids, max_new, temperature, seed, top or 0)
     text = lm.tokenizer.decode(new, skip_special_tokens=True)
+    # vLLM with echo also returns the prompt's log-probs, with as many alternatives as logprobs asks.
+    shown_top = prompt_top if prompt_top is not None else (top if echo and top is not None else None)
+    entries: list[dict[str, Any] | None] | None = None
+    if shown_top is not None:
+        actual, ranks, tops = lm.prompt_logprobs(ids, shown_top) if len(ids) > 1 else ([], [], [])
+        entries = [None]
+        for position, (token, logp, rank, best) in enumerate(zip(ids[1:], actual, ranks, tops), start=1):
+            entries.append(_entry(lm, token, logp, rank, best, ids[max(1, position - 4) : position]))
+    logprobs = None
+    if top is not None:
+        tokens: list[str] = []
+        token_logps: list[float | None] = []
+        top_logps: list[dict[str, float] | None] = []
+        if echo:
+            tokens.append(lm.tokenizer.decode(ids[0]))
+            token_logps.append(None)
+            top_logps.append(None)
+            for token, entry in zip(ids[1:], (entries or [None])[1:]):
+                if entry is None:
+                    continue
+                tokens.append(entry[str(token)]["decoded_token"])
+                token_logps.append(max(entry[str(token)]["logprob"], -9999.0))
+                top_logps.append({v["decoded_token"]: max(v["logprob"], -9999.0) for v in entry.values()})
+        for step, (token, logp, best) in enumerate(zip(new, new_logps, new_tops or [[]] * len(new))):
+            entry = _entry(lm, token, logp, 1 + sum(v > logp for _, v in best), best, new[max(0, step - 4) : step])
+            tokens.append(entry[str(token)]["decoded_token"])
+            token_logps.append(max(logp, -9999.0))
+            top_logps.append({v["decoded_token"]: max(v["logprob"], -9999.0) for v in entry.values()})
+        offsets = [0] if tokens else []
+        for piece in tokens[:-1]:
+            offsets.append(offsets[-1] + len(piece))
+        if not echo:
+            offsets = [len(prompt) + o for o in offsets]
+        logprobs = {"text_offset": offsets, "token_logprobs": token_logps, "tokens": tokens, "top_logprobs": top_logps}
     choice: dict[str, Any] = {
         "index": 0,
         "text": (prompt if echo else "") + text,
+        "logprobs": logprobs,
         "finish_reason": "length" if len(new) == max_new else "stop",
+        "stop_reason": None,
+        "token_ids": new if with_ids else None,
+        "prompt_logprobs": entries,
+        "prompt_token_ids": ids if with_ids else None,
+        "routed_experts": None,
     }
-    wants_prompt = (echo and top is not None) or prompt_top is not None
-    actual, ranks, tops = (
-        lm.prompt_logprobs(ids, max(top or 0, prompt_top or 0)) if wants_prompt and len(ids) > 1 else ([], [], [])
-    )
-    strings = lm.token_strings
-    if top is not None:
-        shown_ids = (ids if echo else []) + new
-        shown_logps = ([None, *actual] if echo else []) + new_logps
-        shown_tops = ([None, *[t[:top] for t in tops]] if echo else []) + new_tops
-        starts = [start for start, _ in offsets] if echo else []
-        position = len(prompt)
-        for piece in strings(new):
-            starts.append(position)
-            position += len(piece)
-        choice["logprobs"] = {
-            "tokens": strings(shown_ids),
-            "token_logprobs": shown_logps,
-            "top_logprobs": [None if t is None else {strings([i])[0]: lp for i, lp in t} for t in shown_tops],
-            "text_offset": starts,
-        }
-    if prompt_top is not None:
-        entries: list[dict[str, dict[str, Any]] | None] = [None]
-        for token, logp, rank, alternatives in zip(ids[1:], actual, ranks, tops):
-            entry = {
-                str(i): {"logprob": lp, "rank": place + 1, "decoded_token": strings([i])[0]}
-                for place, (i, lp) in enumerate(alternatives[:prompt_top])
-            }
-            entry.setdefault(str(token), {"logprob": logp, "rank": rank, "decoded_token": strings([token])[0]})
-            entries.append(entry)
-        choice["prompt_logprobs"] = entries
-        choice["prompt_token_ids"] = ids
     return {
-        "id": f"cmpl-{time.monotonic_ns()}",
+        "id": f"cmpl-{secrets.token_hex(8)}",
         "object": "text_completion",
         "created": int(time.time()),
         "model": name,
         "choices": [choice],
-        "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)},
+        "service_tier": None,
+        "system_fingerprint": FINGERPRINT,
+        # vLLM runs an echo of max_tokens 0 as one generated token it does not show, and counts it.
+        "usage": _usage(len(ids), len(new) or int(echo)),
+        "kv_transfer_params": None,
+        "ec_transfer_params": None,
+        "metrics": None,
     }
 
 
@@ -223,30 +292,57 @@ def chat(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     new, logps, tops = lm.generate(ids, max_new, temperature, seed, top if wants else 0)
     eos = lm.tokenizer.eos_token_id
     content_ids = [t for t in new if t != eos]
+    message = {
+        "role": "assistant",
+        "content": lm.tokenizer.decode(content_ids, skip_special_tokens=True),
+        "refusal": None,
+        "annotations": None,
+        "audio": None,
+        "function_call": None,
+        "reasoning": None,
+    }
+    logprobs = None
+    if wants:
+        content = []
+        for step, (token, logp, best) in enumerate(zip(new, logps, tops or [[]] * len(new))):
+            spelled = lm.spell(token, new[max(0, step - 4) : step])
+            alternatives = [(lm.spell(i, new[max(0, step - 4) : step]), v) for i, v in best]
+            content.append(
+                {
+                    "token": spelled,
+                    "logprob": max(logp, -9999.0),
+                    "bytes": list(spelled.encode("utf-8")),
+                    "top_logprobs": [
+                        {"token": t, "logprob": max(v, -9999.0), "bytes": list(t.encode("utf-8"))}
+                        for t, v in alternatives
+                    ],
+                }
+            )
+        logprobs = {"content": content}
     choice: dict[str, Any] = {
         "index": 0,
-        "message": {"role": "assistant", "content": lm.tokenizer.decode(content_ids, skip_special_tokens=True)},
+        "message": message,
+        "logprobs": logprobs,
         "finish_reason": "length" if len(new) == max_new and (not new or new[-1] != eos) else "stop",
+        "stop_reason": None,
+        "token_ids": None,
+        "routed_experts": None,
     }
-    if wants:
-        strings = lm.token_strings
-        choice["logprobs"] = {
-            "content": [
-                {
-                    "token": strings([t])[0],
-                    "logprob": lp,
-                    "top_logprobs": [{"token": strings([i])[0], "logprob": v} for i, v in alt],
-                }
-                for t, lp, alt in zip(new, logps, tops or [[]] * len(new))
-            ]
-        }
     return {
-        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "id": f"chatcmpl-{secrets.token_hex(8)}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": name,
         "choices": [choice],
-        "usage": {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)},
+        "service_tier": None,
+        "system_fingerprint": FINGERPRINT,
+        "usage": _usage(len(ids), len(new)),
+        "prompt_logprobs": None,
+        "prompt_token_ids": None,
+        "prompt_text": None,
+        "kv_transfer_params": None,
+        "ec_transfer_params": None,
+        "metrics": None,
     }
 
 
@@ -260,7 +356,10 @@ def make_app(lm: ScoringModel, name: str):  # noqa: ANN201 - a Starlette applica
     from starlette.routing import Route
 
     def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=status)
+        kind = "NotFoundError" if status == 404 else "BadRequestError"
+        return JSONResponse(
+            {"error": {"message": message, "type": kind, "param": None, "code": status}}, status_code=status
+        )
 
     async def read(request: Request) -> dict:
         raw = await request.body()

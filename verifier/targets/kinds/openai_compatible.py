@@ -267,7 +267,8 @@ class OpenAICompatibleTarget:
 
     def _probed(self) -> frozenset[str]:
         offered = {ANSWERS}
-        for form in ("echo", "prompt_logprobs"):
+        # The vLLM form first: it gives token ids (a tokenizer fingerprint, DC-PDD's frequencies).
+        for form in ("prompt_logprobs", "echo"):
             first = self._probe_request(form)
             if first is not None:
                 second = self._probe_request(form)
@@ -333,7 +334,14 @@ class OpenAICompatibleTarget:
                 "logprobs": 1,
                 "temperature": 0,
             }
-        return {"model": self.model, "prompt": prompt, "max_tokens": 1, "prompt_logprobs": 0, "temperature": 0}
+        return {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": 1,
+            "prompt_logprobs": 0,
+            "temperature": 0,
+            "return_token_ids": True,  # vLLM then lists the prompt's ids (others ignore the field)
+        }
 
     def score(
         self,
@@ -372,14 +380,16 @@ class OpenAICompatibleTarget:
         included: a server answering the probe with one tokenizer and documents with another (or
         replicas behind a balancer running two versions) is refused, never mixed. Only the
         vLLM form gives ids. A server detokenizing incrementally may spell a token's spacing by
-        position, and a token ending or completing a multi-byte character with its neighbours'
-        bytes, so only ASCII spellings are compared, without surrounding white space, and the
-        first tokens are left out."""
+        position, and a token completing a multi-byte character with its neighbours' bytes, so
+        only ASCII spellings (and the empty spelling of a partial character) are compared, without
+        surrounding white space, and the first tokens are left out."""
         if not tokens.ids:
             return
         for token_id, text in zip(tokens.ids[2:], tokens.strings[2:]):
+            # vLLM spells a token ending inside a character as "" wherever it stands, and such a
+            # token never reads as ASCII text elsewhere: "" is compared too (white space is not).
             spelled = text.strip()
-            if not spelled or not spelled.isascii():
+            if (text and not spelled) or not spelled.isascii():
                 continue
             known = self._token_strings.setdefault(token_id, spelled)
             if known != spelled:
@@ -659,13 +669,20 @@ MAX_TOKEN_CHARS = 128  # longer than any token of a real tokenizer's vocabulary
 
 def first_token_length(others: list, prompt: str) -> int | None:
     """The length of the prompt's first token (which the vLLM form does not spell out) when the
-    other tokens, each with text of its own, rebuild the rest of the prompt; None when they do not
-    (in either form): an empty token, tokens of another
-    text (generated ones appended), log-probs of only part of the prompt (a first "token" longer
-    than any token), or a prompt the server changed. A run of replacement characters stands for
-    non-ASCII characters whose bytes a token split; there the ASCII text is compared, and the
-    replacement characters may be at most as many as the prompt's non-ASCII bytes."""
-    if not all(isinstance(t, str) and t for t in others):
+    other tokens rebuild the rest of the prompt; None when they do not (in either form): tokens of
+    another text (generated ones appended), log-probs of only part of the prompt (a first "token"
+    longer than any token), a prompt the server changed, or an empty token that is not a partial
+    character.
+
+    Partial characters: a byte-level tokenizer splits a multi-byte UTF-8 character across tokens,
+    and servers spell a token that ends inside a character in one of two ways. vLLM writes it as
+    ``""`` and spells the whole character with the token that completes it, so its tokens still
+    rebuild the prompt exactly; others write replacement characters. An empty token is told apart
+    from an inserted one by what must follow it (``partial_characters_hold``); a run of
+    replacement characters stands for non-ASCII characters whose bytes a token split, so there the
+    ASCII text is compared, and the replacement characters may be at most as many as the prompt's
+    non-ASCII bytes."""
+    if not all(isinstance(t, str) for t in others):
         return None
     rest = "".join(others)
     if prompt.endswith(rest):
@@ -685,7 +702,39 @@ def first_token_length(others: list, prompt: str) -> int | None:
         first = min(first, len(prompt) - 1)
     else:
         return None
-    return first if first <= MAX_TOKEN_CHARS else None
+    if first > MAX_TOKEN_CHARS or not partial_characters_hold(others, prompt[:first]):
+        return None
+    return first
+
+
+def partial_characters_hold(others: list[str], first: str) -> bool:
+    """Whether every empty token among ``others`` (the tokens after the first, whose text is
+    ``first``) can be a token ending inside a multi-byte character, as vLLM spells one.
+
+    Such a token holds at least one byte of a character its text does not show; the token that
+    completes the character shows it whole. So a run of empty tokens must be followed by a token
+    showing a non-ASCII character (a run at the end, or before ASCII text only, was inserted),
+    and the empty tokens up to any point can be no more than the byte boundaries inside the
+    multi-byte characters shown so far (a character of n bytes can be cut n - 1 times; the first
+    token's characters count, as vLLM does not show a character the first token begins). In an
+    ASCII prompt no empty token is accepted; where non-ASCII characters are, an inserted empty
+    token within these bounds is not detectable without the server's tokenizer, and shifts no
+    other token's log-prob."""
+    cuts, run, empty = _inner_boundaries(first), 0, 0
+    for text in others:
+        if text == "":
+            run, empty = run + 1, empty + 1
+            continue
+        cuts += _inner_boundaries(text)
+        if run and (text.isascii() or empty > cuts):
+            return False
+        run = 0
+    return run == 0
+
+
+def _inner_boundaries(text: str) -> int:
+    """How many times the characters of ``text`` can be cut between bytes: n - 1 per n-byte character."""
+    return len(text.encode("utf-8")) - len(text)
 
 
 def _ascii(text: str) -> str:
