@@ -173,6 +173,7 @@ def route_context(tmp_path_factory, tiny_model_dir):
     shutil.copy(WIKIMIA / "length64.jsonl", folder / "docs.jsonl")
     shutil.copytree(CORPUS, folder / "corpus")
     shutil.copytree(resource("examples", "data", "marks"), folder / "marks")
+    (folder / "marks" / "siblings.json").chmod(0o600)  # the package's copy is readable by all
     half = {"path": "docs.jsonl", "where": {"label": 0}, "year": 2023}
     claim = {
         "claim": {"id": "contract", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},

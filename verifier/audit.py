@@ -208,6 +208,9 @@ def _model_identity(claim: ClaimManifest, ctx: RouteContext, base: Path) -> dict
             identity[role] = ctx.loaded[role].identity.as_finding()
             continue
         identity[role] = kind_of(spec).cls.unloaded_identity(spec, base)
+    if kind_of(claim.model.target).remote:
+        # An API target's weights: compared with the declared ones, or resting on the provider's word.
+        identity["served_weights"] = ctx.parity.as_finding() if ctx.parity else None
     return identity
 
 

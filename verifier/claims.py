@@ -126,6 +126,11 @@ class ModelUnderTest(Strict):
         "or openai-compatible:http(s)://host/v1#model for a model behind an API"
     )
     reference: str | None = Field(None, description="a reference model SPEC: enables the reference-difference signal")
+    weights: str | None = Field(
+        None,
+        description="for an API target: a local model SPEC of the weights the server is declared to serve; a "
+        "seeded sample of the documents is scored both ways and the server refused if they differ",
+    )
     training_cutoff: int | None = Field(None, ge=1900, le=2100, description="declared year of the latest training data")
     released: date | None = Field(
         None, description="declared date the model was released (its weights fixed), YYYY-MM-DD"
@@ -158,6 +163,12 @@ class ModelUnderTest(Strict):
             )
         if self.api is not None and kind.options is not type(self.api):
             raise ValueError(f"model.api applies only to an openai-compatible: target, not to a {kind.name} target")
+        if self.weights is not None and not kind.remote:
+            raise ValueError("model.weights applies to an API target (the weights it is declared to serve)")
+        if self.weights is not None and (
+            kind_of(self.weights).remote or PROMPT_LOGPROBS not in kind_of(self.weights).capabilities
+        ):
+            raise ValueError("model.weights must be a local or hub model (its prompt log-probs are compared)")
         if self.reference and PROMPT_LOGPROBS not in kind_of(self.reference).capabilities:
             raise ValueError("model.reference must be a local or hub model (its prompt log-probs are read)")
         if self.stride is not None and self.stride >= self.max_tokens:
@@ -385,7 +396,7 @@ def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
     """The claim as the findings and the bundle carry it: a local model named by its folder or
     file name, never by where it lies on the auditor's disk (evidence paths are relative already)."""
     data = claim.model_dump(mode="json")
-    for role in ("target", "reference"):
+    for role in ("target", "reference", "weights"):
         spec = data["model"].get(role)
         if (
             spec
@@ -401,10 +412,11 @@ def public_claim(claim: ClaimManifest, base: Path) -> dict[str, Any]:
 
 
 def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> str:
-    """The SPEC of the claim's target or reference; a relative path is relative to the claim."""
-    spec = claim.model.target if role == "target" else claim.model.reference
+    """The SPEC of the claim's target, reference or weights (the local copy of an API target's
+    weights); a relative path is relative to the claim."""
+    spec = {"target": claim.model.target, "reference": claim.model.reference, "weights": claim.model.weights}[role]
     if spec is None:
-        raise VerifierError("a route asked for a reference model, but the claim's model.reference names none")
+        raise VerifierError(f"a route asked for the claim's model.{role}, but the claim names none")
     local = base / spec
     return str(local) if not kind_of(spec).remote and local.exists() else spec
 

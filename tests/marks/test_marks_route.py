@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from verifier.audit import run_audit
 from verifier.boundary.resources import resource
 from verifier.cli import app
+from verifier.errors import VerifierError
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.targets import ScoreCache
@@ -40,6 +41,7 @@ def workspace(small_testbed, tmp_path_factory):
     folder = tmp_path_factory.mktemp("marks-claims")
     shutil.copytree(small_testbed.folder, folder / "testbed")
     shutil.copytree(EXAMPLE, folder / "marks")
+    (folder / "marks" / "siblings.json").chmod(0o600)  # the package's copy is readable by all; a user's is not
     trust = tmp_path_factory.mktemp("trust")
     shutil.copy(EXAMPLE / "registrant.pub", trust / "example.pem")
     return folder, trust
@@ -106,16 +108,19 @@ def test_example_marks_support_training_and_contradict_its_denial(trusted):
     assert denied["verdict"] == "CONTRADICTED" and denied["decided_by"] == "marks"
 
 
-def test_a_siblings_file_others_can_read_is_said_in_the_report(trusted):
-    """Siblings that reached training can only hide a mark: the finding stands, with the reason said."""
+def test_a_siblings_file_others_can_read_is_refused_like_a_key(trusted):
+    """Whoever else can read the siblings can blind the test: refused in one line naming the file,
+    like a signing key; only a bundled example's (which ships with the package) is read, and said."""
     siblings = trusted / "marks" / "siblings.json"
-    for mode, said in ((0o600, False), (0o644, True)):
-        siblings.chmod(mode)
-        record = route(audit(trusted, f"siblings-{mode:o}"), "marks")
-        assert (
-            any("siblings file was readable by other accounts" in x for x in record["outcome"]["limitations"]) == said
-        )
-        assert record["outcome"]["metrics"].get("siblings_file_private", True) is not said
+    siblings.chmod(0o644)
+    try:
+        with pytest.raises(VerifierError, match=r"siblings.json: the private siblings file must be owned and readable"):
+            audit(trusted, "siblings-644")
+    finally:
+        siblings.chmod(0o600)
+    record = route(audit(trusted, "siblings-600"), "marks")
+    assert record["outcome"]["metrics"].get("siblings_file_private", True)
+    assert not any("siblings file was readable" in x for x in record["outcome"]["limitations"])
 
 
 def test_marks_never_trained_on_give_uniform_p_values_and_never_support(trusted, tmp_path_factory, monkeypatch):
@@ -406,6 +411,7 @@ def stamped(workspace, tmp_path_factory):
     (with_tsa / "tsa").mkdir()
     shutil.copy(ca / "ca.crt", with_tsa / "tsa" / "test-tsa.pem")
     shutil.copytree(EXAMPLE, folder / "stamped")
+    (folder / "stamped" / "siblings.json").chmod(0o600)
     with LoopbackTSA(ca) as tsa:
         (token,) = stamp_envelope((folder / "stamped" / "registration.dsse.json").read_bytes(), [tsa.url()])
         other = make_marks(carriers(3, 5), [MarkSpec(kind="canary", format="words", siblings=19)] * 3, "other", seed=5)

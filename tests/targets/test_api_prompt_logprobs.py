@@ -312,6 +312,7 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(l
     shutil.copytree(examples / "data" / "policies", tmp_path / "data" / "policies")
     claim = yaml.safe_load((examples / "api-logprobs-wikimia.yaml").read_text())
     claim["model"]["target"] = logprob_server.spec
+    claim["model"]["weights"] = "smollm2-135m"  # the weights the server is declared to serve: compared
     (tmp_path / "api.yaml").write_text(yaml.safe_dump(claim))
     local = dict(claim, model={"target": "smollm2-135m", "training_cutoff": 2024})
     (tmp_path / "local.yaml").write_text(yaml.safe_dump(local))
@@ -330,8 +331,15 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(l
     target = api_run.findings["model"]["target"]
     assert target["probed"]["prompt_logprobs_form"] == "prompt_logprobs" and target["kind"] == "openai_compatible"
     assert str(tmp_path) not in json.dumps(api_run.findings)
+    parity = api_run.findings["model"]["served_weights"]
+    assert parity["documents"] == 16 and parity["max_document_difference"] < API_TOL
+    assert parity["weights"]["digests"]["weights"] == local_run.findings["model"]["target"]["digests"]["weights"]
     html = render_html(api_run.findings, "0" * 64)
     assert (
         "offered prompt log-probs (prompt_logprobs form): the first 256 of its tokens" in html
         and str(tmp_path) not in html
     )
+    assert "the server serves these weights" in html and "provider's word" not in html
+    unchecked = json.loads(json.dumps(api_run.findings))
+    unchecked["model"]["served_weights"], unchecked["claim"]["model"]["weights"] = None, None
+    assert "rests on the provider's word: no weights were held" in render_html(unchecked, "0" * 64)

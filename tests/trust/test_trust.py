@@ -74,10 +74,7 @@ def test_a_genuine_bundle_verifies_only_with_its_signer_pinned(genuine, keys, tm
     status, lines = verify(str(genuine), "--key", f"{keys['genuine']}.pub")
     assert status == 0 and len(lines) == 1 and "claim forgery-target: REJECTED-METHOD" in lines[0]
     fingerprint = key_id(public_pem(load_private_key(keys["genuine"]).public_key()))
-    assert (
-        f"signer {fingerprint[:16]}" in lines[0]
-        and "predicate https://github.com/verifier/verifier/audit/v1" in lines[0]
-    )
+    assert f"signer {fingerprint[:16]}" in lines[0] and "predicate urn:verifier:audit:v1" in lines[0]
     assert (
         runner.invoke(
             app, ["keys", "trust", f"{keys['genuine']}.pub", "--trust-dir", str(tmp_path / "store")]
@@ -534,3 +531,13 @@ def test_the_signer_cannot_sign_a_verdict_its_findings_do_not_hold(genuine, keys
     assert status == 2 and lines == [
         f"error: envelope.dsse.json: differs: the statement's {key} is not the one findings.json holds"
     ], lines
+
+
+def test_predicate_types_name_no_domain_and_the_first_versions_still_verify():
+    from verifier.trust.envelopes import is_predicate, predicate_type
+
+    for name in ("audit", "batch", "plan", "marks-registration"):
+        assert predicate_type(name) == f"urn:verifier:{name}:v1" and is_predicate(predicate_type(name), name)
+        assert is_predicate(f"https://github.com/verifier/verifier/{name}/v1", name)  # bundles of the first versions
+    assert not is_predicate(predicate_type("audit"), "plan")
+    assert not is_predicate("https://example.org/verifier/audit/v1", "audit")

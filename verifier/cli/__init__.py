@@ -43,9 +43,11 @@ class HandledGroup(typer.core.TyperGroup):
     def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's own signature
         _stop_cleanly_on_sigterm()
         if not os.environ.get("VERIFIER_DEBUG"):
-            # numpy's numerical warnings name source files by absolute path; every NaN they flag is
-            # named in the findings with its reason (a failed item, no scored token).
-            warnings.simplefilter("ignore", RuntimeWarning)
+            # No warning reaches the terminal: verifier says what matters in one line or in the
+            # findings (every NaN numpy would flag is named there with its reason), and third-party
+            # warnings (pyhanko's import of a deprecated cryptography name, numpy's numerical
+            # ones) name files by absolute path and concern their authors, not the user.
+            warnings.simplefilter("ignore")
         try:
             return super().invoke(ctx)
         except USAGE_ERRORS:

@@ -27,11 +27,19 @@ from verifier.boundary.files import read_plain
 from verifier.boundary.peers import read_json
 from verifier.errors import VerifierError, first_validation_error
 from verifier.marks.generators import CanaryFormat, Kind
-from verifier.trust.envelopes import PAYLOAD_TYPE, Envelope, load_public_key, read_statement, verify_envelope
+from verifier.trust.envelopes import (
+    PAYLOAD_TYPE,
+    Envelope,
+    is_predicate,
+    load_public_key,
+    predicate_type,
+    read_statement,
+    verify_envelope,
+)
 from verifier.trust.keys import pinned_public_keys
 from verifier.trust.timestamps import Timestamp, check_token, load_tsa_certificates, read_tokens_beside
 
-PREDICATE_TYPE = "https://github.com/verifier/verifier/marks-registration/v1"
+PREDICATE_TYPE = predicate_type("marks-registration")
 REGISTRATION_FORMAT = "verifier-marks-registration/1"
 SECRETS_FORMAT = "verifier-marks-secrets/1"
 MAX_FILE_BYTES = 256 << 20
@@ -225,7 +233,7 @@ def read_registration(
         statement = read_statement(body)
     except ValueError as exc:
         raise VerifierError(f"{name}: signed, but not a marks registration ({str(exc)[:120]})") from None
-    if statement.predicateType != PREDICATE_TYPE:
+    if not is_predicate(statement.predicateType, "marks-registration"):
         raise VerifierError(
             f"{name}: signed, but not a marks registration (predicate type {statement.predicateType[:80]})"
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import Field, StrictBool
 
+from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, Role
 from verifier.errors import VerifierError
 from verifier.findings import Notes, RouteOutcome, Table
@@ -26,14 +27,15 @@ from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer,
 from verifier.routes.base import Route, register
 from verifier.scoring.session import RouteContext
 from verifier.stats.rank_trials import run_rank_tests
-from verifier.trust.private_files import readable_by_others
+from verifier.trust.private_files import check_private, readable_by_others
 
-# Said, not refused: a sibling seen by whoever trains the model can only hide a mark (trained on
-# too, it ranks like the mark), never make an untrained mark rank first.
+# A bundled example's siblings ship with the package: said, not refused. A sibling seen by whoever
+# trains the model can only hide a mark (trained on too, it ranks like the mark), never make an
+# untrained mark rank first.
 SIBLINGS_READABLE = (
-    "The siblings file was readable by other accounts of the auditor's machine when the audit ran (marks make "
-    "writes it mode 0600): siblings that reached the model's training can only hide a mark, so a finding of "
-    "training stands, but a test that finds nothing may have been blinded."
+    "The siblings file was readable by other accounts of the auditor's machine when the audit ran (a bundled "
+    "example's, which ships with the package; any other is refused): siblings that reached the model's training can "
+    "only hide a mark, so a finding of training stands, but a test that finds nothing may have been blinded."
 )
 REGISTRANT_DATE = (
     "The registration's date is its signer's statement: it shows the marks predate training only as far as that "
@@ -91,6 +93,11 @@ class MarksRoute(Route[MarksParams]):
 
     def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:
         marks, model = ctx.claim.evidence.marks, ctx.claim.model
+        siblings_readable = readable_by_others(ctx.base_dir / marks.siblings)
+        if siblings_readable and not ctx.base_dir.resolve().is_relative_to(resource("examples").resolve()):
+            # Refused like a signing key: whoever else can read the siblings can blind the test.
+            # Only the bundled examples, whose siblings ship with the package, are read as they lie.
+            check_private(ctx.base_dir / marks.siblings, "private siblings file")
         try:
             spec = marks.rephraser
             registration, secrets = checked_registration(
@@ -162,7 +169,7 @@ class MarksRoute(Route[MarksParams]):
             TIMESTAMPED.format(tsa=dated.by) if dated.trusted and line == REGISTRANT_DATE else line
             for line in LIMITATIONS
         ]
-        if readable_by_others(ctx.base_dir / marks.siblings):
+        if siblings_readable:
             metrics["siblings_file_private"] = False
             limitations.append(SIBLINGS_READABLE)
         return RouteOutcome(

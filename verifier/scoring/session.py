@@ -22,6 +22,7 @@ from verifier.claims import ClaimFiles, ClaimManifest, DocumentRef
 from verifier.data import Documents
 from verifier.errors import VerifierError
 from verifier.scoring.capabilities import offered_capabilities
+from verifier.scoring.parity import Parity, check_parity
 from verifier.scoring.table import (
     AUXILIARY_NEEDS,
     FAILURE_PREFIX,
@@ -68,13 +69,25 @@ class RouteContext:
         None  # the claim's input files, read once per audit (one is made from base_dir if none is given)
     )
 
+    parity: Parity | None = None  # the API target's comparison with the declared weights, once it is loaded
+
     def __post_init__(self) -> None:
         self.claim_files = self.files or ClaimFiles(self.base_dir)
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
             self.loaded[role] = self.target_factory(role)
+            if role == "target" and self.claim.model.weights is not None:
+                self.parity = check_parity(
+                    self.loaded[role], self.model("weights"), self._claim_texts(), self.claim.seed, self.cache
+                )
         return self.loaded[role]
+
+    def _claim_texts(self) -> list[str]:
+        """Every text of the claim's document sets (what the parity sample is drawn from)."""
+        evidence = self.claim.evidence
+        refs = [evidence.suspect, evidence.heldout, evidence.dated, evidence.control]
+        return [text for ref in refs if ref is not None for text in self.load(ref).texts]
 
     def file_sha256(self, ref: DocumentRef) -> str:
         """SHA-256 of the file a set is read from (what the findings' input digests name)."""

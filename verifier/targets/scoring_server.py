@@ -279,6 +279,8 @@ def chat(lm: ScoringModel, name: str, body: dict) -> dict[str, Any]:
     max_new = _int({"max_tokens": limit}, "max_tokens", 16, 1, MAX_NEW_TOKENS)
     temperature = _number(body, "temperature", 1.0, 0, 2)
     seed = _int(body, "seed", 0, 0, 2**32 - 1)
+    if not lm.tokenizer.chat_template:  # as vLLM answers a model without one
+        raise BadRequest("the model's tokenizer has no chat template: use /v1/completions")
     ids = lm.tokenizer.apply_chat_template(
         [{"role": m["role"], "content": m["content"]} for m in messages],
         add_generation_prompt=True,

@@ -38,8 +38,10 @@ from verifier.trust.envelopes import (
     PREDICATE_TYPE,
     Envelope,
     Statement,
+    is_predicate,
     key_id,
     load_public_key,
+    predicate_type,
     public_pem,
     read_envelope,
     read_statement,
@@ -206,10 +208,8 @@ def verify_bundle(
     if trust_dir is not None and trust_dir.resolve().is_relative_to(folder.resolve()):
         raise VerifierError(f"--trust-dir {trust_dir}: inside the bundle; a bundle cannot pin its own signer")
     if not {ENVELOPE, *BUNDLE_FILES} & {p.name for p in folder.iterdir()}:
-        inner = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / ENVELOPE).is_file())
         raise VerifierError(
-            f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)"
-            + (f"; it holds bundles: verify one of them, e.g. {folder.name}/{inner[0]}" if inner else "")
+            f"{folder}: not an evidence bundle (no {ENVELOPE}, findings.json or report)" + _below(folder)
         )
     digests, entries = _entries(folder)
     if ENVELOPE not in entries:
@@ -349,7 +349,7 @@ def _read_envelope(data: bytes) -> tuple[Envelope, dict[str, str], Statement]:
         name for name in subjects if name not in BUNDLE_FILES | {PLAN} and not PLAN_TOKEN.fullmatch(name)
     ):
         raise VerifierError(f"{ENVELOPE}: differs: the statement names {outside[0]!r}, which is not a bundle file")
-    if claimed.predicateType != PREDICATE_TYPE:
+    if not is_predicate(claimed.predicateType, "audit"):
         raise VerifierError(f"{ENVELOPE}: differs: predicate type is not {PREDICATE_TYPE}")
     return envelope, subjects, claimed
 
@@ -422,7 +422,7 @@ def _entries(folder: Path) -> tuple[dict[str, str], dict[str, bytes]]:
 
 
 BATCH_INDEX = "batch-index.dsse.json"  # written by verifier.batch: the signed list of a batch's bundles
-BATCH_PREDICATE = "https://github.com/verifier/verifier/batch/v1"
+BATCH_PREDICATE = predicate_type("batch")
 
 
 @dataclass(frozen=True)
@@ -442,6 +442,19 @@ def decided_test(findings: dict[str, Any]) -> tuple[float, float] | None:
     return float(outcome["p_value"]), float(outcome["alpha"])
 
 
+def _below(folder: Path) -> str:
+    """What a folder that is no bundle holds that is: the batches and bundles one level below."""
+    inner = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+    batches = [p.name for p in inner if (p / BATCH_INDEX).is_file()]
+    bundles = [p.name for p in inner if (p / ENVELOPE).is_file()]
+    if batches:
+        more = f" (and {len(batches) - 1} more)" if len(batches) > 1 else ""
+        return f"; it holds a batch: verify {folder.name}/{batches[0]}{more}"
+    if bundles:
+        return f"; it holds {len(bundles)} bundle(s): verify one of them, e.g. {folder.name}/{bundles[0]}"
+    return ""
+
+
 def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None) -> BatchVerification:
     """Check a batch folder: the index's signature; every bundle it names (as ``verify_bundle``,
     signed by the index's signer, its envelope the one the index digests); that the folder holds no
@@ -456,7 +469,7 @@ def verify_batch(folder: Path, pinned_key_pem: bytes | None = None, trust_dir: P
     envelope, subjects, claimed = _read_statement_of(index.read_bytes(), BATCH_INDEX)
     entries = claimed.predicate.get("claims")
     if (
-        claimed.predicateType != BATCH_PREDICATE
+        not is_predicate(claimed.predicateType, "batch")
         or not isinstance(entries, list)
         or not all(isinstance(e, dict) for e in entries)
     ):

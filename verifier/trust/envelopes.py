@@ -25,8 +25,23 @@ from verifier.errors import VerifierError
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+
+
+def predicate_type(name: str) -> str:
+    """The in-toto predicate type of verifier's statements of kind ``name`` (audit, batch, plan,
+    marks-registration): a URN under a name the project chose, which claims no web domain or
+    account (the first versions wrote ``https://github.com/verifier/verifier/NAME/v1``, an account
+    the project does not hold; statements of that type still verify: ``is_predicate``)."""
+    return f"urn:verifier:{name}:v1"
+
+
+def is_predicate(value: str, name: str) -> bool:
+    """Whether a statement's predicate type is verifier's ``name``, as written now or before."""
+    return value in (predicate_type(name), f"https://github.com/verifier/verifier/{name}/v1")
+
+
 # The predicate: {claim_id, verdict, findings_sha256, verifier (version)}; documented in evidence/README.md.
-PREDICATE_TYPE = "https://github.com/verifier/verifier/audit/v1"
+PREDICATE_TYPE = predicate_type("audit")
 
 
 def pae(payload_type: str, body: bytes) -> bytes:

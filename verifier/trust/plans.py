@@ -15,10 +15,19 @@ from typing import Any
 
 from verifier.boundary.files import read_plain
 from verifier.errors import VerifierError
-from verifier.trust.envelopes import key_id, load_public_key, public_pem, read_envelope, read_statement, verify_envelope
+from verifier.trust.envelopes import (
+    is_predicate,
+    key_id,
+    load_public_key,
+    predicate_type,
+    public_pem,
+    read_envelope,
+    read_statement,
+    verify_envelope,
+)
 from verifier.trust.timestamps import check_token, read_tokens_beside
 
-PLAN_PREDICATE = "https://github.com/verifier/verifier/plan/v1"
+PLAN_PREDICATE = predicate_type("plan")
 MAX_PLAN_BYTES = 1 << 20
 CLOCK = "the planner's system clock (no trusted timestamp)"
 
@@ -53,7 +62,7 @@ def parse_plan(raw: bytes, where: str, tokens: tuple[tuple[str, bytes], ...] = (
         pem = claimed.predicate["public_key"].encode()
     except (ValueError, KeyError, AttributeError, TypeError):
         raise VerifierError(f"{where}: not a signed plan (make one with 'verifier plan CLAIM')") from None
-    if claimed.predicateType != PLAN_PREDICATE:
+    if not is_predicate(claimed.predicateType, "plan"):
         raise VerifierError(f"{where}: not a plan (its statement is a {claimed.predicateType[:80]!r})")
     public = load_public_key(pem, f"{where}: public_key")
     body, signature = verify_envelope(envelope, public, where)

@@ -1,0 +1,108 @@
+"""Parity evidence: an API target declared to serve weights the auditor holds is compared with them.
+
+A real server (verifier's stand-in, in vLLM's shape) serves a tiny GPT-2. Declared as those weights,
+the audit records the comparison in the findings and the report; declared as other weights with
+the same tokenizer, or as a model with another tokenizer, the API target is refused in one line;
+with no weights declared, the report says the identity rests on the provider's word.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import make_tiny_gpt2
+
+from verifier.audit import run_audit
+from verifier.boundary.resources import resource
+from verifier.errors import VerifierError
+from verifier.scoring.parity import check_parity, sample_texts
+from verifier.targets import ScoreCache, load_target
+from verifier.targets.serving import start_server
+
+CHAT = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+
+
+@pytest.fixture(scope="module")
+def served_tiny(tiny_model_dir, tmp_path_factory):
+    """The tiny GPT-2's weights served with a chat template (the routes' answers need one)."""
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("served") / "tiny-chat"
+    shutil.copytree(tiny_model_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT
+    tokenizer.save_pretrained(folder)
+    with start_server(folder, engine="verifier", log=tmp_path_factory.mktemp("log") / "server.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def other_weights(tmp_path_factory, wikimia64) -> Path:
+    """The tiny GPT-2's tokenizer (trained on the same texts) with other weights."""
+    return make_tiny_gpt2(tmp_path_factory.mktemp("tiny-other"), [r["text"] for r in wikimia64], seed=5, vocab_size=600)
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFIER_CACHE_SECRET", str(tmp_path / "secret"))
+    return ScoreCache(tmp_path / "cache")
+
+
+def test_the_sample_is_fixed_by_the_documents_and_the_seed(wikimia64):
+    texts = [r["text"] for r in wikimia64]
+    first = sample_texts(texts, seed=3)
+    assert len(first) == 16 and first == sample_texts(texts[::-1], seed=3)  # not the files' order
+    assert first != sample_texts(texts, seed=4)
+    assert sample_texts(["", "   "], seed=3) == []
+
+
+def test_the_declared_weights_hold_and_others_are_refused(
+    served_tiny, tiny_model_dir, other_weights, tiny_reference_dir, wikimia64, cache
+):
+    texts = [r["text"] for r in wikimia64]
+    served = load_target(served_tiny.spec)
+    parity = check_parity(served, load_target(str(tiny_model_dir)), texts, 0, cache)
+    assert parity is not None and parity.documents == 16
+    assert parity.max_document_difference < 1e-3 and parity.max_token_difference < 1e-2
+    with pytest.raises(VerifierError, match=r"does not serve the declared weights \(a document's mean log-prob"):
+        check_parity(served, load_target(str(other_weights)), texts, 0, cache)
+    with pytest.raises(VerifierError, match="another tokenizer"):
+        check_parity(served, load_target(str(tiny_reference_dir)), texts, 0, cache)
+
+
+def write_claim(folder: Path, target: str, weights: str | None) -> Path:
+    examples = resource("examples")
+    for part in ("wikimia", "policies"):
+        if not (folder / "data" / part).exists():
+            shutil.copytree(examples / "data" / part, folder / "data" / part)
+    claim = yaml.safe_load((examples / "api-logprobs-wikimia.yaml").read_text())
+    claim["model"]["target"] = target
+    if not target.startswith("openai-compatible:"):
+        claim["model"].pop("api", None)
+    if weights is not None:
+        claim["model"]["weights"] = weights
+    path = folder / f"claim-{len(list(folder.glob('claim-*')))}.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    return path
+
+
+def test_the_audit_refuses_a_server_of_other_weights_before_any_route_reads_it(
+    served_tiny, other_weights, tmp_path, cache
+):
+    """(The slow test of the API example records parity through the stand-in and a real vLLM server.)"""
+    with pytest.raises(VerifierError, match="the server does not serve the declared weights"):
+        run_audit(write_claim(tmp_path, served_tiny.spec, str(other_weights)), cache=cache)
+
+
+def test_weights_are_refused_beside_a_local_target_or_as_an_api(tmp_path):
+    from verifier.claims import load_claim
+
+    for target, weights, why in (
+        ("smollm2-135m", "smollm2-135m", "applies to an API target"),
+        ("openai-compatible:http://127.0.0.1:9/v1#m", "openai-compatible:http://127.0.0.1:9/v1#n", "local or hub"),
+    ):
+        with pytest.raises(VerifierError, match=why):
+            load_claim(write_claim(tmp_path, target, weights))
