@@ -94,7 +94,7 @@ def test_testbed_claim_is_supported_and_bundle_verifies(bundle):
         and result.stdout.startswith("OK: 8 files intact; signer ")
         and "signer pinned by --key" in result.stdout
     )
-    assert "claim testbed-small: SUPPORTED" in result.stdout and "predicate https://" in result.stdout
+    assert "claim testbed-small: SUPPORTED" in result.stdout and "predicate urn:verifier:audit:v1" in result.stdout
 
 
 def test_any_changed_byte_fails_verify_and_names_the_file(bundle, tmp_path):

@@ -119,6 +119,7 @@ def run_audit(
         files=loaded.files,
     )
     records = walk(policy, ctx)
+    ctx.check_served_weights()  # after the routes: the server cannot tell the compared answers from the others
     decided = decision(records)
     summary = decided.outcome.summary if decided.outcome else decided.reason
     looser, other = departures_from_default(policy)

@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 from verifier.audit import run_audit
 from verifier.boundary.resources import resource
 from verifier.cli import app
-from verifier.errors import VerifierError
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.targets import ScoreCache
@@ -109,15 +108,18 @@ def test_example_marks_support_training_and_contradict_its_denial(trusted):
 
 
 def test_a_siblings_file_others_can_read_is_refused_like_a_key(trusted):
-    """Whoever else can read the siblings can blind the test: refused in one line naming the file,
-    like a signing key; only a bundled example's (which ships with the package) is read, and said."""
+    """Whoever else can read the siblings can blind the test: the registration is refused as
+    evidence, naming the file, as a readable signing key is refused; only a bundled example's
+    (which ships with the package) is read, and said."""
     siblings = trusted / "marks" / "siblings.json"
     siblings.chmod(0o644)
     try:
-        with pytest.raises(VerifierError, match=r"siblings.json: the private siblings file must be owned and readable"):
-            audit(trusted, "siblings-644")
+        refused = route(audit(trusted, "siblings-644"), "marks")["outcome"]
     finally:
         siblings.chmod(0o600)
+    assert refused["status"] == "refused"
+    assert "siblings.json: the private siblings file must be owned and readable by you only" in refused["summary"]
+    assert str(trusted) not in str(refused)
     record = route(audit(trusted, "siblings-600"), "marks")
     assert record["outcome"]["metrics"].get("siblings_file_private", True)
     assert not any("siblings file was readable" in x for x in record["outcome"]["limitations"])

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from conftest import make_tiny_gpt2
 
-from verifier.audit import run_audit
 from verifier.boundary.resources import resource
 from verifier.errors import VerifierError
 from verifier.scoring.parity import check_parity, sample_texts
@@ -69,7 +68,7 @@ def test_the_declared_weights_hold_and_others_are_refused(
     assert parity.max_document_difference < 1e-3 and parity.max_token_difference < 1e-2
     with pytest.raises(VerifierError, match=r"does not serve the declared weights \(a document's mean log-prob"):
         check_parity(served, load_target(str(other_weights)), texts, 0, cache)
-    with pytest.raises(VerifierError, match="another tokenizer"):
+    with pytest.raises(VerifierError, match="does not serve the declared weights"):  # another tokenizer
         check_parity(served, load_target(str(tiny_reference_dir)), texts, 0, cache)
 
 
@@ -89,12 +88,34 @@ def write_claim(folder: Path, target: str, weights: str | None) -> Path:
     return path
 
 
-def test_the_audit_refuses_a_server_of_other_weights_before_any_route_reads_it(
-    served_tiny, other_weights, tmp_path, cache
+def test_after_the_routes_the_session_compares_what_they_sent_and_refuses_other_weights(
+    served_tiny, tiny_model_dir, other_weights, wikimia64, tmp_path, cache
 ):
-    """(The slow test of the API example records parity through the stand-in and a real vLLM server.)"""
-    with pytest.raises(VerifierError, match="the server does not serve the declared weights"):
-        run_audit(write_claim(tmp_path, served_tiny.spec, str(other_weights)), cache=cache)
+    """The comparison runs after the routes, on a sample of the texts they sent (read back from the
+    response cache: no new request), so the server could not tell which answers would be compared.
+    (The slow test of the API example records parity through the stand-in and a real vLLM server.)"""
+    from verifier.claims import load_claim
+    from verifier.scoring.session import RouteContext
+
+    texts = [r["text"] for r in wikimia64[:40]]
+    for weights, refused in ((tiny_model_dir, False), (other_weights, True)):
+        loaded = load_claim(write_claim(tmp_path, served_tiny.spec, str(weights)))
+        ctx = RouteContext(
+            claim=loaded.manifest,
+            base_dir=loaded.base,
+            cache=cache,
+            target_factory=lambda role, w=weights: load_target(served_tiny.spec if role == "target" else str(w)),
+        )
+        ctx.model().score(texts, cache=cache)  # what a route sends
+        ctx.sent_texts.extend(texts)
+        sent = ctx.model().usage["requests_sent"]
+        if refused:
+            with pytest.raises(VerifierError, match="the server does not serve the declared weights"):
+                ctx.check_served_weights()
+        else:
+            ctx.check_served_weights()
+            assert ctx.parity is not None and ctx.parity.documents == 16
+        assert ctx.model().usage["requests_sent"] == sent  # the compared answers are those the route read
 
 
 def test_weights_are_refused_beside_a_local_target_or_as_an_api(tmp_path):

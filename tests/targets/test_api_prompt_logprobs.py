@@ -278,6 +278,33 @@ def test_partial_characters_as_vllm_spells_them_are_read_and_inserted_empty_toke
         target._same_tokenizer(other)
 
 
+def test_an_outside_review_of_the_real_server_forms_kept():
+    """Third outside review: replacement characters stood for any non-ASCII text (a long Japanese
+    prompt read from three tokens; a letter the prompt lacks), and echo offsets that disagreed with
+    the token texts moved the scores after a prefix."""
+    long = "東京タワーは高い。" * 40
+    assert read_prompt_tokens(vllm_body(["\ufffd", "い", "。"], [-1.0] * 3, None), "prompt_logprobs", long) is None
+    cafe = "Un café au lait"
+    assert (
+        read_prompt_tokens(vllm_body([" caf", "\ufffd", "ü", " au lait"], [-1.0] * 4, None), "prompt_logprobs", cafe)
+        is None
+    )
+    appended = vllm_body(["高", "い", "。", "明", "日"], [-1.0] * 5, None)
+    assert read_prompt_tokens(appended, "prompt_logprobs", "東京は高い。") is None
+    shifted = {
+        "choices": [
+            {
+                "logprobs": {
+                    "tokens": ["é", "\n", "ab", "\n", "Text", " more", " x"],
+                    "token_logprobs": [None, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0],
+                    "text_offset": [0, 2, 3, 5, 6, 10, 15],  # UTF-8 byte offsets, not characters
+                }
+            }
+        ]
+    }
+    assert read_prompt_tokens(shifted, "echo", "é\nab\nText more x") is None
+
+
 def test_an_output_only_server_offers_answers_only():
     """A server without the legacy endpoint's log-probs (the fault server, answering chat only)."""
     from fault_server import FaultServer

@@ -29,6 +29,7 @@ CONFIGURATIONS = {
     "CA only beside the signer": "certs = $dir/ca.crt\n",
     "ESSCertID (SHA-1)": "ess_cert_id_alg = sha1\n",
     "ESSCertIDv2 over the chain": "certs = $dir/ca.crt\ness_cert_id_chain = yes\n",
+    "no TSA name (OpenSSL's default)": "tsa_name = no\n",
 }
 DATA = b"the bytes of a bundle's signature"
 

@@ -27,7 +27,7 @@ from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer,
 from verifier.routes.base import Route, register
 from verifier.scoring.session import RouteContext
 from verifier.stats.rank_trials import run_rank_tests
-from verifier.trust.private_files import check_private, readable_by_others
+from verifier.trust.private_files import readable_by_others
 
 # A bundled example's siblings ship with the package: said, not refused. A sibling seen by whoever
 # trains the model can only hide a mark (trained on too, it ranks like the mark), never make an
@@ -93,11 +93,7 @@ class MarksRoute(Route[MarksParams]):
 
     def run(self, ctx: RouteContext, params: MarksParams) -> RouteOutcome:
         marks, model = ctx.claim.evidence.marks, ctx.claim.model
-        siblings_readable = readable_by_others(ctx.base_dir / marks.siblings)
-        if siblings_readable and not ctx.base_dir.resolve().is_relative_to(resource("examples").resolve()):
-            # Refused like a signing key: whoever else can read the siblings can blind the test.
-            # Only the bundled examples, whose siblings ship with the package, are read as they lie.
-            check_private(ctx.base_dir / marks.siblings, "private siblings file")
+        siblings_readable = False
         try:
             spec = marks.rephraser
             registration, secrets = checked_registration(
@@ -111,6 +107,14 @@ class MarksRoute(Route[MarksParams]):
                 require_timestamp=params.require_timestamp,
                 files=(ctx.claim_files.read(marks.registration), ctx.claim_files.read(marks.siblings)),
             )  # the bytes the inputs digest
+            siblings_readable = readable_by_others(ctx.base_dir / marks.siblings)
+            if siblings_readable and not ctx.base_dir.resolve().is_relative_to(resource("examples").resolve()):
+                # Refused like a signing key: whoever else can read the siblings can blind the test.
+                # Only the bundled examples, whose siblings ship with the package, are read as they lie.
+                raise VerifierError(
+                    f"{marks.siblings}: the private siblings file must be owned and readable by you only (chmod 600 "
+                    f"{marks.siblings.name}): whoever else can read the siblings can blind the test"
+                )
             try:
                 trials, excluded = registered_trials(
                     registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words

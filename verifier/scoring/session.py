@@ -69,7 +69,8 @@ class RouteContext:
         None  # the claim's input files, read once per audit (one is made from base_dir if none is given)
     )
 
-    parity: Parity | None = None  # the API target's comparison with the declared weights, once it is loaded
+    parity: Parity | None = None  # the API target's comparison with the declared weights (after the routes)
+    sent_texts: list[str] = field(default_factory=list)  # every text the target scored for a route
 
     def __post_init__(self) -> None:
         self.claim_files = self.files or ClaimFiles(self.base_dir)
@@ -77,14 +78,19 @@ class RouteContext:
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
             self.loaded[role] = self.target_factory(role)
-            if role == "target" and self.claim.model.weights is not None:
-                self.parity = check_parity(
-                    self.loaded[role], self.model("weights"), self._claim_texts(), self.claim.seed, self.cache
-                )
         return self.loaded[role]
 
+    def check_served_weights(self) -> None:
+        """After the routes ran: an API target declared to serve weights the auditor holds
+        (``model.weights``) is compared with them on a seeded sample of the texts the routes
+        sent it (``scoring.parity``); nothing to do where no target was loaded."""
+        if self.claim.model.weights is not None and "target" in self.loaded:
+            # Routes that read only answers sent no text to score: the claim's documents then.
+            texts = self.sent_texts or self._claim_texts()
+            self.parity = check_parity(self.loaded["target"], self.model("weights"), texts, self.claim.seed, self.cache)
+
     def _claim_texts(self) -> list[str]:
-        """Every text of the claim's document sets (what the parity sample is drawn from)."""
+        """Every text of the claim's document sets."""
         evidence = self.claim.evidence
         refs = [evidence.suspect, evidence.heldout, evidence.dated, evidence.control]
         return [text for ref in refs if ref is not None for text in self.load(ref).texts]
@@ -111,6 +117,7 @@ class RouteContext:
         siblings), with the reason each unscored document has no score. ``aux``: what prefixed and
         calibrated signals read (the same for every set of a test, so the sets stay exchangeable)."""
         reference = self.model("reference") if any("reference" in REGISTRY[s].needs for s in signals) else None
+        self.sent_texts.extend(texts)
         table = score_documents(
             Documents(texts, None, role),
             self.model(),

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from asn1crypto import cms, tsp
+from asn1crypto import cms, core, tsp
 from asn1crypto import x509 as asn1_x509
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -133,7 +133,8 @@ def _granted(response: tsp.TimeStampResp, what: str) -> tuple[cms.SignedData, ts
         raise VerifierError(f"{what}: the TSA refused (status {response['status']['status'].native})")
     token = response["time_stamp_token"]
     signed = token["content"] if token["content_type"].native == "signed_data" else None
-    info = signed["encap_content_info"]["content"].parsed if signed is not None else None
+    content = signed["encap_content_info"]["content"] if isinstance(signed, cms.SignedData) else None
+    info = content.parsed if isinstance(content, core.ParsableOctetString) else None  # absent when detached
     if not isinstance(info, tsp.TSTInfo):
         raise VerifierError(f"{what}: the answer is not a DER timestamp response")
     return signed, info
@@ -168,8 +169,9 @@ def stamp(data: bytes, url: str, access: object = None, timeout_s: float = 30.0)
 def _tsa_name(signed: cms.SignedData, info: tsp.TSTInfo) -> str:
     """The name the token gives its TSA, else the subject of the (first) certificate it carries, as
     RFC 4514 writes names."""
-    if info["tsa"].name == "directory_name":
-        return _rfc4514(info["tsa"].chosen)
+    named = info["tsa"]  # optional: OpenSSL's default (tsa_name = no) leaves it out
+    if isinstance(named, asn1_x509.GeneralName) and named.name == "directory_name":
+        return _rfc4514(named.chosen)
     for choice in signed["certificates"] or []:
         if choice.name == "certificate":
             return _rfc4514(choice.chosen.subject)
@@ -177,15 +179,20 @@ def _tsa_name(signed: cms.SignedData, info: tsp.TSTInfo) -> str:
 
 
 def _rfc4514(name: asn1_x509.Name) -> str:
-    return x509.Name(
-        [
-            x509.RelativeDistinguishedName(
-                x509.NameAttribute(x509.ObjectIdentifier(pair["type"].dotted), str(pair["value"].native))
-                for pair in rdn
-            )
-            for rdn in name.chosen
-        ]
-    ).rfc4514_string()
+    """The name as RFC 4514 writes it (as cryptography does); a name cryptography will not build
+    (a country code of three letters) as asn1crypto writes it."""
+    try:
+        return x509.Name(
+            [
+                x509.RelativeDistinguishedName(
+                    x509.NameAttribute(x509.ObjectIdentifier(pair["type"].dotted), str(pair["value"].native))
+                    for pair in rdn
+                )
+                for rdn in name.chosen
+            ]
+        ).rfc4514_string()
+    except ValueError:
+        return name.human_friendly
 
 
 DIGESTS = {"sha256": hashlib.sha256, "sha384": hashlib.sha384, "sha512": hashlib.sha512}
@@ -228,8 +235,8 @@ def check_token(der: bytes, data: bytes, pinned: list[x509.Certificate], where: 
         try:
             status = asyncio.run(validate_tst_signed_data(signed, context, lambda name: DIGESTS[name](data).digest()))
             trusted = bool(status["intact"] and status["valid"] and status.get("trust_problem_indic") is None)
-        except (SignatureValidationError, ValueError, KeyError, TypeError):
-            trusted = False
+        except (SignatureValidationError, ValueError, KeyError, TypeError, AttributeError, NotImplementedError):
+            trusted = False  # a signature pyHanko cannot check (an unknown digest or key) vouches for nothing
     return Timestamp(time.astimezone(UTC), _tsa_name(signed, info), info["serial_number"].native, trusted)
 
 

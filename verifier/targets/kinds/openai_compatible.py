@@ -626,6 +626,14 @@ def read_prompt_tokens(body: dict, form: str | None, prompt: str) -> PromptToken
                 return None
             if not isinstance(strings, list) or first_token_length(strings[1:], prompt) is None:
                 return None
+            # Where the tokens rebuild the prompt, each starts where the ones before it end (the first
+            # token's length aside): offsets that disagree with the texts would move every score
+            # after a prefix.
+            rest = "".join(strings[1:])
+            if prompt.endswith(rest) and offsets[1:] != [
+                len(prompt) - len(rest) + sum(len(t) for t in strings[1:i]) for i in range(1, len(strings))
+            ]:
+                return None
         else:
             entries, ids = choice["prompt_logprobs"], choice.get("prompt_token_ids")
             if not isinstance(entries, list) or not entries or entries[0] is not None:
@@ -688,18 +696,17 @@ def first_token_length(others: list, prompt: str) -> int | None:
     if prompt.endswith(rest):
         first = len(prompt) - len(rest)
     elif "\ufffd" in rest:
-        skeleton, own = _ascii(rest), _ascii(prompt)
-        # Each replacement character stands for at least one byte of a non-ASCII character.
-        if not own.endswith(skeleton) or rest.count("\ufffd") > len(prompt.encode("utf-8")) - len(own):
+        # A run of k replacement characters stands for bytes of 1 to k non-ASCII characters; every
+        # other character must be the prompt's own, and the tokens must reach the prompt's end.
+        pattern = "".join(
+            f"[^\\x00-\\x7f]{{1,{len(run)}}}" if run[0] == "\ufffd" else re.escape(run)
+            for run in re.split("(\ufffd+)", rest)
+            if run
+        )
+        match = re.search(f"(?:{pattern})\\Z", prompt)
+        if match is None:
             return None
-        # The first token holds the prompt's characters before the skeleton's part of it.
-        ascii_seen, first = 0, len(prompt)
-        for index, char in enumerate(prompt):
-            if ascii_seen == len(own) - len(skeleton):
-                first = index
-                break
-            ascii_seen += char.isascii()
-        first = min(first, len(prompt) - 1)
+        first = match.start()
     else:
         return None
     if first > MAX_TOKEN_CHARS or not partial_characters_hold(others, prompt[:first]):
@@ -735,10 +742,6 @@ def partial_characters_hold(others: list[str], first: str) -> bool:
 def _inner_boundaries(text: str) -> int:
     """How many times the characters of ``text`` can be cut between bytes: n - 1 per n-byte character."""
     return len(text.encode("utf-8")) - len(text)
-
-
-def _ascii(text: str) -> str:
-    return "".join(char for char in text if char.isascii())
 
 
 def empty_scores() -> TokenScores:
