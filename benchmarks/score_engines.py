@@ -3,7 +3,8 @@
 The same SmolLM2-135M-Instruct weights (the bundled GGUF, dequantised to float32; vLLM serves the
 folder ``verifier.targets.serving.model_folder`` converts it to) score the same distinct documents
 (the bundled PG-19 book openings, cut to ``--max-chars`` characters, their first 256 tokens
-scored) in both engines:
+scored; each round other documents, so no cache of either engine - nor vLLM's prefix cache - serves
+a round from an earlier one) in both engines:
 - in process: ``CausalLMTarget.score`` (tokenization, fixed-size batches, statistics);
 - through vLLM: ``OpenAICompatibleTarget.score`` against ``verifier serve --engine vllm``'s server
   on 127.0.0.1 (vLLM's ``prompt_logprobs`` form; ``--concurrency`` requests in flight, which vLLM
@@ -46,7 +47,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
-    texts = [t[: args.max_chars] for t in load_documents(PG19).texts[: args.docs]]
+    pool = [t[: args.max_chars] for t in load_documents(PG19).texts]
+    if args.docs * args.rounds > len(pool):
+        parser.error(f"--docs x --rounds must be at most {len(pool)} (the distinct openings)")
+    rounds = [pool[r * args.docs : (r + 1) * args.docs] for r in range(args.rounds)]
     local = CausalLMTarget("smollm2-135m", ScoringOptions(dtype="fp32", device=args.device))
     with tempfile.TemporaryDirectory() as work:
         folder = model_folder("smollm2-135m", Path(work) / "cache")
@@ -56,24 +60,27 @@ def main() -> None:
             remote = OpenAICompatibleTarget(server.spec, ApiOptions(concurrency=args.concurrency))
             remote.probe()
             times: dict[str, list[float]] = {"in-process": [], "vLLM server": []}
-            results: dict[str, list] = {}
-            for round_ in range(args.rounds):
+            results: dict[str, list] = {"in-process": [], "vLLM server": []}
+            for round_, texts in enumerate(rounds):
                 for name, engine in (("in-process", local), ("vLLM server", remote)):
                     start = time.perf_counter()
-                    results[name] = engine.score(texts)
+                    results[name].append(engine.score(texts))
                     times[name].append(time.perf_counter() - start)
                 print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in times.items()), flush=True)
             usage = remote.usage
 
-    ours, theirs = results["in-process"], results["vLLM server"]
-    tokens = sum(s.n_scored for s in ours)
-    assert tokens == sum(s.n_scored for s in theirs), "the engines scored different tokens"
+    ours = [s for scores in results["in-process"] for s in scores]
+    theirs = [s for scores in results["vLLM server"] for s in scores]
+    assert [s.n_scored for s in ours] == [s.n_scored for s in theirs], "the engines scored different tokens"
+    tokens = sum(s.n_scored for s in ours) / args.rounds  # per round
     per_token = max(float(np.max(np.abs(a.logprob - b.logprob))) for a, b in zip(ours, theirs))
     per_document = max(abs(float(np.mean(a.logprob)) - float(np.mean(b.logprob))) for a, b in zip(ours, theirs))
-    rate = {name: tokens / statistics.median(seconds) for name, seconds in times.items()}
+    per_round = [sum(s.n_scored for s in scores) for scores in results["in-process"]]
+    rate = {name: statistics.median(n / t for n, t in zip(per_round, seconds)) for name, seconds in times.items()}
     ratio = rate["in-process"] / rate["vLLM server"]
     print(
-        f"\n{len(texts)} PG-19 openings ({args.max_chars} characters), {tokens} scored tokens, SmolLM2-135M fp32 on "
+        f"\n{args.docs} PG-19 openings a round ({args.max_chars} characters), {tokens:.0f} scored tokens a round, "
+        f"SmolLM2-135M fp32 on "
         f"{args.device}, {torch.get_num_threads()} threads in process, {args.concurrency} requests in flight; "
         f"medians of {args.rounds} alternating rounds"
     )
