@@ -8,6 +8,7 @@ with no weights declared, the report says the identity rests on the provider's w
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -115,6 +116,10 @@ def test_after_the_routes_the_session_compares_what_they_sent_and_refuses_other_
         else:
             ctx.check_served_weights()
             assert ctx.parity is not None and ctx.parity.documents == 16
+            # The draw's seed is fixed by every answer the server gave (it cannot know the draw in advance).
+            answers = ctx.model().identity.digests["answers"]
+            expected = int(hashlib.sha256(f"{loaded.manifest.seed}:{answers}".encode()).hexdigest()[:15], 16)
+            assert ctx.parity.seed == expected
         assert ctx.model().usage["requests_sent"] == sent  # the compared answers are those the route read
 
 

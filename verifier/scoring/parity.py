@@ -8,10 +8,12 @@ at most 1.6e-5 nats per document over WikiMIA-64), other weights - another model
 give differences of tenths of a nat or more.
 
 What is compared: after the routes ran, a sample of the documents they sent to the server
-(``SAMPLE`` distinct texts, drawn by the claim's seed from the texts sorted by digest, each cut as
-the server's target cut it). The server's answers are the ones the routes read (from the response
-cache: the same requests, nothing new is sent), so a server cannot answer the compared documents
-honestly and the others not - it cannot tell them apart when it answers. Each is scored from the
+(``SAMPLE`` distinct texts from the texts sorted by digest, each cut as the server's target cut it,
+drawn by a seed the session derives from the claim's seed and the digest of every answer the
+server gave). The server's answers are the ones the routes read (from the response cache: the same
+requests, nothing new is sent), so a server cannot answer the compared documents honestly and the
+others not: it cannot tell them apart when it answers, and even knowing the claim it cannot
+predict the draw, which any change of any answer changes. Each is scored from the
 local weights too, over the same positions (every token after the first, up to the shorter of the
 two cuts): the largest difference of a document's mean log-prob must stay within ``TOLERANCE``
 and of the mean of its lowest fifth (what Min-K% reads) within ``LOW_TAIL_TOLERANCE``, or the API

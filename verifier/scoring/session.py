@@ -9,6 +9,7 @@ document has no score, and answers which signals the claim's target can compute.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +86,15 @@ class RouteContext:
         (``model.weights``) is compared with them on a seeded sample of the texts the routes
         sent it (``scoring.parity``); nothing to do where no target was loaded."""
         if self.claim.model.weights is not None and "target" in self.loaded:
+            served = self.loaded["target"]
             # Routes that read only answers sent no text to score: the claim's documents then.
             texts = self.sent_texts or self._claim_texts()
-            self.parity = check_parity(self.loaded["target"], self.model("weights"), texts, self.claim.seed, self.cache)
+            # The draw's seed is fixed by every answer the server gave (the answers digest), so even a
+            # server that knows the claim and its seed cannot know which answers will be compared
+            # until it has given them all: changing one changes the draw (the same answers, the same draw).
+            answers = served.identity.digests.get("answers", "")
+            seed = int(hashlib.sha256(f"{self.claim.seed}:{answers}".encode()).hexdigest()[:15], 16)
+            self.parity = check_parity(served, self.model("weights"), texts, seed, self.cache)
 
     def _claim_texts(self) -> list[str]:
         """Every text of the claim's document sets."""
