@@ -366,7 +366,7 @@ def test_api_logprobs_example_reaches_the_local_verdict_with_the_local_numbers(l
         "offered prompt log-probs (prompt_logprobs form): the first 256 of its tokens" in html
         and str(tmp_path) not in html
     )
-    assert "the server serves these weights" in html and "provider's word" not in html
+    assert "the server's log-probabilities are those of these weights" in html and "provider's word" not in html
     unchecked = json.loads(json.dumps(api_run.findings))
     unchecked["model"]["served_weights"], unchecked["claim"]["model"]["weights"] = None, None
     assert "rests on the provider's word: no weights were held" in render_html(unchecked, "0" * 64)
