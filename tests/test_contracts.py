@@ -252,6 +252,8 @@ def findings_with(route: str, outcome: dict) -> dict:
             "regulation_map_sha256": "0",
         },
         "verdict": "INCONCLUSIVE",
+        "decided_by": "none",
+        "lead": "l",
         "verdict_sentence": "x",
         "path": [record],
         "inputs": [],

@@ -29,7 +29,7 @@ def test_a_signed_audit_and_its_verification_show_no_warning(tmp_path):
     generate_key(tmp_path / "signing.key")
     out = tmp_path / "evidence"
     audit = run("audit", str(claim), "--out", str(out), "--sign-key", str(tmp_path / "signing.key"), cwd=tmp_path)
-    assert audit.returncode == 0, audit.stderr
+    assert audit.returncode == 4, audit.stderr  # REJECTED-METHOD
     (bundle,) = [p for p in out.iterdir() if p.is_dir()]
     verify = run("verify", str(bundle), "--key", str(tmp_path / "signing.key.pub"), cwd=tmp_path)
     assert verify.returncode == 0, verify.stderr

@@ -46,7 +46,7 @@ def write_policy(folder: Path, policy: dict, name: str = "policy.yaml") -> Path:
         ({"shift_permutations": 19, "shift_alpha": 0.05}, r"routes\.2\.params.*no p-value can fall below 0.05"),
         ({"margin_cap": 1.0}, r"routes\.2\.params\.margin_cap"),
         ({"min_set_size": 2}, r"routes\.2\.params\.min_set_size"),
-        ({"blind_threshold": 0.6}, r"routes\.2\.params\.blind_threshold: Extra inputs are not permitted"),
+        ({"blind_threshold": 0.6}, r"routes\.2\.params\.blind_threshold: not a key here \(keys: "),
         ({"target_power": 1.5}, r"routes\.2\.params\.target_power: Input should be less than 1"),
         ({"signals": ["loss", "lossy"]}, r"routes\.2\.params\.signals: unknown signal\(s\) \['lossy'\]"),
         ({"signals": None}, r"routes\.2\.params\.signals"),
@@ -69,7 +69,7 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
     [
         (
             lambda p: route_of(p, "dataset_inference").update(when="heldot"),
-            r"routes\.2\.when: Extra inputs are not permitted",
+            r"routes\.2\.when: not a key here \(keys: grants, params, route\)",
         ),
         (
             lambda p: route_of(p, "dataset_inference").update(route="dataset_inferense"),
@@ -89,7 +89,10 @@ def test_policy_cannot_switch_a_safeguard_off(tmp_path, change, message):
         ),
         (lambda p: p.pop("routes"), r"routes: Field required"),
         (lambda p: route_of(p, "date_shift")["params"].update(shift_alpha=0.9), r"routes\.4\.params\.shift_alpha"),
-        (lambda p: route_of(p, "corpus").update(params={"ngramz": -5}), r"routes\.0\.params\.ngramz: Extra inputs"),
+        (
+            lambda p: route_of(p, "corpus").update(params={"ngramz": -5}),
+            r"routes\.0\.params\.ngramz: not a key here; did you mean 'ngram'\?",
+        ),
         (
             lambda p: route_of(p, "marks").update(grants=["VERIFIED"]),
             r"routes\.1\.grants: marks can never reach VERIFIED",
@@ -231,19 +234,29 @@ def test_grants_lower_the_routes_verdict(claim_folder, tiny_model_dir, tmp_path)
     assert (findings["verdict"], route["uncapped_verdict"]) == ("INCONCLUSIVE", "REJECTED-METHOD")
 
 
-def test_a_failing_route_stops_the_audit_naming_no_private_path(claim_folder, tiny_model_dir, tmp_path):
+def test_a_set_no_row_matches_is_refused_before_any_route_runs(claim_folder, tiny_model_dir, tmp_path):
     evidence = {"suspect": OLD_VS_NEW["suspect"], "heldout": dict(OLD_VS_NEW["heldout"], where={"label": 7})}
+    claim = write_claim(claim_folder, tiny_model_dir, evidence)
+    with pytest.raises(VerifierError) as info:
+        run_audit(claim, cache=ScoreCache(tmp_path / "c"), target_factory=never_load)
+    assert str(info.value) == f"{claim}: evidence.heldout: docs.jsonl: no row has 'label' equal to 7"
+
+
+def test_a_failing_route_stops_the_audit_naming_no_private_path(claim_folder, tiny_model_dir, tmp_path, monkeypatch):
+    from verifier.routes.dataset_inference import DatasetInferenceRoute
+
+    def failing(self, ctx, params):
+        raise VerifierError(f"{claim_folder / 'docs.jsonl'}: line 3: unreadable")
+
+    monkeypatch.setattr(DatasetInferenceRoute, "run", failing)
     with pytest.raises(AuditIncomplete) as info:
         run_audit(
-            write_claim(claim_folder, tiny_model_dir, evidence),
+            write_claim(claim_folder, tiny_model_dir, OLD_VS_NEW),
             cache=ScoreCache(tmp_path / "c"),
             target_factory=never_load,
         )
     message = str(info.value)
-    assert (
-        message.startswith("the audit did not complete: route dataset_inference failed:")
-        and "no row has 'label' equal to 7" in message
-    )
+    assert message.startswith("the audit did not complete: route dataset_inference failed:") and "line 3" in message
     assert "<claim folder>/docs.jsonl" in message and str(claim_folder) not in message
 
 

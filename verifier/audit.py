@@ -29,23 +29,27 @@ from verifier.boundary.resources import resource
 from verifier.claims import (
     ClaimManifest,
     LoadedClaim,
+    check_models,
     claim_model_spec,
     claim_scoring_options,
+    document_sizes,
     load_claim,
     public_claim,
+    with_model_options,
 )
-from verifier.errors import VerifierError
+from verifier.errors import Interrupted, VerifierError
 from verifier.findings import FINDINGS_FORMAT, AuditResult
 from verifier.plan import check_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim, decision, input_digests, record_to_dict, walk
+from verifier.policy.engine import check_against_claim, decision, input_digests, precheck, record_to_dict, walk
 from verifier.report import render_html, render_pdf
 from verifier.scoring.ray import prescore_claim
 from verifier.scoring.session import RouteContext
 from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, Target, kind_of, kind_of_target, load_target
 from verifier.trust import write_bundle
+from verifier.trust.bundle import ENVELOPE, bundle_folder, holds_findings
 from verifier.trust.certificates import PdfSigning
 from verifier.trust.digests import findings_digest
 from verifier.trust.envelopes import key_id, public_pem
@@ -54,6 +58,7 @@ from verifier.trust.pdf_signing import sign_pdf
 from verifier.trust.plans import NOT_REGISTERED, Plan, read_plan
 from verifier.trust.timestamps import check_tsa, load_tsa_certificates
 from verifier.validation import for_audit
+from verifier.verdicts import GLOSSARY, Verdict, lead
 
 if TYPE_CHECKING:
     from verifier.scoring.ray import RayOptions
@@ -107,6 +112,8 @@ def run_audit(
         check_plan(planned, loaded, policy, f"--plan {planned.name}", pinned_tsa) if planned else NOT_REGISTERED
     )
     inputs = input_digests(loaded)  # before anything runs: the digests of the very bytes the routes then read
+    check_models(loaded)
+    precheck(policy, claim, document_sizes(loaded), str(loaded.path))
     access = access or PeerAccess()
     ctx = RouteContext(
         claim=claim,
@@ -138,6 +145,13 @@ def run_audit(
         },
         "verdict": decided.verdict,
         "decided_by": decided.route,
+        "lead": lead(
+            decided.verdict,
+            decided.because or GLOSSARY[Verdict(decided.verdict)][0],
+            f"Alone it would be {decided.uncapped_verdict}, but the policy does not let {decided.route} grant that"
+            if decided.uncapped_verdict
+            else None,
+        ),
         "verdict_sentence": _sentence(claim, decided.verdict, summary),
         "failed_items": dict(ctx.failed_items),
         "failure_reasons": dict(ctx.failure_reasons),
@@ -245,6 +259,7 @@ class BundleResult:
     pdf_seconds: float
     pdf_signer: str | None = None  # the certificate subject that signed report.pdf
     created_certificate: Path | None = None  # the self-signed report certificate, when this run issued it
+    existed: bool = False  # an identical bundle (same claim and findings) was already there: nothing written
 
 
 def audit_to_bundle(
@@ -260,6 +275,7 @@ def audit_to_bundle(
     plan: Path | None = None,
     tsa: list[str] | None = None,
     pdf_signing: PdfSigning | None = None,
+    model_options: dict[str, str] | None = None,
 ) -> BundleResult:
     """Audit ``claim`` and write its evidence bundle under ``out_dir``.
 
@@ -267,6 +283,8 @@ def audit_to_bundle(
     The key is loaded before the audit runs, so a bad key fails in a second, not after scoring.
     An existing bundle of the same claim and findings is replaced only with ``force``. ``tsa``:
     time-stamping authorities that date the bundle's signature (checked before the audit runs).
+    ``model_options``: the claim's ``model.device`` or ``model.dtype`` set for this run (the CLI's
+    ``--device``, ``--dtype``), validated as claim fields and recorded in the findings' claim.
     A signed bundle's report.pdf is signed first (PAdES; B-T with the first TSA) by the
     certificate ``pdf_signing`` chooses, by default the signing key's own self-signed one.
     """
@@ -283,10 +301,17 @@ def audit_to_bundle(
             f"--plan {planned.name}: signed by key {planned.signer[:16]}, not by the key that signs this audit; "
             "a plan counts only as the auditor's own commitment"
         )
-    loaded = load_claim(claim)
-    prescored = prescore_claim(loaded, cache_dir, ray) if ray is not None else None
+    loaded = with_model_options(load_claim(claim), model_options or {})
     cache = ScoreCache(cache_dir)
-    result = run_audit(loaded, cache=cache, progress=progress, access=access, plan=planned)
+    try:
+        prescored = prescore_claim(loaded, cache_dir, ray) if ray is not None else None
+        result = run_audit(loaded, cache=cache, progress=progress, access=access, plan=planned)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"{cache.counts.stored} documents' scores and {cache.responses.stored} API answers were stored in the "
+            f"cache during this run ({cache.counts.served} read from it); the same command again resumes from them "
+            "(nothing half-written was kept)"
+        ) from None
     # How this run got its numbers: signed in the manifest and shown in the report, but outside the
     # findings, whose digest must not depend on what the cache held before.
     run = {
@@ -296,6 +321,9 @@ def audit_to_bundle(
         **({"prescored": prescored} if prescored else {}),
     }
     digest = findings_digest(result.findings)
+    existing = bundle_folder(result.findings, out_dir)
+    if not force and holds_findings(existing, result.findings) and (existing / ENVELOPE).is_file() == (key is not None):
+        return BundleResult(existing, result.findings, key is not None, created, 0.0, 0.0, existed=True)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None
     html = render_html(result.findings, digest, signer, run)

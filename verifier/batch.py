@@ -58,7 +58,7 @@ from verifier.trust.error_control import CONTROLS, adjusted_p_values
 from verifier.trust.pdf_signing import sign_pdf
 from verifier.trust.tags import holds, tag
 from verifier.trust.timestamps import check_tsa
-from verifier.verdicts import Verdict
+from verifier.verdicts import GLOSSARY, Verdict, lead
 
 PARTS = ".parts"  # finished claims' results, until the batch's bundles are written
 ASSERTIONS = {Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value}
@@ -112,7 +112,7 @@ def load_batch(path: str | Path) -> Batch:
     try:
         manifest = BatchManifest.model_validate(load_yaml_file(path, "batch"))
     except ValidationError as exc:
-        raise VerifierError(f"{path}: {first_validation_error(exc)}") from None
+        raise VerifierError(f"{path}: {first_validation_error(exc, model=BatchManifest)}") from None
     claims, ids, policies = [], {}, {}
     for i, rel in enumerate(manifest.claims):
         claim_path = path.parent / rel
@@ -245,6 +245,12 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
                 decided = next(r for r in findings["path"] if r["status"] == "decided")
                 if decided["route"] in ROUTES:
                     ROUTES[decided["route"]].withdraw(decided["outcome"])
+                findings["lead"] = lead(
+                    Verdict.INCONCLUSIVE,
+                    decided.get("because") or GLOSSARY[Verdict.INCONCLUSIVE][0],
+                    f"Alone it would be {record['unadjusted_verdict']}, but {len(family)} claims were tested together "
+                    "and, corrected for that, the result is not significant",
+                )
                 findings["verdict_sentence"] = (
                     f"INCONCLUSIVE: tested as one of {len(family)} claims of batch {batch_id}, this claim's p-value "
                     f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its "

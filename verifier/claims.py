@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -23,7 +23,7 @@ from verifier.data import Documents, Rows, rows_of, select_documents
 from verifier.errors import VerifierError, first_validation_error
 from verifier.targets import ApiOptions, ScoringOptions, kind_of
 from verifier.targets.base import PROMPT_LOGPROBS
-from verifier.targets.model_source import BUNDLED
+from verifier.targets.model_source import BUNDLED, resolve_model
 
 # The fields a claim may concern: EU AI Act public summary sections and OSAID data-information items.
 REGULATION_FIELD = re.compile(r"^(eu:(1\.[1-3]|2\.[1-6]|3\.[1-3])|osaid:[1-3])$")
@@ -144,7 +144,15 @@ class ModelUnderTest(Strict):
         description="score whole documents (up to max_chars) in windows of max_tokens advancing "
         "by stride tokens, stitched; default: cut at max_tokens",
     )
-    dtype: Literal["fp32", "bf16"] = "fp32"
+    dtype: Literal["fp32", "bf16"] = Field(
+        "fp32", description="numeric precision of an open-weight model: fp32, or bf16 (half the memory, numbers move)"
+    )
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:\d+)?)$",
+        description="where an open-weight model runs: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N; "
+        "the device used is recorded with the model in the findings",
+    )
     api: ApiOptions | None = Field(
         None, description="how an API target is called: key variable, timeout, retries, concurrency, rate limit"
     )
@@ -346,7 +354,7 @@ def load_claim(path: str | Path) -> LoadedClaim:
         claim = ClaimManifest.model_validate(raw)
     except ValidationError as exc:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise VerifierError(f"{path}: {first_validation_error(exc)}{more}") from None
+        raise VerifierError(f"{path}: {first_validation_error(exc, model=ClaimManifest)}{more}") from None
     for role, ref in claim.evidence.documents().items():
         _inside(path, f"evidence.{role}.path", ref.path)
         if not (path.parent / ref.path).is_file():
@@ -379,6 +387,50 @@ def load_claim(path: str | Path) -> LoadedClaim:
                 "inside it"
             )
     return LoadedClaim(claim, path.parent, path, hashlib.sha256(data).hexdigest(), ClaimFiles(path.parent))
+
+
+def with_model_options(loaded: LoadedClaim, options: dict[str, str]) -> LoadedClaim:
+    """``loaded`` with ``model`` fields set for this run (``--device``, ``--dtype``), validated as
+    the claim's own would be; the findings then show the claim as run."""
+    if not options:
+        return loaded
+    try:
+        model = ModelUnderTest.model_validate(loaded.manifest.model.model_dump(exclude_unset=True) | options)
+    except ValidationError as exc:
+        key = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else "model"
+        hint = {"device": "use auto, cpu, cuda or cuda:N", "dtype": "use fp32 or bf16"}.get(key, exc.errors()[0]["msg"])
+        raise VerifierError(f"--{key} {options.get(key)}: {hint}") from None
+    return replace(loaded, manifest=loaded.manifest.model_copy(update={"model": model}))
+
+
+def check_models(loaded: LoadedClaim) -> None:
+    """The claim's local models are found before anything runs (a folder, a .gguf file, a hub id or
+    a bundled name, relative to the claim): one line naming the claim and its key, not an error after
+    the routes ran. A hub id is only checked for form; an API target is asked when first used."""
+    for role in ("target", "reference", "weights"):
+        spec = getattr(loaded.manifest.model, role)
+        if spec is None or kind_of(spec).prefix is not None:
+            continue
+        try:
+            resolve_model(claim_model_spec(loaded.manifest, loaded.base, role))
+            if loaded.manifest.model.device.startswith("cuda"):
+                claim_scoring_options(loaded.manifest)  # a CUDA device asked for is there (torch is asked)
+        except VerifierError as exc:
+            raise VerifierError(f"{loaded.path}: model.{role}: {exc}") from None
+
+
+def document_sizes(loaded: LoadedClaim) -> dict[str, int]:
+    """Every document set of the claim read and selected now, before any model loads: the number of
+    documents per evidence role. A file that does not parse, a ``where`` that matches nothing, or an
+    empty selection is one line naming the claim, its key and the file (as the claim names it)."""
+    sizes = {}
+    for role, ref in loaded.manifest.evidence.documents().items():
+        try:
+            sizes[role.value] = len(loaded.files.documents(ref))
+        except VerifierError as exc:
+            said = str(exc).replace(str(loaded.base / ref.path), str(ref.path))
+            raise VerifierError(f"{loaded.path}: evidence.{role.value}: {said}") from None
+    return sizes
 
 
 def _inside(claim_path: Path, key: str, ref: Path) -> None:
@@ -424,6 +476,7 @@ def claim_model_spec(claim: ClaimManifest, base: Path, role: str = "target") -> 
 def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
     """How an audit runs the claim's open-weight models (and so the cache keys its scores are under)."""
     return ScoringOptions(
+        device=claim.model.device,
         dtype=claim.model.dtype,
         max_tokens=claim.model.max_tokens,
         max_chars=claim.model.max_chars,

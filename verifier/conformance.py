@@ -264,6 +264,8 @@ def _renders(identity: dict) -> str | None:
             "regulation_map_sha256": "0",
         },
         "verdict": "UNVERIFIABLE",
+        "decided_by": "disclosure",
+        "lead": "l",
         "verdict_sentence": "s",
         "failed_items": {},
         "failure_reasons": {},

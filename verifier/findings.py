@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the scores table is a DataFrame; naming its type imports no
     import pandas as pd
 
 # The findings' format, named in every findings document: a key renamed, added or moved makes a new one.
-FINDINGS_FORMAT = "verifier-findings/8"
+FINDINGS_FORMAT = "verifier-findings/9"
 
 Cell = str | int | float | None
 

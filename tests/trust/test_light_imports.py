@@ -61,7 +61,7 @@ def bundles(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     claim = write_refused_claim(folder, "light-plain")
     made = {}
     assert (
-        runner.invoke(app, ["audit", str(claim), "--sign-key", str(key), "--out", str(folder / "plain")]).exit_code == 0
+        runner.invoke(app, ["audit", str(claim), "--sign-key", str(key), "--out", str(folder / "plain")]).exit_code == 4
     )
     made["plain"] = next((folder / "plain").iterdir())
     assert (
@@ -83,7 +83,7 @@ def bundles(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
             str(folder / "planned"),
         ],
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     made["pre-registered"] = next((folder / "planned").iterdir())
     for name in ("one", "two"):
         (folder / name).mkdir()
@@ -99,7 +99,7 @@ def bundles(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     result = runner.invoke(
         app, ["audit", str(folder / "batch.yaml"), "--sign-key", str(key), "--out", str(folder / "batches")]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     made["batch"] = folder / "batches" / "light"
     return {name: (path, Path(f"{key}.pub")) for name, path in made.items()}
 

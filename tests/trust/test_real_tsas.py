@@ -96,7 +96,7 @@ def test_a_bundle_dated_by_a_tsa_that_sends_its_chain_verifies_with_its_time(aut
             ["audit", str(stamping["claim"]), "--out", str(tmp_path), "--sign-key", str(stamping["key"])]
             + ["--cache-dir", str(tmp_path / "cache"), "--tsa", tsa.url()],
         )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     (bundle,) = [p for p in tmp_path.iterdir() if p.name.startswith("stamped-")]
     base = ["verify", str(bundle), "--key", str(stamping["pub"]), "--trust-dir", str(tmp_path / "no-store")]
     trusted = runner.invoke(app, [*base, "--tsa-cert", str(folder / "ca.crt")])

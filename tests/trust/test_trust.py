@@ -72,7 +72,8 @@ def test_a_genuine_bundle_verifies_only_with_its_signer_pinned(genuine, keys, tm
     status, lines = verify(str(genuine), "--trust-dir", str(tmp_path / "empty"))
     assert status == 3 and lines[0].startswith("signature valid but the signer is not pinned: 8 files intact; signer ")
     status, lines = verify(str(genuine), "--key", f"{keys['genuine']}.pub")
-    assert status == 0 and len(lines) == 1 and "claim forgery-target: REJECTED-METHOD" in lines[0]
+    assert status == 0 and len(lines) == 2 and "claim forgery-target: REJECTED-METHOD" in lines[0]
+    assert lines[1].startswith("The evidence offered cannot test the claim:")  # the signed findings' lead
     fingerprint = key_id(public_pem(load_private_key(keys["genuine"]).public_key()))
     assert f"signer {fingerprint[:16]}" in lines[0] and "predicate urn:verifier:audit:v1" in lines[0]
     assert (
@@ -234,7 +235,7 @@ def test_hostile_claim_text_cannot_spoof_the_terminal_or_the_report(refused_clai
     result = runner.invoke(
         app, ["audit", str(path), "--no-sign", "--out", str(tmp_path / "ev"), "--cache-dir", str(tmp_path / "c")]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     assert "\x1b" not in result.output and "\r" not in result.output and "\u202e" not in result.output
     assert "[/] [red]on[/red]" in result.output and "<U+202E>DETACIFIREV<U+202C><U+200B>" in result.output
     (folder,) = (tmp_path / "ev").iterdir()

@@ -65,5 +65,11 @@ def load_yaml_bytes(raw: bytes, path: Path) -> Any:
         # ValueError etc.: tags PyYAML cannot construct (!!timestamp 2020-13-45, !!float abc), integers
         # past Python's digit limit.
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        if isinstance(exc, yaml.MarkedYAMLError) and mark is not None:  # where an editor jumps to: line:column
+            first = f"{exc.problem or exc.context or first}" + (
+                f" ({exc.context})" if exc.context and exc.problem else ""
+            )
+            raise VerifierError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {first[:200]}") from None
         raise VerifierError(f"{path}: not valid YAML ({first[:200]})") from None
     return data

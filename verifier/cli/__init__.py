@@ -20,10 +20,12 @@ import click
 import typer
 from rich.markup import escape
 
+from verifier import __version__
 from verifier.boundary.display import visible
 from verifier.cli import audit, corpus, marks, plan, scoring, testbed, trust
 from verifier.cli.output import err
-from verifier.errors import VerifierError
+from verifier.errors import Interrupted, VerifierError
+from verifier.verdicts import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED
 
 
 def _usage_errors() -> tuple[type[BaseException], ...]:
@@ -54,7 +56,11 @@ class HandledGroup(typer.core.TyperGroup):
             raise
         except Terminated:
             err.print("stopped by SIGTERM; nothing half-written was kept", highlight=False)
-            raise typer.Exit(143) from None
+            raise typer.Exit(EXIT_TERMINATED) from None
+        except KeyboardInterrupt as exc:
+            said = str(exc) if isinstance(exc, Interrupted) else "nothing half-written was kept"
+            err.print(f"stopped by Ctrl-C; {escape(said)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except VerifierError as exc:
             err.print(
                 f"[red]error:[/red] {escape(visible(str(exc), single_line=True))}",
@@ -62,7 +68,7 @@ class HandledGroup(typer.core.TyperGroup):
                 emoji=False,
                 soft_wrap=True,
             )
-            raise typer.Exit(2) from None
+            raise typer.Exit(EXIT_INPUT) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             err.print(
@@ -71,7 +77,7 @@ class HandledGroup(typer.core.TyperGroup):
                 emoji=False,
                 soft_wrap=True,
             )
-            raise typer.Exit(2) from None
+            raise typer.Exit(EXIT_INPUT) from None
         except Exception as exc:
             if os.environ.get("VERIFIER_DEBUG"):
                 raise
@@ -82,7 +88,7 @@ class HandledGroup(typer.core.TyperGroup):
                 highlight=False,
                 soft_wrap=True,
             )
-            raise typer.Exit(1) from None
+            raise typer.Exit(EXIT_INTERNAL) from None
 
 
 class Terminated(BaseException):
@@ -108,6 +114,26 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Check claims about the training data of language models.",
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"verifier {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Check claims about the training data of language models.
+
+    Exit status of 'audit': 0 VERIFIED or SUPPORTED, 3 CONTRADICTED, 4 INCONCLUSIVE, REJECTED-METHOD
+    or UNVERIFIABLE (a batch: its worst claim); every command: 2 bad input, 1 a bug in verifier,
+    130 Ctrl-C, 143 SIGTERM."""
+
 
 COMMANDS = {
     "audit": audit.audit,

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.options import ALLOW_HTTP, API_KEY_ENV, JUDGE_API_KEY_ENV, CacheDir
+from verifier.cli.options import ALLOW_HTTP, API_KEY_ENV, DEVICE, DTYPE, JUDGE_API_KEY_ENV, CacheDir
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
+from verifier.verdicts import exit_status
 
 
 def audit(
@@ -23,6 +24,8 @@ def audit(
         bool, typer.Option("--no-sign", help="Write an unsigned bundle ('verify' will refuse it).")
     ] = False,
     cache_dir: CacheDir = None,
+    device: Annotated[str | None, DEVICE] = None,
+    dtype: Annotated[str | None, DTYPE] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing bundle of the same claim and findings.")
     ] = False,
@@ -77,7 +80,10 @@ def audit(
 
     CLAIM is a claim file, or example:NAME for a bundled example (example:wikimia-smollm2), or a
     batch manifest listing claims: each gets its bundle, adjusted across the batch by the policy's
-    error control, and the batch a signed index (an interrupted batch resumes where it stopped)."""
+    error control, and the batch a signed index (an interrupted batch resumes where it stopped).
+
+    Exit status: 0 VERIFIED or SUPPORTED, 3 CONTRADICTED, 4 INCONCLUSIVE, REJECTED-METHOD or
+    UNVERIFIABLE (a batch exits with its worst claim), 2 bad input, 1 a bug in verifier."""
     from verifier.audit import audit_to_bundle
     from verifier.batch import is_batch
     from verifier.boundary.peers import PeerAccess
@@ -93,6 +99,8 @@ def audit(
             raise VerifierError(
                 f"{claim}: a batch manifest: --plan (one claim's) and --engine ray apply to single claims only"
             )
+        if device is not None or dtype is not None:
+            raise VerifierError(f"{claim}: a batch manifest: --device and --dtype apply to single claims only")
         return _batch(claim, out_dir, sign_key, not no_sign, cache_dir, force, access, tsa, pdf_signing)
     ray = RayOptions(address=address, actors=actors, actor_cpus=actor_cpus) if engine == "ray" else None
     with progress_bars() as progress:
@@ -109,14 +117,25 @@ def audit(
             plan=plan,
             tsa=tsa,
             pdf_signing=pdf_signing,
+            model_options={k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None},
         )
     if result.created_key:
         say(err, f"created signing key {result.created_key} (public key {result.created_key}.pub)")
     if result.created_certificate:
         say(err, f"issued a self-signed report-signing certificate {result.created_certificate}")
-    err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
+    if not result.existed:
+        err.print(f"rendered HTML in {result.html_seconds:.2f} s, PDF in {result.pdf_seconds:.2f} s")
+    say(out, result.findings["lead"])
     say(out, result.findings["verdict_sentence"])
-    say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
+    if result.existed:
+        say(
+            out,
+            f"bundle: {result.folder} already holds these very findings (same claim and findings SHA-256): not "
+            "rewritten ('verifier verify' checks it; --force rewrites it)",
+        )
+    else:
+        say(out, f"bundle: {result.folder}{'' if result.signed else ' (unsigned)'}")
+    raise typer.Exit(exit_status([result.findings["verdict"]]))
 
 
 def _batch(
@@ -154,3 +173,4 @@ def _batch(
         "INCONCLUSIVE",
     )
     say(out, f"bundles and {'signed index' if result.signed else 'no index (unsigned)'}: {result.folder}")
+    raise typer.Exit(exit_status(counts))

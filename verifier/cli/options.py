@@ -29,6 +29,10 @@ ALLOW_HTTP = typer.Option(
 )
 CACHE_DIR = typer.Option(help="Forward-pass and response cache folder (default ~/.cache/verifier).")
 CacheDir = Annotated[Path | None, CACHE_DIR]
+DEVICE = typer.Option(
+    help="Where an open-weight model runs: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N."
+)
+DTYPE = typer.Option(help="Numeric precision of an open-weight model: fp32 or bf16.")
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -13,7 +13,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from verifier.boundary.display import visible
-from verifier.cli.options import ALLOW_HTTP, API_KEY_ENV, JUDGE_API_KEY_ENV, CacheDir, checked, parse_signal_params
+from verifier.cli.options import (
+    ALLOW_HTTP,
+    API_KEY_ENV,
+    DEVICE,
+    DTYPE,
+    JUDGE_API_KEY_ENV,
+    CacheDir,
+    checked,
+    parse_signal_params,
+)
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
@@ -38,8 +47,8 @@ def score(
     signal: Annotated[
         list[str] | None, typer.Option(help="Signals to compute (repeatable); default: all available.")
     ] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="fp32 or bf16.")] = "fp32",
+    device: Annotated[str, DEVICE] = "auto",
+    dtype: Annotated[str, DTYPE] = "fp32",
     batch_tokens: Annotated[
         int | None,
         typer.Option(
@@ -140,7 +149,7 @@ def score(
     if engine == "ray":
         from verifier.scoring.ray import RayOptions, score_file_ray
 
-        gpus = actor_gpus if actor_gpus is not None else (1.0 if device.startswith("cuda") else 0.0)
+        gpus = actor_gpus if actor_gpus is not None else (1.0 if options.device.startswith("cuda") else 0.0)
         ray_options = RayOptions(
             address=address, actors=actors, actor_cpus=actor_cpus, actor_gpus=gpus, batch_docs=ray_batch_docs
         )

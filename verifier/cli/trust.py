@@ -139,3 +139,5 @@ def verify(
         )
         raise typer.Exit(3)
     say(out, f"OK: {facts}; signer pinned by {result.pinned_by}")
+    if result.lead:
+        say(out, result.lead)

@@ -50,6 +50,7 @@ class RouteRecord:
     uncapped_verdict: str | None = None
     outcome: RouteOutcome | None = None
     regulation: list[dict[str, str]] | None = None
+    because: str | None = None  # the route's plain words for the status it decided on (the report's lead)
 
 
 def missing_evidence(step: PolicyRoute, claim: ClaimManifest) -> list[str]:
@@ -158,6 +159,7 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             continue
         final = cap_verdict(verdict, step.grants)
         record.status, record.verdict, record.reason = "decided", final.value, "decided the claim"
+        record.because = step.route.plain.get(outcome.status or "")
         if final != verdict:
             record.uncapped_verdict = verdict.value
             record.reason = (
@@ -165,6 +167,20 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
             )
         decided_by = step.name
     return records
+
+
+def precheck(policy: Policy, claim: ClaimManifest, sizes: dict[str, int], where: str) -> None:
+    """Refuse, before any model loads, inputs the first route the walk will surely run cannot test
+    (``Route.precheck``): one line naming the claim (``where``) and what is short, never a signed
+    REJECTED-METHOD about a set too small to test. Later routes may never run, so they are not asked."""
+    for step in policy.routes:
+        if missing_evidence(step, claim) or step.route is None or claim.claim.kind not in step.route.claim_kinds:
+            continue
+        if statistic_not_computable(step, claim):
+            continue
+        if why := step.route.precheck(claim, step.params, sizes):
+            raise VerifierError(f"{where}: {why}")
+        return
 
 
 def decision(records: list[RouteRecord]) -> RouteRecord:
@@ -180,6 +196,7 @@ def decision(records: list[RouteRecord]) -> RouteRecord:
         [Verdict.UNVERIFIABLE.value],
         Verdict.UNVERIFIABLE.value,
         outcome=RouteOutcome(None, "No route of the policy reached a verdict."),
+        because="no route of the policy reached a verdict",
     )
 
 

@@ -9,6 +9,7 @@ route needs is declared by the route itself, so no policy key can silently skip 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -135,7 +136,7 @@ def load_policy(path: Path) -> Policy:
     try:
         raw = PolicyFile.model_validate(document)
     except ValidationError as exc:
-        raise VerifierError(f"{label}: {first_validation_error(exc)}") from None
+        raise VerifierError(f"{label}: {first_validation_error(exc, model=PolicyFile)}") from None
     steps, seen = [], set()
     for i, spec in enumerate(raw.routes):
         where = f"{label}: routes.{i}"
@@ -143,15 +144,20 @@ def load_policy(path: Path) -> Policy:
             raise VerifierError(f"{where}.route: {spec.route!r} appears twice")
         seen.add(spec.route)
         if spec.route not in ROUTES and spec.route not in PLANNED:
+            known = sorted(ROUTES) + sorted(PLANNED)
+            close = difflib.get_close_matches(spec.route, known, n=1)
             raise VerifierError(
-                f"{where}.route: unknown route {spec.route!r}; known: {', '.join(sorted(ROUTES) + sorted(PLANNED))}"
+                f"{where}.route: unknown route {spec.route!r}"
+                + (f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}")
             )
         route = ROUTES.get(spec.route)
         declared = route if route is not None else PLANNED[spec.route]
         try:
             params = declared.Params.model_validate(spec.params)
         except ValidationError as exc:
-            raise VerifierError(f"{where}.params.{first_validation_error(exc, top='(params)')}") from None
+            raise VerifierError(
+                f"{where}.params.{first_validation_error(exc, top='(params)', model=declared.Params)}"
+            ) from None
         reachable = route.reachable() if route is not None else set(declared.reachable)
         grants = frozenset(spec.grants) if spec.grants is not None else frozenset(reachable)
         if extra := sorted(v.value for v in grants - reachable - ALWAYS_ALLOWED):

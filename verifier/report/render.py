@@ -12,7 +12,8 @@ from markupsafe import Markup
 
 from verifier.boundary.display import visible
 from verifier.boundary.resources import resource
-from verifier.report.svg import FIGURES, tree_svg
+from verifier.report.svg import FIGURES, VERDICT_COLOUR, tree_svg
+from verifier.verdicts import GLOSSARY, Verdict
 
 TEMPLATES = resource("templates")
 
@@ -27,7 +28,11 @@ def _environment() -> Environment:
         # Every {{ value }} of user text shows its invisible characters by name (then is escaped).
         finalize=lambda value: visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value,
     )
-    env.globals |= {"figure_svg": lambda section: FIGURES[section["figure"]](section["data"]), "tree_svg": tree_svg}
+    env.globals |= {
+        "figure_svg": lambda section: FIGURES[section["figure"]](section["data"]),
+        "tree_svg": tree_svg,
+        "glossary": {verdict.value: GLOSSARY[verdict] for verdict in Verdict},
+    }
     return env
 
 
@@ -37,11 +42,20 @@ def render_html(
     """The report; ``signer`` is the signing key's fingerprint, ``run`` how this run got its numbers
     (both outside the findings, whose digest does not depend on them)."""
     # The stylesheet is ours (trusted) and inlined, so the report is one self-contained file.
-    css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8"))
+    css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8") + _verdict_css())
     return (
         _environment()
         .get_template("report.html.j2")
         .render(f=findings, digest=findings_sha256, css=css, signer=signer, run=run or {})
+    )
+
+
+def _verdict_css() -> str:
+    """The verdict colours as CSS, from the one table the tree figure also draws with."""
+    return "".join(
+        f".badge.{v} {{ background: {c}; }} .verdict.{v} {{ border-color: {c}; }} "
+        f".glossary tr.{v} th {{ color: {c}; }}\n"
+        for v, c in VERDICT_COLOUR.items()
     )
 
 

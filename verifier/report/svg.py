@@ -15,10 +15,20 @@ from markupsafe import Markup, escape
 W, H, PAD = 320, 240, 36
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 BLIND = "#7f7f7f"
+# One colour per verdict, for badges, the verdict box and the route that decided: a reader learns
+# it once (green holds, red contradicted, amber undecided, purple method rejected, grey rests on word).
+VERDICT_COLOUR = {
+    "VERIFIED": "#1a7f37",
+    "SUPPORTED": "#1a7f37",
+    "CONTRADICTED": "#cf222e",
+    "INCONCLUSIVE": "#9a6700",
+    "REJECTED-METHOD": "#8250df",
+    "UNVERIFIABLE": "#57606a",
+}
+# The other routes stay pale, so the decided one is the only coloured box.
 STATUS_FILL = {
-    "decided": "#1a7f37",
-    "ran": "#9a6700",
-    "skipped": "#d0d7de",
+    "ran": "#ddf4ff",
+    "skipped": "#eaeef2",
     "not_available": "#eaeef2",
     "not_reached": "#f6f8fa",
 }
@@ -152,8 +162,13 @@ def tree_svg(path: Sequence[dict[str, Any]]) -> Markup:
     parts = []
     for i, node in enumerate(path):
         y = i * (box_h + gap)
-        fill = STATUS_FILL.get(node["status"], "#fff")
-        text_colour = "#fff" if node["status"] in ("decided", "ran") else "#24292f"
+        decided = node["status"] == "decided"
+        fill = (
+            VERDICT_COLOUR.get(node.get("verdict") or "", "#57606a")
+            if decided
+            else STATUS_FILL.get(node["status"], "#fff")
+        )
+        text_colour = "#fff" if decided else "#24292f"
         verdict = f" \u2192 {node['verdict']}" if node.get("verdict") else ""
         label = f"{node['route']}  [{node['status'].replace('_', ' ')}]{verdict}"
         parts.append(

@@ -6,6 +6,8 @@ A route is one module: a ``Route`` subclass that declares
 - ``claim_kinds``: the kinds of claim its finding bears on (others skip it);
 - ``verdicts``: the one table from each status it can end in to a verdict per claim kind
   (``None``: the route ran but decides nothing, and the walk goes on);
+- ``plain``: for each status that gives a verdict, why, in words a lawyer reads in seconds and
+  without numbers (the report's lead; the summary keeps the numbers);
 - ``input_files``: the files besides the document sets it reads from a claim (a marks registration,
   a token frequency table), which plans commit to and findings digest;
 - ``needs_target``: whether it queries the model; with the signals it computes (``signals_of``: by
@@ -86,6 +88,7 @@ class Route(ABC, Generic[P]):
     requires: ClassVar[frozenset[str]] = frozenset()
     claim_kinds: ClassVar[frozenset[ClaimKind]] = ALL_KINDS
     verdicts: ClassVar[Mapping[str, Mapping[ClaimKind, Verdict] | None]]
+    plain: ClassVar[Mapping[str, str]] = {}
     needs_target: ClassVar[bool] = False
 
     @abstractmethod
@@ -103,6 +106,14 @@ class Route(ABC, Generic[P]):
         (relative to the claim): plans commit to them, and findings and bundles name their digests.
         None, by default."""
         return {}
+
+    @classmethod
+    def precheck(cls, claim: ClaimManifest, params: P, sizes: Mapping[str, int]) -> str | None:
+        """Why the claim's inputs cannot be tested by this route at all (e.g. sets below its minimum
+        size), from the documents per evidence role, before any model loads; None when they can.
+        Asked only of the route the walk will surely run, so an input error never pre-empts a route
+        before it that would decide. Nothing, by default."""
+        return None
 
     @classmethod
     def signals_of(cls, params: P) -> list[str]:
@@ -135,7 +146,9 @@ R = TypeVar("R", bound=type[Route[Any]])
 
 
 def register(cls: R) -> R:
-    """Class decorator: make a route available to policies by its ``name``; checks its table."""
+    """Class decorator: make a route available to policies by its ``name``; checks its tables."""
+    if stray := set(cls.plain) - set(cls.verdicts):
+        raise ValueError(f"route {cls.name!r}: plain names statuses its verdicts table lacks: {sorted(stray)}")
     for status, row in cls.verdicts.items():
         if row is not None and set(row) != set(cls.claim_kinds):
             raise ValueError(

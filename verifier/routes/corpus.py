@@ -222,6 +222,19 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
         | {ClaimKind.SUMMARY_FIELD: Verdict.CONTRADICTED},
         "summary_uncheckable": None,
     }
+    plain = {
+        "all_present": "every suspect document was found in the published corpus the claim names",
+        "some_present": "some, but not all, of the suspect documents were found in the published corpus the claim "
+        "names",
+        "all_clean": "no suspect document was found in the published corpus the claim names, in any form compared",
+        "partial_overlap": "the suspect documents share only passages with the corpus, which neither shows nor "
+        "excludes their use",
+        "index_unchecked": "the corpus index was taken on trust, so what it holds could not be checked",
+        "corpus_hides_forms": "part of the corpus is stored in forms the lookup cannot read, so absence cannot be "
+        "shown",
+        "summary_consistent": "the declared summary fields agree with what the declared corpus shows",
+        "summary_inconsistent": "the declared summary fields disagree with what the declared corpus shows",
+    }
 
     def run(self, ctx: RouteContext, params: CorpusLookupParams) -> RouteOutcome:
         ref = ctx.claim.evidence.corpus

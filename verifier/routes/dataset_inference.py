@@ -16,6 +16,7 @@ The model is queried only after the model-free checks pass, and only for the doc
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,28 @@ class DatasetInferenceRoute(Route[DatasetInferenceParams]):
     requires = frozenset({Role.SUSPECT, Role.HELDOUT})
     claim_kinds = KINDS
     verdicts = VERDICTS
+    plain = {
+        SetStatus.TOO_SMALL.value: "the document sets are too small for the set-level test to mean anything",
+        SetStatus.DATES_DIFFER.value: "the suspect and held-out texts are of different dates, so a difference would "
+        "measure the date, not training",
+        SetStatus.SHIFT_DETECTED.value: "a classifier that never looks at the model tells the suspect and held-out "
+        "texts apart, so a difference would not be about training",
+        SetStatus.MIRRORED.value: "the suspect and held-out sets are more alike than random halves of one set: they "
+        "were chosen, not drawn",
+        SetStatus.CONTROL_FLAGGED.value: "a set known to be unseen also scored as trained on, so the held-out set "
+        "cannot be trusted",
+        SetStatus.NOT_ESTABLISHED.value: "it could not be shown that the suspect and held-out texts come from the "
+        "same population",
+        SetStatus.CONTROL_REQUIRED.value: "the test found a difference, but the policy requires a validated "
+        "member-free control and none passed",
+        SetStatus.NOT_SIGNIFICANT.value: "the model does not score the suspect texts measurably higher than held-out "
+        "texts of the same kind",
+        TOO_FEW_SCORED: "too few documents could be scored by the model for the test to run",
+        MODEL_CHANGED: "the API answered as more than one model during the run",
+        PREFIX_UNBALANCED: "the prefix texts the method needs differ between the sets, which would bias the test",
+        SetStatus.SIGNIFICANT.value: "the model scores the suspect texts significantly higher than held-out texts of "
+        "the same kind and period",
+    }
     needs_target = True
 
     @classmethod
@@ -231,6 +254,20 @@ class DatasetInferenceRoute(Route[DatasetInferenceParams]):
                 )
             )
         ]
+
+    @classmethod
+    def precheck(cls, claim: ClaimManifest, params: DatasetInferenceParams, sizes: Mapping[str, int]) -> str | None:
+        small = [
+            f"evidence.{role} has {sizes[role]}"
+            for role in ("suspect", "heldout")
+            if role in sizes and sizes[role] < params.min_set_size
+        ]
+        if not small:
+            return None
+        return (
+            f"{' and '.join(small)} documents; the dataset_inference route needs at least {params.min_set_size} "
+            "per set (the policy's min_set_size): a set-level test on fewer cannot mean anything"
+        )
 
     @classmethod
     def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:

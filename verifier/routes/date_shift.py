@@ -54,6 +54,10 @@ class DateShiftRoute(Route[DateShiftParams]):
     Params = DateShiftParams
     requires = frozenset({Role.SUSPECT, Role.DATED})
     verdicts = {"measures_the_date": same_for(ALL_KINDS, Verdict.REJECTED_METHOD), "dated_membership_unknown": None}
+    plain = {
+        "measures_the_date": "the comparison offered sets texts of one date against texts of another, which "
+        "measures the date, not training",
+    }
     needs_target = True
 
     def run(self, ctx: RouteContext, params: DateShiftParams) -> RouteOutcome:

@@ -12,6 +12,7 @@ from verifier.verdicts import Verdict
 class DisclosureRoute(Route[RouteParams]):
     name = "disclosure"
     verdicts = {"rests_on_disclosure": same_for(ALL_KINDS, Verdict.UNVERIFIABLE)}
+    plain = {"rests_on_disclosure": "no testable evidence was offered, so the claim rests on its maker's word"}
 
     def run(self, ctx: RouteContext, params: RouteParams) -> RouteOutcome:
         return RouteOutcome(

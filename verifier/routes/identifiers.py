@@ -83,6 +83,12 @@ class IdentifiersRoute(Route[IdentifierParams]):
     requires = frozenset({Role.SUSPECT})
     claim_kinds = KINDS
     verdicts = verdict_table(["design_too_small", "no_marks", "undated"])
+    plain = {
+        "significant": "the model prefers the documents' real identifiers over fresh random ones of the same format, "
+        "beyond what chance allows",
+        "not_significant": "the model does not prefer the documents' real identifiers over fresh random ones beyond "
+        "chance",
+    }
     needs_target = True
 
     @classmethod

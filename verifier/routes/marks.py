@@ -80,6 +80,12 @@ class MarksRoute(Route[MarksParams]):
     requires = frozenset({Role.SUSPECT, "marks"})
     claim_kinds = KINDS
     verdicts = verdict_table(["refused", "design_too_small", "no_marks"])
+    plain = {
+        "significant": "the model prefers the published marks over unpublished siblings made the same way, beyond "
+        "what chance allows",
+        "not_significant": "the model does not prefer the published marks over their unpublished siblings beyond "
+        "chance",
+    }
     needs_target = True
 
     @classmethod

@@ -81,9 +81,22 @@ def resolve_model(spec: str) -> ModelSource:
         raise VerifierError(f"model {spec}: folder has no config.json and {len(ggufs)} .gguf files (need exactly one)")
     if path.exists() or spec.startswith((".", "/", "~")) or hub_id.count("/") != 1 or (revision == "" and "@" in spec):
         raise VerifierError(
-            f"model {spec}: not a model folder, a .gguf file, a hub id (org/name[@revision]) or {sorted(BUNDLED)}"
+            f"model {spec}: not found: not a model folder (with config.json) or a .gguf file, not a hub id "
+            f"(org/name[@revision]), not a bundled model ({', '.join(sorted(BUNDLED))}){_near(path)}"
         )
     return ModelSource(spec, hub_id, None, False, revision or None)
+
+
+def _near(path: Path) -> str:
+    """ "; did you mean ..." for a mistyped name: a bundled model or a model beside it."""
+    import difflib
+
+    beside = path.parent if path.parent.is_dir() else None
+    names = (
+        [*BUNDLED, *(p.name for p in beside.iterdir() if p.is_dir() or p.suffix == ".gguf")] if beside else [*BUNDLED]
+    )
+    close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def load_tokenizer(spec: str):  # noqa: ANN201 - (transformers tokenizer, fingerprint)

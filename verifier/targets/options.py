@@ -22,7 +22,7 @@ class ScoringOptions:
     """How documents are cut and how the model runs. Everything here that changes the numbers
     (``dtype``, ``max_tokens``, ``max_chars``, ``stride``, the batch shape) is part of the cache key."""
 
-    device: str = "cpu"
+    device: str = "auto"  # "auto" is resolved when the options are made: CUDA when present, else the CPU
     dtype: Literal["fp32", "bf16"] = "fp32"
     batch_tokens: int | None = None  # tokens per forward pass (rows x width); None: by device
     max_tokens: int = 256
@@ -44,8 +44,10 @@ class ScoringOptions:
                 f"stride {self.stride}: must be between 1 and max tokens - 1 ({self.max_tokens - 1}), so every "
                 "window after the first has context from the one before"
             )
+        if self.device == "auto":
+            object.__setattr__(self, "device", _auto_device())
         if not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise VerifierError(f"device {self.device!r}: use cpu or cuda (cuda:N)")
+            raise VerifierError(f"device {self.device!r}: use auto, cpu or cuda (cuda:N)")
         if self.device.startswith("cuda"):
             import torch  # only a CUDA device needs torch to be checked
 
@@ -55,3 +57,10 @@ class ScoringOptions:
     @property
     def tokens_per_pass(self) -> int:
         return self.batch_tokens or DEFAULT_BATCH_TOKENS["cuda" if self.device.startswith("cuda") else "cpu"]
+
+
+def _auto_device() -> str:
+    """CUDA when torch sees a device, else the CPU (torch is imported only to ask)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

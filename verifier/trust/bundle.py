@@ -88,6 +88,22 @@ def _umask() -> int:
     return current
 
 
+def bundle_folder(findings: dict[str, Any], out_root: Path) -> Path:
+    """Where the bundle of these findings goes: named by claim id and findings digest."""
+    return out_root / f"{findings['claim']['claim']['id']}-{findings_digest(findings)[:16]}"
+
+
+def holds_findings(folder: Path, findings: dict[str, Any]) -> bool:
+    """Whether ``folder`` is a bundle folder whose findings.json holds exactly these findings (an
+    identical re-run: nothing to write). Its signature is not checked here: 'verify' does that."""
+    if folder.is_symlink() or not (folder / FINDINGS).is_file() or (folder / FINDINGS).is_symlink():
+        return False
+    try:
+        return findings_digest(read_json((folder / FINDINGS).read_bytes())) == findings_digest(findings)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def write_bundle(
     result: AuditResult,
     html: str,
@@ -108,7 +124,7 @@ def write_bundle(
     (``timestamp-<n>.tsr``); if any fails, nothing is written.
     """
     digest = findings_digest(result.findings)
-    folder = out_root / f"{result.findings['claim']['claim']['id']}-{digest[:16]}"
+    folder = bundle_folder(result.findings, out_root)
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise VerifierError(
             f"{folder}: exists and is {'a link' if folder.is_symlink() else 'not a folder'}; not replaced "
@@ -184,6 +200,7 @@ class Verification:
     pinned_by: str | None  # "--key", "trust store", or None: valid signature, signer not pinned
     files: int
     timestamps: tuple[Timestamp, ...] = ()  # the tokens dating the signature, in file order
+    lead: str | None = None  # the signed findings' plain-language lead (findings before format 9 have none)
 
     @property
     def predicate(self) -> dict[str, Any]:
@@ -260,7 +277,9 @@ def verify_bundle(
         for name in sorted(entries, key=_token_order)
         if TOKEN.fullmatch(name)
     )
-    return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects), timestamps)
+    said_lead = findings.get("lead") if isinstance(findings, dict) else None  # findings before format 9 have none
+    lead = said_lead if isinstance(said_lead, str) else None
+    return Verification(claimed.model_dump(by_alias=True), signer, pinned_by, len(subjects), timestamps, lead)
 
 
 def _token_order(name: str) -> tuple[int, str]:
