@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -345,9 +346,23 @@ PAGES = {
 }
 
 
+def readme_tables_drifted(readme: str | None = None) -> list[str]:
+    """README blocks a benchmark writes (``<!-- NAME:start -->`` ... ``<!-- NAME:end -->``, by
+    ``benchmarks/NAME.py --readme``) that differ from the run its published page records: a number in
+    the README is the script's, never copied or edited by hand."""
+    readme = readme if readme is not None else (ROOT / "README.md").read_text()
+    drifted = []
+    for name, block in re.findall(r"<!-- ([\w-]+):start -->\n(.*?)<!-- \1:end -->", readme, flags=re.S):
+        page = DOCS / "benchmarks" / "results" / f"{name.replace('-', '_')}.md"
+        run = re.search(r"## Latest run\n.*?```\n(.*?)```", page.read_text(), flags=re.S) if page.exists() else None
+        if run is None or not run.group(1).startswith(block):
+            drifted.append(f"README.md's {name} (not what {page.relative_to(ROOT)} records)")
+    return drifted
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
-    drifted = []
+    drifted = readme_tables_drifted()
     for name, make in PAGES.items():
         path = DOCS / name
         text = make()
@@ -359,7 +374,8 @@ def main(argv: list[str]) -> int:
             path.write_text(text)
     if drifted:
         print(
-            f"docs out of date with the code: {', '.join(drifted)}; run `python docs/gen.py` and commit the pages",
+            f"docs out of date with the code: {', '.join(drifted)}; run `python docs/gen.py` (a README table: its "
+            "benchmark with --readme, then benchmarks/publish.py) and commit the pages",
             file=sys.stderr,
         )
         return 1

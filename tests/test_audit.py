@@ -19,6 +19,7 @@ from verifier.data import load_documents
 from verifier.errors import VerifierError
 from verifier.report import render_html
 from verifier.targets import ScoreCache
+from verifier.targets.cache import text_digest
 from verifier.trust.digests import findings_digest
 
 runner = CliRunner()
@@ -357,10 +358,17 @@ def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundl
     validation = findings["method_validation"]
     assert validation["route"] == "dataset_inference" and validation["rows"] and validation["runs"]
     assert (
-        "How often dataset inference is wrong" in html
-        and "fraction bound coverage" in html
+        "Method validation: how often this route is wrong" in html
+        and "fraction bound coverage" in html  # in the annex: every row of the route
         and validation["table_sha256"] in html
     )
+    # Page-facing rows are those that bear on this verdict: a SUPPORTED beside its false-verdict rate and power.
+    assert [r["quantity"] for r in validation["bearing"]] == [
+        "false verdict rate (rule set (default))",
+        "false verdict rate (whole rule set, light testbeds)",
+        "power (rule set (default))",
+    ]
+    assert all(r["sentence"] in html for r in validation["bearing"])
     assert runner.invoke(app, ["verify", str(folder), "--key", str(work / "k.key.pub")]).exit_code == 0
     # The plan cannot be dropped from the bundle, nor slipped into one whose findings do not name it.
     (folder / "plan.dsse.json").unlink()
@@ -600,3 +608,24 @@ def test_a_claims_prefix_bearing_on_one_set_is_removed_or_refused(testbed_claim,
     record = next(r for r in refused.findings["path"] if r["route"] == "dataset_inference")
     assert record["outcome"]["status"] == "prefix_unbalanced" and refused.findings["verdict"] == "REJECTED-METHOD"
     assert "closer to the held-out documents" in record["outcome"]["metrics"]["not_computable"]["recall"]
+
+
+def test_identified_documents_are_named_by_file_and_line(testbed_claim, tmp_path):
+    """A rights holder reads which documents were identified as their file and line, not as digests."""
+    (testbed_claim.parent / "loose.yaml").write_text(
+        "extends: default\nname: loose\nversion: 1\nroutes:\n  dataset_inference:\n    params: {document_fdr: 0.2}\n"
+    )
+    claim = yaml.safe_load(testbed_claim.read_text()) | {"policy": "loose.yaml"}
+    path = testbed_claim.parent / "loose-claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    findings = run_audit(path, cache=ScoreCache(tmp_path)).findings
+    decided = next(r for r in findings["path"] if r["route"] == "dataset_inference")
+    documents = decided["outcome"]["metrics"]["documents"]
+    assert documents["identified_at"], "no document identified: the test needs one"
+    lines = (testbed_claim.parent / "testbed" / "build" / "documents.jsonl").read_text().splitlines()
+    for at, digest in zip(documents["identified_at"], documents["identified_sha256"], strict=True):
+        name, _, number = at.partition(" line ")
+        row = json.loads(lines[int(number) - 1])
+        assert name == "documents.jsonl" and text_digest(row["text"]) == digest and row["member"] == 1
+    table = next(s for s in decided["outcome"]["sections"] if s.get("title", "").startswith("How much of the suspect"))
+    assert documents["identified_at"][0] in json.dumps(table)

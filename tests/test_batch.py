@@ -140,7 +140,16 @@ def findings_with(p: float | None, verdict: str, alpha: float = 0.05) -> dict:
     return {
         "verdict": verdict,
         "verdict_sentence": f"{verdict}: a claim.",
-        "path": [{"route": "dataset_inference", "status": "decided", "verdict": verdict, "outcome": outcome}],
+        "path": [
+            {
+                "route": "dataset_inference",
+                "status": "decided",
+                "verdict": verdict,
+                "outcome": outcome,
+                "because": "the sets differ",
+            }
+        ],
+        "regulation": [{"field": "eu:2.2", "status": "shown", "finding": f"{verdict} by dataset_inference"}],
     }
 
 
@@ -174,6 +183,12 @@ def test_the_adjustment_only_ever_weakens_a_verdict(control):
         and adjusted[0]["batch"]["tested"] == 5
     )
     assert "tested as one of 5 claims of batch b" in adjusted[1]["verdict_sentence"]
+    # What a weakened verdict showed is withdrawn everywhere page 1 and the regulation mapping say it.
+    assert adjusted[1]["lead"].startswith("The evidence does not establish the claim either way: the sets differ.")
+    assert "Alone it would be CONTRADICTED, but 5 claims were tested together" in adjusted[1]["lead"]
+    assert adjusted[1]["regulation"][0]["status"] == "not established" and adjusted[0]["regulation"][0]["status"] == (
+        "shown"
+    )
 
 
 def test_a_batch_refuses_claims_under_different_policies_naming_the_claim(batch_folder, tmp_path):

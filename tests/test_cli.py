@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT, WIKIMIA
 from typer.testing import CliRunner
 
+from verifier.baselines.exchangeability import check_exchangeable
 from verifier.cli import app
 
 runner = CliRunner()
@@ -42,11 +43,22 @@ def test_score_then_evaluate(tiny_model_dir, sample, tmp_path):
     result = runner.invoke(app, ["evaluate", str(out), "--json"])
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json.loads(result.stdout)}
-    assert {"loss", "zlib", "min_k", "min_k_pp", "gap_k", "bag_of_words", "latest_year"} <= set(rows)
-    assert rows["bag_of_words"]["kind"] == "blind" and rows["loss"]["kind"] == "signal"
+    assert {"loss", "zlib", "min_k", "min_k_pp", "gap_k", "blind_classifier", "latest_year"} <= set(rows)
+    assert rows["blind_classifier"]["kind"] == "blind" and rows["loss"]["kind"] == "signal"
+    # One number for the blind classifier: evaluate gives the AUC and interval the audit's checks give.
+    texts = [json.loads(line) for line in sample.read_text().splitlines()]
+    check = check_exchangeable(
+        [r["text"] for r in texts if r["label"] == 1], [r["text"] for r in texts if r["label"] == 0], seed=0
+    )
+    blind = rows["blind_classifier"]
+    assert (blind["auc"], blind["auc_ci_low"], blind["auc_ci_high"]) == (
+        check.auc_corrected,
+        check.ci_low,
+        check.ci_high,
+    )
     assert all(r["n_members"] + r["n_nonmembers"] == 40 for r in rows.values())
     table = runner.invoke(app, ["evaluate", str(out)])
-    assert "bag_of_words (blind, no model)" in table.stdout and "Null hypothesis" in table.stdout
+    assert "blind_classifier (blind, no model)" in table.stdout and "Null hypothesis" in table.stdout
 
 
 def test_score_prefixed_and_calibrated_signals_then_evaluate(tiny_model_dir, sample, tmp_path):
@@ -79,7 +91,7 @@ def test_score_prefixed_and_calibrated_signals_then_evaluate(tiny_model_dir, sam
     )
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json.loads(runner.invoke(app, ["evaluate", str(out), "--json"]).stdout)}
-    assert {"recall", "con_recall", "dc_pdd", "pac", "bag_of_words"} <= set(rows)
+    assert {"recall", "con_recall", "dc_pdd", "pac", "blind_classifier"} <= set(rows)
     assert all(r["n_members"] + r["n_nonmembers"] == 36 for r in rows.values())  # 2 + 2 prefix documents left out
     # Without labels there is nothing known to prefix with; a table of another tokenizer is refused.
     refused = runner.invoke(app, [*base, "--signal", "recall", "--label-field", ""])

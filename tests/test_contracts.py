@@ -256,6 +256,7 @@ def findings_with(route: str, outcome: dict) -> dict:
         "lead": "l",
         "verdict_sentence": "x",
         "path": [record],
+        "regulation": [],
         "inputs": [],
         "environment": {"verifier": "0", "python": "3", "packages": {}},
         "seed": 0,

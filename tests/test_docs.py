@@ -42,3 +42,13 @@ def test_the_docs_build_with_no_warning(tmp_path):
     )
     warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
     assert done.returncode == 0 and not warnings, "\n".join(warnings) or done.stderr[-2000:]
+
+
+def test_a_readme_table_edited_by_hand_is_caught():
+    gen = runpy.run_path(str(ROOT / "docs" / "gen.py"))
+    readme = (ROOT / "README.md").read_text()
+    assert gen["readme_tables_drifted"](readme) == []
+    edited = readme.replace("| loss | 0.494", "| loss | 0.594", 1)
+    assert edited != readme and gen["readme_tables_drifted"](edited) == [
+        "README.md's signal-table (not what docs/benchmarks/results/signal_table.md records)"
+    ]

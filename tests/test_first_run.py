@@ -197,3 +197,38 @@ def test_ctrl_c_says_what_was_kept_and_that_a_rerun_resumes(monkeypatch, tmp_pat
     said = one_line(result)
     assert said.startswith("stopped by Ctrl-C; 0 documents' scores and 0 API answers were stored in the cache")
     assert "the same command again resumes from them" in said and not (tmp_path / "ev").exists()
+
+
+def test_init_checks_the_claim_it_writes_and_writes_nothing_it_cannot_audit(tmp_path):
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    shutil.copy(WIKIMIA / "length32.jsonl", folder / "docs.jsonl")
+    (folder / "few.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n{"text": "three"}\n')
+    claim = folder / "claim.yaml"
+    base = ["init", str(claim), "--model", "smollm2-135m", "--made-by", "tests"]
+    small = one_line(
+        runner.invoke(app, [*base, "--suspect", str(folder / "few.jsonl"), "--heldout", str(folder / "docs.jsonl")])
+    )
+    assert "not written: evidence.suspect has 3 documents; the dataset_inference route needs at least 20" in small
+    assert sorted(p.name for p in folder.iterdir()) == ["docs.jsonl", "few.jsonl"]  # no claim, no draft left
+    outside = one_line(runner.invoke(app, [*base, "--suspect", str(WIKIMIA / "length32.jsonl")]))
+    assert "outside the claim's folder" in outside and "verifier init" in outside
+    typo = one_line(
+        runner.invoke(
+            app,
+            ["init", str(claim), "--model", "smollm2-135", "--made-by", "t", "--suspect", str(folder / "docs.jsonl")],
+        )
+    )
+    assert "did you mean smollm2-135m?" in typo
+    made = runner.invoke(app, [*base, "--suspect", str(folder / "docs.jsonl"), "--kind", "decontaminated"])
+    assert made.exit_code == 0 and made.stdout.strip() == f"verifier audit {claim}"
+    written = yaml.safe_load(claim.read_text())
+    assert written["claim"] == {
+        "id": "audit",
+        "statement": "smollm2-135m was decontaminated of the documents in docs.jsonl.",
+        "kind": "decontaminated",
+        "made_by": "tests",
+    }
+    assert written["evidence"] == {"suspect": {"path": "docs.jsonl"}} and written["model"]["device"] == "auto"
+    again = one_line(runner.invoke(app, [*base, "--suspect", str(folder / "docs.jsonl")]))
+    assert again == f"error: {claim}: exists; not replaced (--force replaces it)"

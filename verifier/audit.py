@@ -42,7 +42,16 @@ from verifier.findings import FINDINGS_FORMAT, AuditResult
 from verifier.plan import check_plan
 from verifier.plugins import REGISTRIES, discover
 from verifier.policy import departures_from_default, load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim, decision, input_digests, precheck, record_to_dict, walk
+from verifier.policy.engine import (
+    check_against_claim,
+    decision,
+    input_digests,
+    precheck,
+    record_to_dict,
+    regulation_of_audit,
+    walk,
+)
+from verifier.policy.schema import Policy
 from verifier.report import render_html, render_pdf
 from verifier.scoring.ray import prescore_claim
 from verifier.scoring.session import RouteContext
@@ -104,16 +113,13 @@ def run_audit(
     """
     loaded = claim_path if isinstance(claim_path, LoadedClaim) else load_claim(claim_path)
     claim, base = loaded.manifest, loaded.base
-    policy = load_policy(resolve_policy_path(claim.policy, base))
-    check_against_claim(policy, claim)
+    policy = check_claim(loaded)
     planned = read_plan(Path(plan)) if isinstance(plan, Path | str) else plan
     pinned_tsa = load_tsa_certificates([]) if planned and planned.tokens else []
     preregistration = (
         check_plan(planned, loaded, policy, f"--plan {planned.name}", pinned_tsa) if planned else NOT_REGISTERED
     )
     inputs = input_digests(loaded)  # before anything runs: the digests of the very bytes the routes then read
-    check_models(loaded)
-    precheck(policy, claim, document_sizes(loaded), str(loaded.path))
     access = access or PeerAccess()
     ctx = RouteContext(
         claim=claim,
@@ -157,9 +163,11 @@ def run_audit(
         "failure_reasons": dict(ctx.failure_reasons),
         "signal_runs": dict(ctx.signal_runs),
         "path": [record_to_dict(r) for r in records],
+        "regulation": regulation_of_audit(records, claim),
         "method_validation": for_audit(
             decided.route if decided.outcome and decided.outcome.status else None,
             decided.outcome.size if decided.outcome else None,
+            decided.verdict,
         ),
         "preregistration": preregistration,
         "inputs": inputs,
@@ -188,6 +196,20 @@ def run_audit(
         plan_bytes=planned.raw if planned else None,
         plan_tokens=planned.tokens if planned else (),
     )
+
+
+def check_claim(claim: str | Path | LoadedClaim) -> Policy:
+    """Everything about a claim that can be checked before a model loads or a route runs, as the
+    audit checks it (and ``verifier init`` when it writes one): the claim and its policy, against
+    each other; every document set read and selected; its local models found; the first route the
+    walk will surely run able to test the sets. One line naming the file and key; the policy."""
+    loaded = claim if isinstance(claim, LoadedClaim) else load_claim(claim)
+    policy = load_policy(resolve_policy_path(loaded.manifest.policy, loaded.base))
+    check_against_claim(policy, loaded.manifest)
+    sizes = document_sizes(loaded)
+    check_models(loaded)
+    precheck(policy, loaded.manifest, sizes, str(loaded.path))
+    return policy
 
 
 def _claim_targets(claim: ClaimManifest, base: Path, access: PeerAccess) -> Callable[[str], Target]:

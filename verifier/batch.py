@@ -58,6 +58,7 @@ from verifier.trust.error_control import CONTROLS, adjusted_p_values
 from verifier.trust.pdf_signing import sign_pdf
 from verifier.trust.tags import holds, tag
 from verifier.trust.timestamps import check_tsa
+from verifier.validation import for_audit
 from verifier.verdicts import GLOSSARY, Verdict, lead
 
 PARTS = ".parts"  # finished claims' results, until the batch's bundles are written
@@ -251,6 +252,16 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
                     f"Alone it would be {record['unadjusted_verdict']}, but {len(family)} claims were tested together "
                     "and, corrected for that, the result is not significant",
                 )
+                method = findings.get("method_validation") or {}
+                if method.get("route"):  # the rates that bear on the weakened verdict, not on the one withdrawn
+                    method["bearing"] = for_audit(method["route"], method["n"], Verdict.INCONCLUSIVE.value)["bearing"]
+                for row in findings.get("regulation", []):
+                    if row["status"] == "shown":  # what the weakened verdict showed no longer holds
+                        row["status"] = "not established"
+                        row["finding"] = (
+                            f"INCONCLUSIVE after adjustment across the batch's {len(family)} tested claims "
+                            f"(alone: {row['finding']})"
+                        )
                 findings["verdict_sentence"] = (
                     f"INCONCLUSIVE: tested as one of {len(family)} claims of batch {batch_id}, this claim's p-value "
                     f"{p:.3g} adjusted by {CONTROLS[error_control]} is {adj:.3g}, not below its level {alpha}; on its "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -482,3 +483,88 @@ def claim_scoring_options(claim: ClaimManifest) -> ScoringOptions:
         max_chars=claim.model.max_chars,
         stride=claim.model.stride,
     )
+
+
+# --- a first claim, written for the user (``verifier init``) -------------------------------------
+
+KIND_WORDS = {
+    ClaimKind.TRAINED_ON: "was trained on",
+    ClaimKind.NOT_TRAINED_ON: "was not trained on",
+    ClaimKind.DECONTAMINATED: "was decontaminated of",
+}
+
+
+@dataclass(frozen=True)
+class Starter:
+    """What ``verifier init`` was told: paths as the claim will name them (relative to its folder)."""
+
+    claim_id: str
+    kind: ClaimKind
+    made_by: str
+    model: str
+    suspect: str
+    heldout: str | None = None
+    dated: str | None = None
+    corpus: str | None = None
+    corpus_sha256: str | None = None
+    statement: str | None = None
+    device: str = "auto"
+
+
+def starter_claim(s: Starter) -> str:
+    """A complete claim as YAML, every key commented, for the user to read, edit and audit."""
+
+    def q(value: str) -> str:  # a YAML scalar that reads back as exactly this text
+        return json.dumps(value, ensure_ascii=False)
+
+    if s.kind == ClaimKind.SUMMARY_FIELD:
+        raise VerifierError(
+            "verifier init writes claims about documents; a summary_field claim names its fields by hand"
+        )
+    named = s.model if kind_of(s.model).remote or s.model in BUNDLED else Path(s.model).name
+    statement = s.statement or f"{named} {KIND_WORDS[s.kind]} the documents in {s.suspect}."
+    lines = [
+        "# A claim for `verifier audit`, written by `verifier init` and checked when it was written.",
+        "# Every key: docs/reference/claim.md. Paths are relative to this file's folder, and evidence",
+        "# files must lie in it or below it.",
+        "claim:",
+        f"  id: {q(s.claim_id)}  # names the evidence bundle folder",
+        f"  statement: {q(statement)}  # the claim, in one sentence, as made",
+        f"  kind: {s.kind.value}  # trained_on | not_trained_on | decontaminated",
+        f"  made_by: {q(s.made_by)}  # who makes the claim: shown on page 1 of the report",
+        '  # regulation_fields: ["eu:2.1"]  # EU summary fields / OSAID items the claim concerns',
+        "model:",
+        f"  target: {q(s.model)}  # a model folder, a .gguf file, smollm2-135m, org/name, or "
+        "openai-compatible:https://host/v1#model",
+        "  # training_cutoff: 2024  # the declared year of the latest training data",
+        f"  device: {s.device}  # auto (CUDA when present, else the CPU) | cpu | cuda",
+        "  dtype: fp32  # fp32 | bf16 (half the memory; the numbers move slightly)",
+        "evidence:",
+        f"  suspect: {{path: {q(s.suspect)}}}  # the documents the claim is about (JSONL, CSV or Parquet; a "
+        '"text" field)',
+    ]
+    if s.heldout:
+        lines.append(
+            f"  heldout: {{path: {q(s.heldout)}}}  # same kind and period as the suspect set, certainly not trained on"
+        )
+    else:
+        lines.append(
+            "  # heldout: {path: heldout.jsonl}  # same kind and period, certainly unseen: enables dataset inference"
+        )
+    if s.dated:
+        lines.append(
+            f"  dated: {{path: {q(s.dated)}}}  # a set of another date: the audit refuses to read it as unseen data"
+        )
+    if s.corpus:
+        lines += [
+            "  corpus:  # the corpus the developer declared as training data: every suspect document is looked up",
+            f"    index: {q(s.corpus)}",
+            f"    sha256: {s.corpus_sha256}  # the declared digest ('verifier corpus digest' prints it)",
+        ]
+    lines += [
+        "  # where: {label: 1}, offset: 0, limit: 100 and year: 2016 select and date a set inside a file",
+        "policy: default  # the bundled decision tree; 'strict' adds two rules",
+        "seed: 0  # fixes every random draw: the same inputs and seed give the same findings",
+        "",
+    ]
+    return "\n".join(lines)

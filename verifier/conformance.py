@@ -271,6 +271,7 @@ def _renders(identity: dict) -> str | None:
         "failure_reasons": {},
         "signal_runs": {},
         "path": [],
+        "regulation": [],
         "inputs": [],
         "environment": {"verifier": "0", "python": "3", "packages": {}},
         "seed": 0,

@@ -14,7 +14,7 @@ import io
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -34,6 +34,7 @@ class Documents:
     texts: list[str]
     labels: np.ndarray | None
     source: str
+    at: list[str] = field(default_factory=list)  # where each text is in its file ("line 3", "row 3")
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -85,6 +86,7 @@ def select_documents(
         texts=texts,
         labels=np.asarray(labels, dtype=np.int8) if label_field is not None else None,
         source=str(path),
+        at=[at for at, _ in rows],
     )
 
 

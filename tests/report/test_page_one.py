@@ -178,3 +178,34 @@ def test_page_one_screenshots_in_a_browser_and_the_pdf_show_the_verdict_colour(r
             if keep is not None:
                 keep.mkdir(parents=True, exist_ok=True)
                 shutil.copy(png, keep / png.name)
+
+
+def test_the_regulation_mapping_is_this_audits_field_by_field(reports):
+    """Each field the claim names is listed; other fields only where a route that bears on them ran;
+    a decontamination claim is not mapped to the removal of illegal content; what a verdict that
+    asserts nothing cannot show is never "shown"."""
+    verified = {row["field"]: row for row in reports["VERIFIED"]["regulation"]}
+    assert set(reports["VERIFIED"]["claim"]["claim"]["regulation_fields"]) <= set(verified)  # eu:2.1, osaid:1
+    assert (
+        verified["eu:2.1"]["status"] == "shown" and verified["eu:2.1"]["section"] == "Section 2: List of data sources"
+    )
+    assert verified["eu:2.1"]["finding"].startswith("VERIFIED by corpus: every suspect document was found")
+    contradicted = {row["field"] for row in reports["CONTRADICTED"]["regulation"]}
+    assert "eu:3.2" in contradicted  # not_trained_on: known removed items looked up
+    for verdict in ("INCONCLUSIVE", "REJECTED-METHOD", "UNVERIFIABLE"):
+        rows = reports[verdict]["regulation"]
+        assert rows and all(row["status"] != "shown" for row in rows), verdict
+    html = render_html(reports["VERIFIED"], findings_digest(reports["VERIFIED"]))
+    assert "Regulation mapping of this audit" in html and "Section 2: List of data sources" in html
+
+
+def test_a_named_field_no_route_examines_is_listed_as_not_examined(tmp_path):
+    claim = write_refused_claim(tmp_path, "named-field")
+    data = yaml.safe_load(claim.read_text())
+    data["claim"]["regulation_fields"] = ["eu:2.4", "eu:2.2"]
+    claim.write_text(yaml.safe_dump(data))
+    rows = {row["field"]: row for row in run_audit(claim, cache=ScoreCache(tmp_path / "c")).findings["regulation"]}
+    assert rows["eu:2.4"]["status"] == "not examined"
+    assert "marks skipped: precondition not met" in rows["eu:2.4"]["finding"]
+    assert rows["eu:2.2"]["status"] == "not established"  # dataset_inference refused the method
+    assert rows["eu:2.2"]["finding"].startswith("REJECTED-METHOD by dataset_inference: the suspect and held-out")

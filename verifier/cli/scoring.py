@@ -283,7 +283,8 @@ def evaluate(
             out.print(escape(visible(f"{row.name}: {row.note}")))
     out.print(
         f"Null hypothesis per row: AUC = 0.5 (no separation). CI: stratified bootstrap, {first.n_bootstrap} "
-        f"resamples, seed {first.seed}. "
+        f"resamples, seed {first.seed}; blind_classifier: its AUC re-centred on its permutation null with the "
+        "null-calibrated interval, the number the audit's report gives. "
         "If a blind row separates the sets, the signal rows measure a distribution shift, not training."
     )
 

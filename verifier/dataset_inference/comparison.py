@@ -18,12 +18,12 @@ from sklearn.metrics import roc_curve
 from verifier.baselines.exchangeability import ExchangeabilityCheck
 from verifier.baselines.latest_year import latest_year_baseline
 from verifier.findings import Cell, Figure, Section, Table
+from verifier.scoring.evaluation import BLIND_CLASSIFIER, blind_classifier_metrics
 from verifier.stats.formats import num, pval
 from verifier.stats.metrics import evaluate_scores, fill_failed
 
 ROC_POINTS = 101
 HISTOGRAM_BINS = 20
-BLIND_CLASSIFIER = "blind_classifier"
 
 
 def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:
@@ -78,7 +78,12 @@ def compare_sets(
     columns["latest_year"] = (latest_year_baseline(texts, labels, seed=seed), labels, "blind")
     rows, roc, histograms = [], {}, {}
     for name, (scores, truth, kind) in columns.items():
-        rows.append({"kind": kind, **asdict(evaluate_scores(name, scores, truth, seed=seed))})
+        metrics = (
+            blind_classifier_metrics(blind, seed)
+            if name == BLIND_CLASSIFIER
+            else evaluate_scores(name, scores, truth, seed=seed)
+        )
+        rows.append({"kind": kind, **asdict(metrics)} | ({"auc_raw": blind.auc} if name == BLIND_CLASSIFIER else {}))
         fpr, tpr, _ = roc_curve(truth, scores)
         grid = np.linspace(0, 1, ROC_POINTS)
         roc[name] = {"fpr": grid.round(4).tolist(), "tpr": np.interp(grid, fpr, tpr).round(4).tolist(), "kind": kind}
@@ -109,8 +114,9 @@ def compare_sets(
         note=(
             "Document-level AUCs, suspect set as the positive class; null hypothesis AUC = 0.5; CIs from a "
             "stratified bootstrap "
-            f"(1,000 resamples, seed {seed}). The blind classifier's row is the exchangeability check's own "
-            "out-of-fold scores. "
+            f"(1,000 resamples, seed {seed}). The blind classifier's row is the exchangeability check's: its AUC "
+            "re-centred on its permutation null with the null-calibrated interval, the same number as the checks "
+            f"and the verdict (raw out-of-fold AUC {num(blind.auc, 3)}). "
             "Where a blind row separates the sets, the signal rows measure the difference between the sets, not "
             "training."
         ),

@@ -95,9 +95,12 @@ def walk(policy: Policy, ctx: RouteContext) -> list[RouteRecord]:
     mapping = load_regulation_map()
     # Each field carries its label, so the report renders what this audit mapped, whatever map a
     # later version of verifier ships.
+    kind = ctx.claim.claim.kind.value
     regulation = {
         route: [
-            {"field": item["field"], "label": mapping["fields"][item["field"]], "why": item["why"]} for item in items
+            {"field": item["field"], "label": mapping["fields"][item["field"]], "why": item["why"]}
+            for item in items
+            if kind in item.get("kinds", [kind])
         ]
         for route, items in mapping["routes"].items()
     }
@@ -181,6 +184,47 @@ def precheck(policy: Policy, claim: ClaimManifest, sizes: dict[str, int], where:
         if why := step.route.precheck(claim, step.params, sizes):
             raise VerifierError(f"{where}: {why}")
         return
+
+
+ASSERTED = {Verdict.VERIFIED.value, Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value}
+
+
+def regulation_of_audit(records: list[RouteRecord], claim: ClaimManifest) -> list[dict[str, str]]:
+    """This audit against the EU summary template and OSAID, field by field, in the template's order:
+    what the finding shows, does not establish, or did not examine. A field the claim names is never
+    left out; any other field appears only where a route that bears on it ran."""
+    mapping = load_regulation_map()
+    named = set(claim.claim.regulation_fields)
+    bearing: dict[str, list[tuple[RouteRecord, str]]] = {}
+    for record in records:
+        for item in record.regulation or []:
+            bearing.setdefault(item["field"], []).append((record, item["why"]))
+    rows = []
+    for field, label in mapping["fields"].items():
+        ran = [(r, why) for r, why in bearing.get(field, []) if r.status in ("decided", "ran")]
+        if field not in named and not ran:
+            continue
+        section = mapping["sections"]["osaid" if field.startswith("osaid") else field.split(".")[0]]
+        decided = next(((r, why) for r, why in ran if r.status == "decided"), None)
+        if decided is not None:
+            record, why = decided
+            status = "shown" if record.verdict in ASSERTED else "not established"
+            said = (
+                f"{record.verdict} by {record.route}: {record.because or record.reason}; it bears on the field as {why}"
+            )
+        elif ran:
+            status = "not established"
+            said = "; ".join(f"{r.route} ran without a verdict ({why})" for r, why in ran)
+        else:
+            could = [r for r, _ in bearing.get(field, [])]
+            status = "not examined"
+            said = (
+                "no route of this audit bears on it"
+                if not could
+                else "; ".join(f"{r.route} {r.status.replace('_', ' ')}: {r.reason}" for r in could)
+            )
+        rows.append({"field": field, "section": section, "label": label, "status": status, "finding": said})
+    return rows
 
 
 def decision(records: list[RouteRecord]) -> RouteRecord:

@@ -46,6 +46,7 @@ from verifier.scoring.session import RouteContext, TooFewScored
 from verifier.signals import NONMEMBER_PREFIX, TOKEN_FREQUENCIES, Auxiliary, make_signal
 from verifier.signals.frequencies import table_for
 from verifier.stats.formats import num, pval
+from verifier.targets.cache import text_digest
 from verifier.verdicts import Verdict
 
 LIMITATIONS = [
@@ -242,6 +243,7 @@ class DatasetInferenceRoute(Route[DatasetInferenceParams]):
         metrics["fraction_trained"]["lower_bound"] = 0.0
         metrics["stated"] = False
         metrics["documents"]["identified_sha256"] = []
+        metrics["documents"]["identified_at"] = []
         outcome["sections"] = [s for s in outcome.get("sections", []) if s.get("title") != DOCUMENTS_TITLE] + [
             asdict(
                 Notes(
@@ -395,7 +397,13 @@ class DatasetInferenceRoute(Route[DatasetInferenceParams]):
             sections += compared
             if finding.documents is not None:
                 metrics |= finding.documents.as_finding()
-                sections.append(_documents_table(finding.documents))
+                suspect_docs = ctx.load(evidence.suspect)
+                where_is: dict[str, str] = {}
+                for text, at in zip(suspect_docs.texts, suspect_docs.at):
+                    where_is.setdefault(text_digest(text), f"{evidence.suspect.path.name} {at}")
+                located = [where_is.get(d, d[:12]) for d in finding.documents.identified]
+                metrics["documents"]["identified_at"] = located  # file and line, as the user's editor shows them
+                sections.append(_documents_table(finding.documents, located))
             sections.append(
                 Figure(
                     "power",
@@ -446,7 +454,7 @@ class DatasetInferenceRoute(Route[DatasetInferenceParams]):
         )
 
 
-def _documents_table(documents: DocumentsFinding) -> Table:
+def _documents_table(documents: DocumentsFinding, located: list[str]) -> Table:
     fraction = documents.fraction
     found = len(documents.identified)
     stated = (
@@ -460,7 +468,7 @@ def _documents_table(documents: DocumentsFinding) -> Table:
         ["method", fraction.method],
         [
             f"documents identified at false discovery rate {documents.fdr:.0%} ({FDR_METHOD})",
-            ", ".join(d[:12] for d in documents.identified)
+            ", ".join(located)
             if found
             else "none: no single document can be identified at this rate, as is usual at today's per-document accuracy"
             if documents.stated
@@ -476,7 +484,8 @@ def _documents_table(documents: DocumentsFinding) -> Table:
         ["quantity", "value"],
         rows,
         note=(
-            "Documents are named by the first 12 hex digits of their text's SHA-256; every p-value is in the findings."
+            "Documents are named by file and line (or row) of the suspect set as the claim selects it; the findings "
+            "also give each one's text SHA-256 and every document's p-value."
         ),
     )
 

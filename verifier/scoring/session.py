@@ -78,7 +78,11 @@ class RouteContext:
 
     def model(self, role: str = "target") -> Target:
         if role not in self.loaded:
+            # A step of its own: loading takes tens of seconds before the first document is scored.
+            done = self.progress(f"loading the {role} model", 1) if self.progress else None
             self.loaded[role] = self.target_factory(role)
+            if done:
+                done(1)
         return self.loaded[role]
 
     def check_served_weights(self) -> None:
@@ -131,7 +135,7 @@ class RouteContext:
             reference=reference,
             signal_names=signals,
             cache=self.cache,
-            progress=self.progress,
+            progress=_labelled(self.progress, f"{role} set") if self.progress else None,
             signal_params=signal_params,
             aux=aux,
         )
@@ -270,3 +274,12 @@ class RouteContext:
         if not kind_of(self.claim.model.target).remote:
             return offered_capabilities(self.claim)
         return frozenset(self.model().capabilities) | ({"reference"} if self.claim.model.reference else frozenset())
+
+
+def _labelled(progress: Progress, label: str) -> Progress:
+    """``progress`` with each bar's description naming ``label`` (e.g. "scoring: suspect set")."""
+
+    def start(what: str, total: int) -> Callable[[int], None]:
+        return progress(f"{what}: {label}", total)
+
+    return start

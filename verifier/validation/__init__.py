@@ -94,9 +94,75 @@ def record(
     path.write_text(json.dumps(table.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
 
 
-def for_audit(route: str | None, n: int | None) -> dict[str, Any]:
+# The quantities that bear on a verdict, by what the verdict asserts, each with what it means for the
+# reader: a verdict that asserts is read beside its route's chance of asserting wrongly (and of
+# detecting what is there); "no result" beside the chance a real effect would have been seen; a
+# method refusal beside how often the route refuses, rightly and wrongly.
+BEARING = {
+    "asserts": (
+        ("false verdict rate (rule set (default))", "a wrong SUPPORTED or CONTRADICTED where nothing was trained on"),
+        ("false verdict rate (whole rule set", "a wrong SUPPORTED or CONTRADICTED on shifted or edited sets"),
+        ("wrong VERIFIED or CONTRADICTED", "a wrong VERIFIED or CONTRADICTED for one document"),
+        ("power (rule set (default))", "training that did happen detected"),
+    ),
+    "no result": (
+        (
+            "power (rule set (default))",
+            "training that did happen detected (so the chance it was missed is 1 minus this)",
+        ),
+        ("false verdict rate (rule set (default))", "a wrong SUPPORTED or CONTRADICTED where nothing was trained on"),
+    ),
+    "refused": (
+        ("refusal rate", "a dated comparison refused, as it should be"),
+        ("false refusal rate", "a same-period comparison refused wrongly"),
+    ),
+}
+VERDICT_BEARING = {
+    "VERIFIED": "asserts",
+    "SUPPORTED": "asserts",
+    "CONTRADICTED": "asserts",
+    "INCONCLUSIVE": "no result",
+    "UNVERIFIABLE": "no result",
+    "REJECTED-METHOD": "refused",
+}
+
+
+def bearing_rows(rows: list[Row], verdict: str, n: int | None) -> list[dict[str, Any]]:
+    """The few rows that bear on ``verdict`` (of the rows nearest the audit's size): for each
+    quantity, the least favourable scenario measured, with what the number means and how many
+    scenarios it is the worst of."""
+    out = []
+    for prefix, meaning in BEARING[VERDICT_BEARING[verdict]]:
+        matching = [r for r in rows if r.quantity.startswith(prefix)]
+        if not matching:
+            continue
+        power = prefix.startswith("power")
+        worst = min(matching, key=lambda r: r.value) if power else max(matching, key=lambda r: r.value)
+        out.append(
+            worst.model_dump(mode="json")
+            | {
+                "meaning": meaning,
+                "scenarios": len(matching),
+                "sentence": (
+                    f"{meaning}: {worst.value:.3f}"
+                    + (f" [{worst.ci[0]:.3f}, {worst.ci[1]:.3f}]" if worst.ci else "")
+                    + f" of {worst.trials} audits at {worst.n} documents per set ({worst.scenario}"
+                    + (
+                        f"; the {'lowest' if power else 'highest'} of {len(matching)} scenarios"
+                        if len(matching) > 1
+                        else ""
+                    )
+                    + ")"
+                    + (f"; this audit has {n}" if n is not None else "")
+                ),
+            }
+        )
+    return out
+
+
+def for_audit(route: str | None, n: int | None, verdict: str | None = None) -> dict[str, Any]:
     """The rows of ``route`` nearest ``n`` (one per quantity and scenario), with where they come
-    from and the table's digest: what an audit's findings carry."""
+    from and the table's digest, and the few that bear on ``verdict``: what an audit's findings carry."""
     path = table_path()
     table = load_table(path)
     rows = [r for r in table.rows if r.route == route]
@@ -109,6 +175,7 @@ def for_audit(route: str | None, n: int | None) -> dict[str, Any]:
     return {
         "route": route,
         "n": n,
+        "bearing": bearing_rows(list(nearest.values()), verdict, n) if verdict else [],
         "table_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "rows": [r.model_dump(mode="json") for r in nearest.values()],
         "runs": [r.model_dump(mode="json") for r in table.runs if r.benchmark in used],
