@@ -232,3 +232,19 @@ def test_init_checks_the_claim_it_writes_and_writes_nothing_it_cannot_audit(tmp_
     assert written["evidence"] == {"suspect": {"path": "docs.jsonl"}} and written["model"]["device"] == "auto"
     again = one_line(runner.invoke(app, [*base, "--suspect", str(folder / "docs.jsonl")]))
     assert again == f"error: {claim}: exists; not replaced (--force replaces it)"
+
+
+def test_a_rerun_finds_only_its_own_intact_bundle(tmp_path):
+    """A folder of these very findings that someone altered (or signed with another key) is not passed
+    off as this run's bundle: the re-run refuses to replace it, as for any other folder there."""
+    assert runner.invoke(app, ["keys", "generate", "--out", str(tmp_path / "k.key")]).exit_code == 0
+    args = ["audit", str(_corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev")]
+    args += ["--sign-key", str(tmp_path / "k.key"), "--cache-dir", str(tmp_path / "c")]
+    assert runner.invoke(app, args).exit_code == 0
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "already holds these very findings" in again.output
+    (bundle,) = (tmp_path / "ev").iterdir()
+    report = bundle / "report.html"
+    report.write_text(report.read_text().replace("The lookup confirms the claim", "The lookup refutes the claim"))
+    altered = runner.invoke(app, args)
+    assert altered.exit_code == 2 and "refusing to replace it" in altered.output

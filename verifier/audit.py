@@ -57,7 +57,7 @@ from verifier.scoring.ray import prescore_claim
 from verifier.scoring.session import RouteContext
 from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, Target, kind_of, kind_of_target, load_target
-from verifier.trust import write_bundle
+from verifier.trust import verify_bundle, write_bundle
 from verifier.trust.bundle import ENVELOPE, bundle_folder, holds_findings
 from verifier.trust.certificates import PdfSigning
 from verifier.trust.digests import findings_digest
@@ -70,6 +70,8 @@ from verifier.validation import for_audit
 from verifier.verdicts import GLOSSARY, Verdict, lead
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from verifier.scoring.ray import RayOptions
     from verifier.trust.certificates import PdfSigning
 
@@ -284,6 +286,19 @@ class BundleResult:
     existed: bool = False  # an identical bundle (same claim and findings) was already there: nothing written
 
 
+def _ours(folder: Path, key: Ed25519PrivateKey | None) -> bool:
+    """Whether an existing bundle of these findings is one this run would have written: signed by
+    this run's key and intact (every file, digest and the signature), or, unsigned, unsigned too. A
+    folder someone else placed there with these findings but another report is not passed off as ours."""
+    if key is None:
+        return not (folder / ENVELOPE).exists()
+    try:
+        verify_bundle(folder, public_pem(key.public_key()))
+    except VerifierError:
+        return False
+    return True
+
+
 def audit_to_bundle(
     claim: str | Path,
     out_dir: Path = Path("evidence"),
@@ -344,7 +359,7 @@ def audit_to_bundle(
     }
     digest = findings_digest(result.findings)
     existing = bundle_folder(result.findings, out_dir)
-    if not force and holds_findings(existing, result.findings) and (existing / ENVELOPE).is_file() == (key is not None):
+    if not force and holds_findings(existing, result.findings) and _ours(existing, key):
         return BundleResult(existing, result.findings, key is not None, created, 0.0, 0.0, existed=True)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None
