@@ -248,3 +248,15 @@ def test_a_rerun_finds_only_its_own_intact_bundle(tmp_path):
     report.write_text(report.read_text().replace("The lookup confirms the claim", "The lookup refutes the claim"))
     altered = runner.invoke(app, args)
     assert altered.exit_code == 2 and "refusing to replace it" in altered.output
+
+
+def test_every_model_loading_command_takes_device_and_dtype():
+    from verifier.cli.options import precision
+    from verifier.errors import VerifierError
+
+    for command in (["score"], ["audit"], ["marks", "test"], ["identifiers", "test"], ["corpus", "attribution"]):
+        shown = runner.invoke(app, [*command, "--help"], terminal_width=200).output
+        assert "--device" in shown and "--dtype" in shown, command
+    assert precision("bf16") == "bf16"
+    with pytest.raises(VerifierError, match="--dtype f16: use fp32 or bf16"):
+        precision("f16")

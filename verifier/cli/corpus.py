@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.options import ALLOW_HTTP
+from verifier.cli.options import ALLOW_HTTP, DEVICE, DTYPE, precision
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
@@ -170,20 +170,24 @@ def attribution(
     min_span_words: Annotated[int, typer.Option(help="Shortest verbatim span reported, in words.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     allow_http: Annotated[bool, ALLOW_HTTP] = False,
+    device: Annotated[str, DEVICE] = "auto",
+    dtype: Annotated[str, DTYPE] = "fp32",
 ) -> None:
     """Generate from a model and attribute the long verbatim spans of its outputs to corpus documents."""
     from verifier.boundary.peers import PeerAccess
     from verifier.corpus.attribution import attribute_outputs
     from verifier.corpus.backends import open_backend
     from verifier.data import load_documents
-    from verifier.targets import load_target
+    from verifier.targets import ScoringOptions, load_target
     from verifier.targets.base import generating
 
     if not 1 <= max_new_tokens <= 4096:
         raise VerifierError(f"--max-new-tokens {max_new_tokens}: from 1 to 4096")
     texts = load_documents(prompts, text_field=text_field).texts
     backend = open_backend(index, access=PeerAccess(allow_http=allow_http))
-    outputs = generating(load_target(model)).generate(texts, max_new_tokens)
+    outputs = generating(load_target(model, ScoringOptions(device=device, dtype=precision(dtype)))).generate(
+        texts, max_new_tokens
+    )
     found = attribute_outputs(backend, texts, outputs, min_span_words=min_span_words)
     if as_json:
         json.dump([asdict(t) for t in found], sys.stdout, indent=1, ensure_ascii=False)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from verifier.cli.options import ALLOW_HTTP, CacheDir, checked
+from verifier.cli.options import ALLOW_HTTP, DEVICE, DTYPE, CacheDir, checked, precision
 from verifier.cli.output import err, out, progress_bars, say
 from verifier.errors import VerifierError
 
@@ -174,6 +174,8 @@ def test(
         typer.Option(help="Trust store holding the registrant's key (default ~/.config/verifier/trusted)."),
     ] = None,
     cache_dir: CacheDir = None,
+    device: Annotated[str, DEVICE] = "auto",
+    dtype: Annotated[str, DTYPE] = "fp32",
     rephraser: Annotated[
         str | None, typer.Option(help="The rephrasing model, when not where the registration names it.")
     ] = None,
@@ -195,7 +197,7 @@ def test(
         raise VerifierError(f"--released {released!r}: not a date (YYYY-MM-DD)") from None
     with progress_bars() as progress:
         finding = test_registered(
-            TargetScorer(model, ScoringOptions(), cache_dir, progress),
+            TargetScorer(model, ScoringOptions(device=device, dtype=precision(dtype)), cache_dir, progress),
             registration,
             siblings,
             published,
@@ -228,6 +230,8 @@ def identifiers(
     ] = 0,
     text_field: Annotated[str, typer.Option()] = "text",
     cache_dir: CacheDir = None,
+    device: Annotated[str, DEVICE] = "auto",
+    dtype: Annotated[str, DTYPE] = "fp32",
 ) -> None:
     """Test the natural identifiers (hashes, UUIDs, short links, keys) in DOCUMENTS against fresh draws of their
     formats."""
@@ -247,7 +251,7 @@ def identifiers(
     )  # the identifiers route's own bounds
     with progress_bars() as progress:
         finding = test_identifiers(
-            TargetScorer(model, ScoringOptions(), cache_dir, progress),
+            TargetScorer(model, ScoringOptions(device=device, dtype=precision(dtype)), cache_dir, progress),
             documents,
             samples,
             alpha,

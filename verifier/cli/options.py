@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -66,3 +66,12 @@ def parse_signal_params(items: list[str]) -> dict[str, dict[str, object]]:
             value = raw
         params.setdefault(name, {})[key] = value if isinstance(value, (str, int, float, bool)) or value is None else raw
     return params
+
+
+def precision(dtype: str) -> Literal["fp32", "bf16"]:
+    """``--dtype`` checked: one line naming the option, not a traceback from deep in a model load."""
+    if dtype == "fp32":
+        return "fp32"
+    if dtype == "bf16":
+        return "bf16"
+    raise VerifierError(f"--dtype {dtype}: use fp32 or bf16")
