@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from verifier.batch import adjust, run_batch
 from verifier.cli import app
 from verifier.errors import VerifierError
+from verifier.report.svg import tree_svg
 from verifier.trust.bundle import BATCH_INDEX, verify_batch
 from verifier.trust.keys import generate_key, load_private_key
 
@@ -147,6 +148,7 @@ def findings_with(p: float | None, verdict: str, alpha: float = 0.05) -> dict:
                 "verdict": verdict,
                 "outcome": outcome,
                 "because": "the sets differ",
+                "needs": ["suspect", "heldout"],
             }
         ],
         "regulation": [{"field": "eu:2.2", "status": "shown", "finding": f"{verdict} by dataset_inference"}],
@@ -184,8 +186,14 @@ def test_the_adjustment_only_ever_weakens_a_verdict(control):
     )
     assert "tested as one of 5 claims of batch b" in adjusted[1]["verdict_sentence"]
     # What a weakened verdict showed is withdrawn everywhere page 1 and the regulation mapping say it.
-    assert adjusted[1]["lead"].startswith("The evidence does not establish the claim either way: the sets differ.")
-    assert "Alone it would be CONTRADICTED, but 5 claims were tested together" in adjusted[1]["lead"]
+    assert adjusted[1]["lead"] == (
+        "The evidence does not establish the claim either way: 5 claims were tested together and, corrected for "
+        "that, this claim's test is not significant. Alone it would be CONTRADICTED. This does not show whether the "
+        "claim is true or false."
+    )
+    weakened = adjusted[1]["path"][0]
+    assert weakened["adjusted_verdict"] == "INCONCLUSIVE" and weakened["verdict"] == "CONTRADICTED"
+    assert "dataset_inference  [decided] \u2192 INCONCLUSIVE (alone CONTRADICTED)" in tree_svg(adjusted[1]["path"])
     assert adjusted[1]["regulation"][0]["status"] == "not established" and adjusted[0]["regulation"][0]["status"] == (
         "shown"
     )

@@ -260,3 +260,34 @@ def test_every_model_loading_command_takes_device_and_dtype():
     assert precision("bf16") == "bf16"
     with pytest.raises(VerifierError, match="--dtype f16: use fp32 or bf16"):
         precision("f16")
+
+
+def test_what_init_writes_reads_back_as_given_and_a_missing_key_names_the_mistyped_one(tmp_path):
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    shutil.copy(WIKIMIA / "length32.jsonl", folder / "docs.jsonl")
+    made_by = 'Jos\u00e9 a\u0085b\u2028c "quoted" # not a comment'
+    args = ["init", str(folder / "claim.yaml"), "--model", "smollm2-135m", "--suspect", str(folder / "docs.jsonl")]
+    assert runner.invoke(app, [*args, "--made-by", made_by]).exit_code == 0
+    assert yaml.safe_load((folder / "claim.yaml").read_text())["claim"]["made_by"] == made_by
+    device = ["--made-by", "x", "--device", "cpu # x", "--force"]
+    assert "use auto, cpu, cuda" in one_line(runner.invoke(app, [*args, *device]))
+    claim = yaml.safe_load((folder / "claim.yaml").read_text())
+    claim["claim"]["statment"] = claim["claim"].pop("statement")
+    (folder / "typo.yaml").write_text(yaml.safe_dump(claim))
+    said = one_line(runner.invoke(app, ["audit", str(folder / "typo.yaml")]))
+    assert "claim.statment: not a key here; did you mean 'statement'?" in said
+
+
+def test_an_unsigned_rerun_refuses_an_altered_folder_and_a_rerun_asking_more_rewrites_nothing(tmp_path):
+    args = ["audit", str(_corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev"), "--no-sign"]
+    args += ["--cache-dir", str(tmp_path / "c")]
+    assert runner.invoke(app, args).exit_code == 0
+    assert "already holds these very findings" in runner.invoke(app, args).output
+    (bundle,) = (tmp_path / "ev").iterdir()
+    (bundle / "report.pdf").unlink()
+    altered = runner.invoke(app, args)
+    assert altered.exit_code == 2 and "refusing to replace it" in altered.output
+    # Asking for a timestamp the existing bundle lacks is never answered with the old bundle.
+    stamped = runner.invoke(app, [*args[:-3], "--tsa", "http://127.0.0.1:9/", "--cache-dir", str(tmp_path / "c")])
+    assert "already holds" not in stamped.output and stamped.exit_code == 2

@@ -58,7 +58,7 @@ from verifier.scoring.session import RouteContext
 from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache, Target, kind_of, kind_of_target, load_target
 from verifier.trust import verify_bundle, write_bundle
-from verifier.trust.bundle import ENVELOPE, bundle_folder, holds_findings
+from verifier.trust.bundle import ENVELOPE, bundle_folder, holds_findings, unsigned_intact
 from verifier.trust.certificates import PdfSigning
 from verifier.trust.digests import findings_digest
 from verifier.trust.envelopes import key_id, public_pem
@@ -159,6 +159,7 @@ def run_audit(
             f"Alone it would be {decided.uncapped_verdict}, but the policy does not let {decided.route} grant that"
             if decided.uncapped_verdict
             else None,
+            decided.outcome.alpha if decided.outcome else None,
         ),
         "verdict_sentence": _sentence(claim, decided.verdict, summary),
         "failed_items": dict(ctx.failed_items),
@@ -291,7 +292,7 @@ def _ours(folder: Path, key: Ed25519PrivateKey | None) -> bool:
     this run's key and intact (every file, digest and the signature), or, unsigned, unsigned too. A
     folder someone else placed there with these findings but another report is not passed off as ours."""
     if key is None:
-        return not (folder / ENVELOPE).exists()
+        return not (folder / ENVELOPE).exists() and unsigned_intact(folder)
     try:
         verify_bundle(folder, public_pem(key.public_key()))
     except VerifierError:
@@ -359,7 +360,8 @@ def audit_to_bundle(
     }
     digest = findings_digest(result.findings)
     existing = bundle_folder(result.findings, out_dir)
-    if not force and holds_findings(existing, result.findings) and _ours(existing, key):
+    asked_more = bool(tsa) or pdf_signing not in (None, PdfSigning())  # a timestamp or a certificate to add
+    if not force and not asked_more and holds_findings(existing, result.findings) and _ours(existing, key):
         return BundleResult(existing, result.findings, key is not None, created, 0.0, 0.0, existed=True)
     started = time.perf_counter()
     signer = key_id(public_pem(key.public_key())) if key is not None else None

@@ -35,7 +35,7 @@ import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
 from verifier import __version__
-from verifier.audit import run_audit
+from verifier.audit import check_claim, run_audit
 from verifier.boundary.atomic import atomic_output
 from verifier.boundary.peers import read_json
 from verifier.boundary.resources import resolve_claim_path
@@ -43,8 +43,7 @@ from verifier.boundary.safe_yaml import load_yaml_file
 from verifier.claims import LoadedClaim, Strict, claim_model_spec, load_claim
 from verifier.errors import VerifierError, first_validation_error
 from verifier.findings import FINDINGS_FORMAT, AuditResult
-from verifier.policy import load_policy, resolve_policy_path
-from verifier.policy.engine import check_against_claim, input_digests
+from verifier.policy.engine import input_digests
 from verifier.report import render_html, render_pdf
 from verifier.routes import ROUTES
 from verifier.scoring.table import Progress
@@ -59,7 +58,7 @@ from verifier.trust.pdf_signing import sign_pdf
 from verifier.trust.tags import holds, tag
 from verifier.trust.timestamps import check_tsa
 from verifier.validation import for_audit
-from verifier.verdicts import GLOSSARY, Verdict, lead
+from verifier.verdicts import Verdict, lead
 
 PARTS = ".parts"  # finished claims' results, until the batch's bundles are written
 ASSERTIONS = {Verdict.SUPPORTED.value, Verdict.CONTRADICTED.value}
@@ -122,14 +121,13 @@ def load_batch(path: str | Path) -> Batch:
         if not claim_path.resolve().is_relative_to(path.parent.resolve()):
             raise VerifierError(f"{path}: claims.{i}: {rel} leads outside the batch's folder (a link?)")
         loaded = load_claim(claim_path)
-        claim, base = loaded.manifest, loaded.base
+        claim = loaded.manifest
         if claim.claim.id in ids:
             raise VerifierError(
                 f"{path}: claims.{i}: claim id {claim.claim.id!r} is also the id of claims.{ids[claim.claim.id]}"
             )
         ids[claim.claim.id] = i
-        policy = load_policy(resolve_policy_path(claim.policy, base))
-        check_against_claim(policy, claim)
+        policy = check_claim(loaded)  # every claim's inputs, before any claim is scored
         policies.setdefault(policy.sha256, (i, policy))
         claims.append(loaded)
     if len(policies) > 1:
@@ -246,11 +244,13 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
                 decided = next(r for r in findings["path"] if r["status"] == "decided")
                 if decided["route"] in ROUTES:
                     ROUTES[decided["route"]].withdraw(decided["outcome"])
+                # The tree draws the adjusted verdict; "verdict" stays the route's (the index check recomputes from it).
+                decided["adjusted_verdict"] = Verdict.INCONCLUSIVE.value
                 findings["lead"] = lead(
                     Verdict.INCONCLUSIVE,
-                    decided.get("because") or GLOSSARY[Verdict.INCONCLUSIVE][0],
-                    f"Alone it would be {record['unadjusted_verdict']}, but {len(family)} claims were tested together "
-                    "and, corrected for that, the result is not significant",
+                    f"{len(family)} claims were tested together and, corrected for that, this claim's test is not "
+                    "significant",
+                    f"Alone it would be {record['unadjusted_verdict']}",
                 )
                 method = findings.get("method_validation") or {}
                 if method.get("route"):  # the rates that bear on the weakened verdict, not on the one withdrawn

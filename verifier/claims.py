@@ -66,7 +66,7 @@ class ClaimStatement(Strict):
     def known_fields(cls, fields: list[str]) -> list[str]:
         bad = [f for f in fields if not REGULATION_FIELD.match(f)]
         if bad:
-            raise ValueError(f"unknown field(s) {bad}; use eu:1.1-1.3, eu:2.1-2.6, eu:3.1-3.3 or osaid:1-3")
+            raise ValueError(f"unknown field(s) {', '.join(bad)}; use eu:1.1-1.3, eu:2.1-2.6, eu:3.1-3.3 or osaid:1-3")
         return fields
 
 
@@ -515,7 +515,11 @@ def starter_claim(s: Starter) -> str:
     """A complete claim as YAML, every key commented, for the user to read, edit and audit."""
 
     def q(value: str) -> str:  # a YAML scalar that reads back as exactly this text
-        return json.dumps(value, ensure_ascii=False)
+        # JSON escapes C0 controls; YAML also breaks lines at NEL, LS and PS and drops other C1 controls.
+        return "".join(
+            f"\\u{ord(c):04x}" if 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" else c
+            for c in json.dumps(value, ensure_ascii=False)
+        )
 
     if s.kind == ClaimKind.SUMMARY_FIELD:
         raise VerifierError(

@@ -33,7 +33,10 @@ def redact_paths(text: str, *folders: Path, label: str = "<claim folder>") -> st
 def first_validation_error(exc: ValidationError, top: str = "(top level)", model: type[BaseModel] | None = None) -> str:
     """``key.path: message`` of a pydantic error's first problem, for one-line messages; with the
     ``model`` validated, a mistyped key gets the nearest key that model takes there."""
-    error = exc.errors()[0]
+    errors = exc.errors()
+    # A mistyped key is reported as two errors (the key it meant is missing, the one given is not a
+    # key): the mistyped one, which did-you-mean can name, is the one a user fixes.
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0]) if model is not None else errors[0]
     message = error["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
     loc = [str(part) for part in error["loc"]]
     if error["type"] == "extra_forbidden" and model is not None and loc:

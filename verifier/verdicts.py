@@ -42,7 +42,7 @@ GLOSSARY: dict[Verdict, tuple[str, str]] = {
         "that any one document was trained on",
     ),
     Verdict.CONTRADICTED: (
-        "a sound test or lookup found evidence against the claim",
+        "a sound statistical test (at the error rate stated) or a lookup found evidence against the claim",
         "who is at fault, or whether any use was lawful",
     ),
     Verdict.INCONCLUSIVE: (
@@ -69,14 +69,17 @@ HEADLINE = {
 LEAD_WORDS = 60  # the lead's most words: read in ten seconds
 
 
-def lead(verdict: Verdict | str, because: str, lowered: str | None = None) -> str:
+def lead(verdict: Verdict | str, because: str, lowered: str | None = None, alpha: float | None = None) -> str:
     """The report's plain-language opening: the headline, why (the deciding route's plain words for
-    where it stopped), why the verdict was lowered where the policy or a batch lowered it, and what
-    the verdict does not show."""
+    where it stopped), why the verdict was lowered where the policy or a batch lowered it, how often
+    the test says this where there is nothing to find (a test's verdict: ``alpha``), and what the
+    verdict does not show."""
     verdict = Verdict(verdict)
     parts = [HEADLINE[verdict], because.rstrip(".") + "."]
     if lowered:
         parts.append(lowered.rstrip(".") + ".")
+    if alpha is not None and verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED) and 0 < alpha < 1:
+        parts.append(f"Where there is nothing to find, about 1 such test in {round(1 / alpha)} says this.")
     parts.append(f"This does not show {GLOSSARY[verdict][1]}.")
     return " ".join(parts)
 

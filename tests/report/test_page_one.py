@@ -190,8 +190,13 @@ def test_the_regulation_mapping_is_this_audits_field_by_field(reports):
         verified["eu:2.1"]["status"] == "shown" and verified["eu:2.1"]["section"] == "Section 2: List of data sources"
     )
     assert verified["eu:2.1"]["finding"].startswith("VERIFIED by corpus: every suspect document was found")
-    contradicted = {row["field"] for row in reports["CONTRADICTED"]["regulation"]}
+    contradicted = {row["field"]: row for row in reports["CONTRADICTED"]["regulation"]}
     assert "eu:3.2" in contradicted  # not_trained_on: known removed items looked up
+    # ... but whether these documents are removed illegal content is the claim's to say: never "shown" unless named.
+    assert contradicted["eu:3.2"]["status"] == "bears on it if claimed"
+    for findings in reports.values():
+        named = set(findings["claim"]["claim"]["regulation_fields"])
+        assert all(row["field"] in named for row in findings["regulation"] if row["status"] == "shown")
     for verdict in ("INCONCLUSIVE", "REJECTED-METHOD", "UNVERIFIABLE"):
         rows = reports[verdict]["regulation"]
         assert rows and all(row["status"] != "shown" for row in rows), verdict

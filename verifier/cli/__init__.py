@@ -13,6 +13,7 @@ it, exit 1 (``VERIFIER_DEBUG=1`` shows the traceback). No traceback reaches a us
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import click
@@ -49,6 +50,11 @@ class HandledGroup(typer.core.TyperGroup):
             # warnings (pyhanko's import of a deprecated cryptography name, numpy's numerical
             # ones) name files by absolute path and concern their authors, not the user.
             warnings.simplefilter("ignore")
+            # transformers speaks through its own logger, not warnings ("We strongly recommend passing
+            # in an `attention_mask`...", read at its import): only its errors reach the user.
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            if "transformers" in sys.modules:
+                sys.modules["transformers"].logging.set_verbosity_error()
         try:
             return super().invoke(ctx)
         except USAGE_ERRORS:

@@ -56,6 +56,8 @@ def init(
 
     if claim.exists() and not force:
         raise VerifierError(f"{claim}: exists; not replaced (--force replaces it)")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+        raise VerifierError(f"--device {device}: use auto, cpu, cuda or cuda:N")
     try:
         kind_value = ClaimKind(kind)
     except ValueError:
@@ -87,7 +89,11 @@ def init(
     except BaseException:
         draft.unlink()
         raise
-    os.replace(draft, claim)
+    try:
+        os.replace(draft, claim)
+    except OSError:
+        draft.unlink()
+        raise
     say(err, f"wrote {claim}: a complete claim, checked as the audit will check it (its files read, its model found)")
     say(out, f"verifier audit {claim}")
 

@@ -32,7 +32,8 @@ def shift_rows(check: ExchangeabilityCheck) -> list[list[Cell]]:
         [
             "blind classifier, suspect vs comparison (no model: words, characters, casing, punctuation, whitespace, "
             "length, "
-            "format, years); AUC re-centred on its permutation null, null-calibrated 95% interval",
+            "format, years); AUC re-centred on its permutation null, null-calibrated two-sided 95% interval "
+            "(the test below is one-sided at its level, so a detection can sit beside an interval reaching 0.5)",
             f"{num(check.auc_corrected)} [{num(check.ci_low, 3)}, {num(check.ci_high, 3)}] (raw out-of-fold "
             f"{num(check.auc, 3)})",
         ],

@@ -192,7 +192,8 @@ ASSERTED = {Verdict.VERIFIED.value, Verdict.SUPPORTED.value, Verdict.CONTRADICTE
 def regulation_of_audit(records: list[RouteRecord], claim: ClaimManifest) -> list[dict[str, str]]:
     """This audit against the EU summary template and OSAID, field by field, in the template's order:
     what the finding shows, does not establish, or did not examine. A field the claim names is never
-    left out; any other field appears only where a route that bears on it ran."""
+    left out; any other field appears only where a route that bears on it ran, and is never "shown":
+    whether the claim's documents are what that field covers is the claim's to say."""
     mapping = load_regulation_map()
     named = set(claim.claim.regulation_fields)
     bearing: dict[str, list[tuple[RouteRecord, str]]] = {}
@@ -208,10 +209,16 @@ def regulation_of_audit(records: list[RouteRecord], claim: ClaimManifest) -> lis
         decided = next(((r, why) for r, why in ran if r.status == "decided"), None)
         if decided is not None:
             record, why = decided
-            status = "shown" if record.verdict in ASSERTED else "not established"
             said = (
                 f"{record.verdict} by {record.route}: {record.because or record.reason}; it bears on the field as {why}"
             )
+            if record.verdict not in ASSERTED:
+                status = "not established"
+            elif field in named:
+                status = "shown"
+            else:  # the route bears on the field in general; the claim does not say its documents are of this kind
+                status = "bears on it if claimed"
+                said += " - if the claim's documents are what the field covers (the claim does not name the field)"
         elif ran:
             status = "not established"
             said = "; ".join(f"{r.route} ran without a verdict ({why})" for r, why in ran)

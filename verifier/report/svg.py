@@ -163,13 +163,12 @@ def tree_svg(path: Sequence[dict[str, Any]]) -> Markup:
     for i, node in enumerate(path):
         y = i * (box_h + gap)
         decided = node["status"] == "decided"
-        fill = (
-            VERDICT_COLOUR.get(node.get("verdict") or "", "#57606a")
-            if decided
-            else STATUS_FILL.get(node["status"], "#fff")
-        )
+        shown = node.get("adjusted_verdict") or node.get("verdict")  # a batch's adjustment, where it weakened it
+        fill = VERDICT_COLOUR.get(shown or "", "#57606a") if decided else STATUS_FILL.get(node["status"], "#fff")
         text_colour = "#fff" if decided else "#24292f"
-        verdict = f" \u2192 {node['verdict']}" if node.get("verdict") else ""
+        verdict = f" \u2192 {shown}" if shown else ""
+        if shown != node.get("verdict"):
+            verdict += f" (alone {node['verdict']})"
         label = f"{node['route']}  [{node['status'].replace('_', ' ')}]{verdict}"
         parts.append(
             f'<rect x="1" y="{y + 1}" width="{width - 2}" height="{box_h}" rx="6" fill="{fill}" stroke="#57606a"/>'

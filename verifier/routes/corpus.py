@@ -224,8 +224,8 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
     }
     plain = {
         "all_present": "every suspect document was found in the published corpus the claim names",
-        "some_present": "some, but not all, of the suspect documents were found in the published corpus the claim "
-        "names",
+        "some_present": "the content of some or all suspect documents was found in the published corpus the claim "
+        "names, but not every document whole",
         "all_clean": "no suspect document was found in the published corpus the claim names, in any form compared",
         "partial_overlap": "the suspect documents share only passages with the corpus, which neither shows nor "
         "excludes their use",

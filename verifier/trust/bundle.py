@@ -104,6 +104,20 @@ def holds_findings(folder: Path, findings: dict[str, Any]) -> bool:
         return False
 
 
+def unsigned_intact(folder: Path) -> bool:
+    """Whether an unsigned bundle folder holds exactly the files its manifest lists, each with its
+    digest (no signature vouches for who wrote them: only that nothing was altered, added or removed)."""
+    try:
+        manifest = read_json((folder / "manifest.json").read_bytes())
+        listed = manifest["files"]
+        present = {p.name for p in folder.iterdir()}
+        if present != set(listed) | {"manifest.json"} or any((folder / n).is_symlink() for n in present):
+            return False
+        return all(sha256((folder / name).read_bytes()) == digest for name, digest in listed.items())
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return False
+
+
 def write_bundle(
     result: AuditResult,
     html: str,
