@@ -214,3 +214,19 @@ def test_a_named_field_no_route_examines_is_listed_as_not_examined(tmp_path):
     assert "marks skipped: precondition not met" in rows["eu:2.4"]["finding"]
     assert rows["eu:2.2"]["status"] == "not established"  # dataset_inference refused the method
     assert rows["eu:2.2"]["finding"].startswith("REJECTED-METHOD by dataset_inference: the suspect and held-out")
+
+
+def test_a_route_whose_plain_words_would_overrun_the_lead_is_refused_at_registration():
+    from verifier.findings import RouteOutcome
+    from verifier.routes.base import ALL_KINDS, PLAIN_WORDS, Route, register, same_for
+
+    class Wordy(Route):
+        name = "wordy-test-route"
+        verdicts = {"done": same_for(ALL_KINDS, Verdict.INCONCLUSIVE)}
+        plain = {"done": " ".join(["word"] * (PLAIN_WORDS + 1))}
+
+        def run(self, ctx, params) -> RouteOutcome:
+            return RouteOutcome("done", "")
+
+    with pytest.raises(ValueError, match="has more than 25 words"):
+        register(Wordy)

@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # the session holds scored tables (pandas); the contract only
     from verifier.scoring.session import RouteContext
 
 ALL_KINDS = frozenset(ClaimKind)
+# A route's plain words for a status, at most: with the headline, a test's level and what the verdict
+# does not show, the report's lead stays within verdicts.LEAD_WORDS.
+PLAIN_WORDS = 25
 
 
 class RouteParams(BaseModel):
@@ -149,6 +152,10 @@ def register(cls: R) -> R:
     """Class decorator: make a route available to policies by its ``name``; checks its tables."""
     if stray := set(cls.plain) - set(cls.verdicts):
         raise ValueError(f"route {cls.name!r}: plain names statuses its verdicts table lacks: {sorted(stray)}")
+    if wordy := [status for status, text in cls.plain.items() if len(text.split()) > PLAIN_WORDS]:
+        raise ValueError(
+            f"route {cls.name!r}: plain[{wordy[0]!r}] has more than {PLAIN_WORDS} words (the lead's budget)"
+        )
     for status, row in cls.verdicts.items():
         if row is not None and set(row) != set(cls.claim_kinds):
             raise ValueError(
