@@ -39,6 +39,22 @@ def write_refused_claim(folder: Path, claim_id: str) -> Path:
     return folder / "claim.yaml"
 
 
+def corpus_claim(folder: Path, kind: str) -> Path:
+    """The bundled corpus example (no model loads), copied into ``folder`` as a claim of ``kind``."""
+    import shutil
+
+    import yaml
+
+    examples = ROOT / "verifier" / "examples"
+    if not (folder / "data").exists():
+        shutil.copytree(examples / "data" / "corpus", folder / "data" / "corpus")
+    claim = yaml.safe_load((examples / "corpus-pg19.yaml").read_text())
+    claim["claim"]["kind"] = kind
+    path = folder / f"{kind}.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    return path
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import yaml
-from conftest import ROOT, WIKIMIA, write_refused_claim
+from conftest import ROOT, WIKIMIA, corpus_claim, write_refused_claim
 from typer.testing import CliRunner
 
 import verifier
@@ -42,25 +42,15 @@ def test_exit_status_carries_the_verdict_and_a_batch_its_worst_claim():
         exit_status(["PASSED"])
 
 
-def _corpus_claim(folder, kind: str):
-    if not (folder / "data").exists():
-        shutil.copytree(EXAMPLES / "data" / "corpus", folder / "data" / "corpus")
-    claim = yaml.safe_load((EXAMPLES / "corpus-pg19.yaml").read_text())
-    claim["claim"]["kind"] = kind
-    path = folder / f"{kind}.yaml"
-    path.write_text(yaml.safe_dump(claim))
-    return path
-
-
 def test_audit_exits_with_its_verdict_and_an_identical_rerun_finds_its_bundle(tmp_path):
     out = ["--no-sign", "--out", str(tmp_path / "ev"), "--cache-dir", str(tmp_path / "c")]
-    verified = runner.invoke(app, ["audit", str(_corpus_claim(tmp_path, "trained_on")), *out])
+    verified = runner.invoke(app, ["audit", str(corpus_claim(tmp_path, "trained_on")), *out])
     assert verified.exit_code == 0, verified.output
-    contradicted = runner.invoke(app, ["audit", str(_corpus_claim(tmp_path, "not_trained_on")), *out])
+    contradicted = runner.invoke(app, ["audit", str(corpus_claim(tmp_path, "not_trained_on")), *out])
     assert contradicted.exit_code == 3 and "The evidence contradicts the claim:" in contradicted.output
     refused = runner.invoke(app, ["audit", str(write_refused_claim(tmp_path, "refused")), *out])
     assert refused.exit_code == 4 and "The evidence offered cannot test the claim:" in refused.output
-    again = runner.invoke(app, ["audit", str(_corpus_claim(tmp_path, "not_trained_on")), *out])
+    again = runner.invoke(app, ["audit", str(corpus_claim(tmp_path, "not_trained_on")), *out])
     assert again.exit_code == 3 and "already holds these very findings" in again.output
     assert len(list((tmp_path / "ev").iterdir())) == 3
     # A signed run does not pass off the unsigned bundle as its own: it refuses, as before.
@@ -69,7 +59,7 @@ def test_audit_exits_with_its_verdict_and_an_identical_rerun_finds_its_bundle(tm
         app,
         [
             "audit",
-            str(_corpus_claim(tmp_path, "not_trained_on")),
+            str(corpus_claim(tmp_path, "not_trained_on")),
             "--out",
             str(tmp_path / "ev"),
             "--sign-key",
@@ -238,7 +228,7 @@ def test_a_rerun_finds_only_its_own_intact_bundle(tmp_path):
     """A folder of these very findings that someone altered (or signed with another key) is not passed
     off as this run's bundle: the re-run refuses to replace it, as for any other folder there."""
     assert runner.invoke(app, ["keys", "generate", "--out", str(tmp_path / "k.key")]).exit_code == 0
-    args = ["audit", str(_corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev")]
+    args = ["audit", str(corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev")]
     args += ["--sign-key", str(tmp_path / "k.key"), "--cache-dir", str(tmp_path / "c")]
     assert runner.invoke(app, args).exit_code == 0
     again = runner.invoke(app, args)
@@ -280,7 +270,7 @@ def test_what_init_writes_reads_back_as_given_and_a_missing_key_names_the_mistyp
 
 
 def test_an_unsigned_rerun_refuses_an_altered_folder_and_a_rerun_asking_more_rewrites_nothing(tmp_path):
-    args = ["audit", str(_corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev"), "--no-sign"]
+    args = ["audit", str(corpus_claim(tmp_path, "trained_on")), "--out", str(tmp_path / "ev"), "--no-sign"]
     args += ["--cache-dir", str(tmp_path / "c")]
     assert runner.invoke(app, args).exit_code == 0
     assert "already holds these very findings" in runner.invoke(app, args).output

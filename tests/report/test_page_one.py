@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, write_refused_claim
+from conftest import ROOT, corpus_claim, write_refused_claim
 from PIL import Image
 
 from verifier.audit import run_audit
@@ -25,17 +25,6 @@ from verifier.trust.digests import findings_digest
 from verifier.verdicts import GLOSSARY, HEADLINE, LEAD_WORDS, Verdict
 
 EXAMPLES = ROOT / "verifier" / "examples"
-
-
-def _corpus_claim(folder: Path, kind: str) -> Path:
-    """The bundled corpus example (no model loads), as a claim of ``kind``."""
-    if not (folder / "data").exists():
-        shutil.copytree(EXAMPLES / "data" / "corpus", folder / "data" / "corpus")
-    claim = yaml.safe_load((EXAMPLES / "corpus-pg19.yaml").read_text())
-    claim["claim"]["kind"] = kind
-    path = folder / f"{kind}.yaml"
-    path.write_text(yaml.safe_dump(claim))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +44,9 @@ def reports(small_testbed, tmp_path_factory) -> dict[str, dict]:
     summary["claim"] |= {"id": "page-one-summary", "kind": "summary_field"}
     (folder / "summary.yaml").write_text(yaml.safe_dump(summary))
     claims = {
-        "VERIFIED": _corpus_claim(folder, "trained_on"),
+        "VERIFIED": corpus_claim(folder, "trained_on"),
         "SUPPORTED": folder / "testbed.yaml",
-        "CONTRADICTED": _corpus_claim(folder, "not_trained_on"),
+        "CONTRADICTED": corpus_claim(folder, "not_trained_on"),
         "INCONCLUSIVE": folder / "capped.yaml",
         "REJECTED-METHOD": refused,
         "UNVERIFIABLE": folder / "summary.yaml",
