@@ -610,6 +610,7 @@ def test_a_claims_prefix_bearing_on_one_set_is_removed_or_refused(testbed_claim,
     assert "closer to the held-out documents" in record["outcome"]["metrics"]["not_computable"]["recall"]
 
 
+@pytest.mark.slow  # a second testbed audit: kept out of make test's 15 minutes
 def test_identified_documents_are_named_by_file_and_line(testbed_claim, tmp_path):
     """A rights holder reads which documents were identified as their file and line, not as digests."""
     (testbed_claim.parent / "loose.yaml").write_text(

@@ -114,6 +114,7 @@ def _has_colour(png: Path, colour: str) -> bool:
     return any(pixel == rgb for _, pixel in image.getcolors(maxcolors=1 << 20) or [])
 
 
+@pytest.mark.slow  # twelve renderings in a browser and pdftoppm: kept out of make test's 15 minutes
 @pytest.mark.skipif(
     shutil.which("chromium") is None or shutil.which("pdftoppm") is None,
     reason="needs Debian's chromium and poppler-utils (installed by .ci/run)",
