@@ -174,7 +174,13 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
             [(forms.percent_encoded, forms.escaped, forms.as_base64)[i % 3](t) for i, t in enumerate(inserted)],
         ),
         (
-            "suspects gzip-compressed then base64 (cannot be read back)",
+            "suspects gzip-compressed then base64 (read back)",
+            "in corpus",
+            {"docs.jsonl": inserted},
+            [forms.gzipped(t) for t in inserted],
+        ),
+        (
+            "suspects bzip2-compressed then base64 (not read back)",
             "in corpus",
             {"docs.jsonl": inserted},
             [forms.compressed(t) for t in inserted],

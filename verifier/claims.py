@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
+from verifier.boundary.files import check_exclude
 from verifier.boundary.resources import resolve_claim_path
 from verifier.boundary.safe_yaml import load_yaml_bytes, read_bounded
 from verifier.data import Documents, Rows, rows_of, select_documents
@@ -222,6 +223,20 @@ class CorpusRef(Strict):
         None, pattern=r"^[0-9a-f]{64}$", description="pins a prebuilt index (its manifest's SHA-256)"
     )
     version: str | None = Field(None, max_length=100)
+    exclude: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="glob patterns of files under the corpus folder to leave out of the index and the digest "
+        "(every other file, dot-files included, is read); recorded in the findings and the report",
+    )
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude(cls, value: list[str]) -> list[str]:
+        try:
+            return list(check_exclude(value, "exclude"))
+        except VerifierError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class MarksRef(Strict):

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from verifier.corpus import CorpusIndex, build_index, count, digest_files, find, lookup, normalise
+from verifier.corpus.build import document_frames
 from verifier.errors import VerifierError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,32 +49,41 @@ def frames(corpus_texts: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def streams() -> list[tuple[str, list[int]]]:
-    """The corpus as the index compares it: each file's records joined in file order by one
-    space, with the offset of the space before each record's first word."""
+def streams() -> list[tuple[str, list[tuple[int, int]]]]:
+    """The corpus as the index compares it: each file's records' main readings joined in file
+    order by one space, then each record's other readings on their own (a character no query
+    holds between them), with the offset where each of a document's readings starts and the
+    document it belongs to."""
     out = []
+    document = 0
     for path in sorted(CORPUS.glob("*.jsonl")):
-        words, starts, at = [], [], 0
+        stream, starts, extras = "", [], []
         for r in rows(path):
-            if norm := normalise(r["text"]):
-                starts.append(at)
-                words.append(norm)
-                at += len(norm) + 1
-        out.append((" " + " ".join(words) + " ", starts))
+            main, others, _ = document_frames(r["text"])
+            if not main and not others:
+                continue
+            starts.append((max(0, len(stream) - 1), document))
+            stream += main.decode()[1:] if stream else main.decode()
+            extras += [(document, e.decode()) for e in others]
+            document += 1
+        for owner, extra in extras:
+            starts.append((len(stream) + 1, owner))
+            stream += "\x00" + extra
+        out.append((stream, starts))
     return out
 
 
 @pytest.fixture(scope="module")
-def texts(streams: list[tuple[str, list[int]]]) -> list[str]:
+def texts(streams: list[tuple[str, list[tuple[int, int]]]]) -> list[str]:
     return [text for text, _ in streams]
 
 
-def holding(streams: list[tuple[str, list[int]]], query: str) -> list[int]:
+def holding(streams: list[tuple[str, list[tuple[int, int]]]], query: str) -> list[int]:
     """Numbers of the corpus documents in which an occurrence of ``query`` starts (brute force)."""
-    needle, docs, first = f" {normalise(query)} ", set(), 0
+    needle, docs = f" {normalise(query)} ", set()
     for text, starts in streams:
-        docs |= {first + bisect_right(starts, m.start()) - 1 for m in re.finditer(f"(?={re.escape(needle)})", text)}
-        first += len(starts)
+        at = [s for s, _ in starts]
+        docs |= {starts[bisect_right(at, m.start()) - 1][1] for m in re.finditer(f"(?={re.escape(needle)})", text)}
     return sorted(docs)
 
 

@@ -72,6 +72,7 @@ def lookup_metrics(findings: dict) -> dict:
         ("word-level markup suspects", {"docs.jsonl": WIKI[:N]}, [forms.as_markup(t) for t in WIKI[:N]]),
         ("HTML corpus", {"pages.jsonl": [forms.as_html(t) for t in WIKI[:N]]}, WIKI[:N]),
         ("look-alike letters", {"docs.jsonl": WIKI[:N]}, [forms.with_lookalikes(t) for t in WIKI[:N]]),
+        ("gzip-compressed base64 suspects", {"docs.jsonl": WIKI[:N]}, [forms.gzipped(t) for t in WIKI[:N]]),
         (
             "corpus in printed lines, words hyphenated at line ends",
             {"book.jsonl": [forms.hyphenated_lines(t, 40) for t in WIKI[:N]]},
@@ -133,8 +134,8 @@ def test_markup_is_read_whole_comments_cdata_and_scripts_too() -> None:
 
 
 def test_forms_not_read_back_are_never_clean(tmp_path: Path) -> None:
-    """Compressed copies and words mostly of another script's look-alike letters: the lookup
-    cannot show them absent, so they decide nothing."""
+    """Copies compressed in a way nothing reads back (bzip2) and words mostly of another script's
+    look-alike letters: the lookup cannot show them absent, so they decide nothing."""
     hidden = [forms.compressed(t) for t in WIKI[:3]] + [
         " ".join(
             ("Ж" + "".join(forms.LOOKALIKES.get(c, c) for c in w[1:])) if len(w) > 4 else w for w in WIKI[3].split()

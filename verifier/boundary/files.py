@@ -41,3 +41,22 @@ def read_plain(path: Path, limit: int, what: str, label: Path | str | None = Non
         )
         raise VerifierError(f"{shown}: larger than {size}")
     return data
+
+
+def excluded(relative: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a path inside a corpus folder matches one of the auditor's --exclude patterns
+    (the whole path, or one of its parts: ``.git`` leaves out the folder and all it holds)."""
+    from fnmatch import fnmatchcase
+
+    parts = relative.split("/")
+    return any(fnmatchcase(relative, p) or any(fnmatchcase(part, p) for part in parts) for p in patterns)
+
+
+def check_exclude(patterns: list[str] | tuple[str, ...], where: str = "--exclude") -> tuple[str, ...]:
+    """The auditor's exclusion patterns, checked: relative globs, never empty or a parent."""
+    for p in patterns:
+        if not p.strip() or p.startswith("/") or ".." in p.split("/") or p in ("*", "**"):
+            raise VerifierError(
+                f"{where} {p!r}: a glob of file or folder names inside the corpus (not empty, '*', absolute or '..')"
+            )
+    return tuple(patterns)

@@ -22,6 +22,12 @@ app = typer.Typer(
 )
 
 
+EXCLUDE = typer.Option(
+    help="Leave out files under the folders given whose path, or a part of it, matches this glob (repeatable; "
+    "recorded in the index and the report). Every other file, dot-files included, is read."
+)
+
+
 @app.command("build")
 def build(
     inputs: Annotated[
@@ -53,6 +59,7 @@ def build(
             "decompressed always pass); a compression bomb stops the build."
         ),
     ] = 100,
+    exclude: Annotated[list[str] | None, EXCLUDE] = None,
 ) -> None:
     """Build a suffix-array index of a corpus; prints the corpus digest a developer declares."""
     from verifier.corpus import build_index
@@ -71,6 +78,7 @@ def build(
             force=force,
             progress=progress,
             limits=limits,
+            exclude=tuple(exclude or ()),
         )
     empty = sum(s.empty_documents for s in report.sources)
     say(
@@ -87,11 +95,12 @@ def build(
 @app.command("digest")
 def digest(
     inputs: Annotated[list[Path], typer.Argument(help="Corpus files or folders, in the order they are indexed.")],
+    exclude: Annotated[list[str] | None, EXCLUDE] = None,
 ) -> None:
     """The corpus digest of files (what a claim's evidence.corpus.sha256 declares), without indexing."""
     from verifier.corpus import digest_files
 
-    digest, files = digest_files(inputs)
+    digest, files = digest_files(inputs, tuple(exclude or ()))
     for name, sha in files:
         say(out, f"{sha}  {name}")
     say(out, f"corpus sha256 {digest}")

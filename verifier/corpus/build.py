@@ -24,13 +24,21 @@ from typing import Any
 import numpy as np
 
 from verifier import __version__
-from verifier.corpus.forms import read_form, uncompared
+from verifier.boundary.files import check_exclude
+from verifier.corpus.forms import Reading, not_compared, readings
 from verifier.corpus.normalise import NORMALISATION, framed
-from verifier.corpus.sources import Document, ReadLimits, Source, SourceStats, list_sources, read_documents
+from verifier.corpus.sources import (
+    Document,
+    ReadLimits,
+    Source,
+    SourceStats,
+    list_sources,
+    read_documents,
+)
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json, file_sha256
 
-FORMAT = "verifier-corpus-index/3"
+FORMAT = "verifier-corpus-index/4"
 # Records of fewer words than this hold no default n-gram of their own: a file made mostly of them
 # is compared only in file order, so text it stores out of order cannot be shown absent.
 SHORT_RECORD_WORDS = 13
@@ -67,13 +75,18 @@ def corpus_digest(source_digests: list[str]) -> str:
     return hashlib.sha256(canonical_json({"corpus_files_sha256": source_digests})).hexdigest()
 
 
-def digest_files(paths: list[Path]) -> tuple[str, list[tuple[str, str]]]:
-    """The corpus digest of files and folders, and each file's name and SHA-256."""
-    rows = [(s.name, file_sha256(s.path)) for s in list_sources(paths)]
+def digest_files(paths: list[Path], exclude: tuple[str, ...] = ()) -> tuple[str, list[tuple[str, str]]]:
+    """The corpus digest of files and folders (less the files ``exclude`` leaves out), and each
+    file's name and SHA-256."""
+    rows = [(s.name, file_sha256(s.path)) for s in list_sources(paths, exclude=check_exclude(exclude))]
     return corpus_digest([sha for _, sha in rows]), rows
 
 
 class _ShardWriter:
+    """A shard's text as slots: each document's main reading in its file's run of joined records,
+    and its other readings after the run, each a slot of its own (``owners`` maps every slot to
+    its document, so a match in any reading names the document it reads)."""
+
     def __init__(self, folder: Path, minhash: bool) -> None:
         self.folder = folder
         self.minhash = minhash
@@ -82,13 +95,22 @@ class _ShardWriter:
 
     def _reset(self) -> None:
         self.text = bytearray()
-        self.starts: list[int] = []
+        self.starts: list[int] = []  # slot starts
+        self.owners: list[int] = []  # the document of each slot
         self.meta: list[bytes] = []
         self.hashes: list[np.ndarray] = []
+        self.extras: list[tuple[int, bytes]] = []
+        self.pending = 0
 
-    def add(self, frame: bytes, meta: dict[str, str], joined: bool) -> None:
+    def size_with(self, frame: bytes, extras: list[bytes]) -> int:
+        """The shard's bytes once a document and its readings are added."""
+        return len(self.text) + self.pending + len(frame) + 1 + sum(len(e) + 1 for e in extras)
+
+    def add(self, frame: bytes, extras: list[bytes], meta: dict[str, str], joined: bool) -> None:
         """Append a document; ``joined``: it follows the previous one in the same corpus file,
-        and shares its framing space (the document starts at that space)."""
+        and shares its framing space (the document starts at that space). ``extras``: its other
+        readings, written when the run ends (``end_run``)."""
+        document = len(self.meta)
         if joined and self.starts:
             del self.text[-1:]  # the previous document's separator
             self.starts.append(len(self.text) - 1)
@@ -97,11 +119,23 @@ class _ShardWriter:
             self.starts.append(len(self.text))
             self.text += frame
         self.text += SEPARATOR
+        self.owners.append(document)
+        self.extras += [(document, extra) for extra in extras]
+        self.pending += sum(len(e) + 1 for e in extras)
         self.meta.append(json.dumps(meta, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
         if self.minhash:
             self.hashes.append(minhash_signature(frame))
 
+    def end_run(self) -> None:
+        """After a file's run of records: their other readings, a slot each."""
+        for document, extra in self.extras:
+            self.starts.append(len(self.text))
+            self.owners.append(document)
+            self.text += extra + SEPARATOR
+        self.extras, self.pending = [], 0
+
     def flush(self, first_document: int) -> None:
+        self.end_run()
         if not self.starts:
             return
         import pydivsufsort
@@ -115,6 +149,7 @@ class _ShardWriter:
         text.tofile(folder / "text.bin")
         sa.astype(sa_dtype, copy=False).tofile(folder / "sa.bin")
         np.asarray(self.starts + [len(text)], dtype=np.int64).tofile(folder / "docs.bin")
+        np.asarray(self.owners, dtype=np.int64).tofile(folder / "owners.bin")
         offsets = np.cumsum([0] + [len(m) for m in self.meta], dtype=np.int64)
         (folder / "meta.jsonl").write_bytes(b"".join(self.meta))
         offsets.tofile(folder / "meta.idx")
@@ -124,7 +159,8 @@ class _ShardWriter:
         self.shards.append(
             {
                 "name": name,
-                "documents": len(self.starts),
+                "documents": len(self.meta),
+                "slots": len(self.starts),
                 "first_document": first_document,
                 "bytes": int(len(text)),
                 "sa_dtype": sa_dtype,
@@ -145,13 +181,41 @@ def minhash_signature(frame: bytes) -> np.ndarray:
     return mh.hashvalues
 
 
-def _compared(texts: list[str]) -> list[tuple[bytes, str | None]]:
-    """Each text's stored form read, framed for the index, and the form no reading restores it
-    holds (if any): the per-document work of a build, run in worker processes for large corpora."""
+def frames_of(read: list[Reading]) -> list[bytes]:
+    """The distinct frames of a text's readings, the main reading first (a romanised reading of
+    another script in upper case: its own namespace, since compared text is case-folded)."""
+    out: list[bytes] = []
+    for reading in read:
+        frame = framed(reading.text)
+        frame = frame.upper() if reading.marked else frame
+        if frame and frame not in out:
+            out.append(frame)
+    return out
+
+
+Compared = tuple[bytes, list[bytes], int, dict[str, int]]
+
+
+def document_frames(text: str) -> tuple[bytes, list[bytes], list[Reading]]:
+    """What the index stores of one document: its main reading framed (joined with its file's
+    other records), the frames of its other readings (slots of their own, after the run), and
+    its readings."""
+    read = readings(text, look_for_unread=False)
+    frames = frames_of(read)
+    main = framed(read[0].text)
+    if frames and frames[0] == main:
+        return main, frames[1:], read
+    return main, frames, read  # no words in the main reading: the others stand alone
+
+
+def _compared(texts: list[str]) -> list[Compared]:
+    """Each text's frames for the index, its main reading's words, and the bytes no reading
+    turned into comparable text, by kind: the per-document work of a build, run in worker
+    processes for large corpora."""
     out = []
     for text in texts:
-        read = read_form(text, look_for_unread=False).text
-        out.append((framed(read), uncompared(read)))
+        main, extras, read = document_frames(text)
+        out.append((main, extras, main.count(b" ") - 1 if main else 0, not_compared(text, read)))
     return out
 
 
@@ -163,9 +227,9 @@ def _quiet_worker() -> None:
 
 def _prepared(
     sources: list[Source], stats: list[SourceStats], text_field: str, limits: ReadLimits, workers: int
-) -> Iterator[tuple[int, Document | None, bytes, str | None]]:
-    """(file number, document, frame, hidden form) of every document in file order, and (file
-    number, None, ...) after each file's last. Files are read here; with ``workers`` > 1 the
+) -> Iterator[tuple[int, Document | None, bytes, list[bytes], int, dict[str, int]]]:
+    """(file number, document, main frame, other frames, main words, bytes not compared) of every document in file
+    order, and (file number, None, ...) after each file's last. Files are read here; with ``workers`` > 1 the
     per-document work runs in that many processes on batches, a few batches ahead (memory stays
     bounded), and results come back in order, so the index is the same for any ``workers``."""
 
@@ -187,10 +251,10 @@ def _prepared(
         if batch:
             yield batch
 
-    def matched(batch: list[tuple[int, Document | None]], results: list[tuple[bytes, str | None]]) -> Iterator[Any]:
+    def matched(batch: list[tuple[int, Document | None]], results: list[Compared]) -> Iterator[Any]:
         found = iter(results)
         for number, doc in batch:
-            yield (number, doc, *next(found)) if doc is not None else (number, None, b"", None)
+            yield (number, doc, *next(found)) if doc is not None else (number, None, b"", [], 0, {})
 
     if workers <= 1:
         for batch in batches():
@@ -227,12 +291,14 @@ def build_index(
     follow_links: bool = True,
     limits: ReadLimits = ReadLimits(),
     workers: int | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> BuildReport:
     """Index the documents of ``paths`` (files or folders) into the folder ``out``. ``force``
     replaces an existing corpus index there, never any other folder. Every file is read within
     ``limits``; an interrupt (Ctrl-C, or SIGTERM through the CLI) removes the unfinished folder.
     ``workers``: processes reading documents' forms (default: every core, up to 4, for inputs of
-    at least 32 MB; one below, where starting processes costs more than it saves)."""
+    at least 32 MB; one below, where starting processes costs more than it saves). ``exclude``:
+    glob patterns of files under the folders given to leave out (recorded in the manifest)."""
     if shard_bytes < 1 << 16:
         raise VerifierError(f"--shard-bytes {shard_bytes}: at least 65536")
     out = Path(out)
@@ -246,45 +312,53 @@ def build_index(
         inside = Path(path).resolve()
         if inside == out.resolve() or inside.is_relative_to(out.resolve()) or out.resolve().is_relative_to(inside):
             raise VerifierError(f"{out}: overlaps the input {Path(path).name}; the index goes in a folder of its own")
-    sources = list_sources(paths, follow_links)
+    sources = list_sources(paths, follow_links, check_exclude(exclude))
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         writer = _ShardWriter(work, minhash)
         stats_list: list[SourceStats] = []
-        hidden_forms: dict[str, int] = {}
-        documents = 0
+        documents = read_bytes = read_words = 0
         shard_first = 0
         advance = progress("indexing corpus files", len(sources)) if progress else None
         all_stats = [SourceStats(s.name, sha256=file_sha256(s.path), bytes=s.path.stat().st_size) for s in sources]
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if sum(s.bytes for s in all_stats) >= PARALLEL_BYTES else 1
         previous_in_shard = False
-        for number, doc, frame, hidden in _prepared(sources, all_stats, text_field, limits, workers):
+        for number, doc, frame, extras, words, hidden in _prepared(sources, all_stats, text_field, limits, workers):
             source, stats = sources[number], all_stats[number]
             if doc is None:  # the end of a file
                 if stats.documents == 0:
                     raise VerifierError(f"{source.name}: no document with words to index")
                 stats_list.append(stats)
+                writer.end_run()
                 previous_in_shard = False
                 if advance:
                     advance(1)
                 continue
-            if hidden is not None:
-                hidden_forms[hidden] = hidden_forms.get(hidden, 0) + 1
-            if not frame:  # punctuation only: nothing a word-level lookup could match
+            for kind, size in hidden.items():
+                stats.not_compared[kind] = stats.not_compared.get(kind, 0) + size
+            if not frame and not extras:  # punctuation only: nothing a word-level lookup could match
                 stats.documents -= 1
                 stats.empty_documents += 1
                 continue
-            if writer.starts and len(writer.text) + len(frame) + 1 > shard_bytes:
+            if writer.starts and writer.size_with(frame, extras) > shard_bytes:
                 writer.flush(shard_first)
                 shard_first = documents
                 previous_in_shard = False
-            writer.add(frame, {**doc.meta, "file": source.name}, joined=previous_in_shard)
+            if not frame:  # nothing in the main reading: the document is its other readings
+                writer.end_run()
+                frame, extras, previous_in_shard = extras[0], extras[1:], False
+            writer.add(frame, extras, {**doc.meta, "file": source.name}, joined=previous_in_shard)
             previous_in_shard = True
-            stats.short_records += frame.count(b" ") - 1 < SHORT_RECORD_WORDS
-            stats.text_bytes += len(doc.text.encode("utf-8", errors="surrogatepass"))
+            size = len(doc.text.encode("utf-8", errors="surrogatepass"))
+            if words < SHORT_RECORD_WORDS:
+                stats.short_records += 1
+                stats.short_record_bytes += size
+            stats.text_bytes += size
+            read_bytes += len(frame)
+            read_words += words
             documents += 1
         writer.flush(shard_first)
         manifest = {
@@ -293,6 +367,8 @@ def build_index(
             "corpus_sha256": corpus_digest([s.sha256 for s in stats_list]),
             "documents": documents,
             "text_bytes": sum(s["bytes"] for s in writer.shards),
+            "read_bytes": read_bytes,
+            "read_words": read_words,
             "sources": [asdict(s) for s in stats_list],
             "shards": writer.shards,
             "minhash": {
@@ -304,7 +380,7 @@ def build_index(
             if minhash
             else None,
             "text_field": text_field,
-            "uncompared": dict(sorted(hidden_forms.items())),
+            "excluded": list(exclude),
             "built_with": f"verifier {__version__}",
             "shard_bytes": shard_bytes,
         }

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 
-import numpy as np
-
 from verifier.claims import hostname
 from verifier.corpus.index import CorpusIndex
 
@@ -217,10 +215,7 @@ def composition(index: CorpusIndex) -> Composition:
     collected, published = Dates(), Dates()
     fields: dict[str, Counter[str]] = {"url": Counter(), "collected": Counter(), "published": Counter()}
     for shard in index.shards:
-        text = np.asarray(shard.text)
-        # A run of joined records (a file's documents in a shard) of n words has n + 1 spaces and one separator.
-        words += int(np.count_nonzero(text == 0x20)) - int(np.count_nonzero(text == 0xFF))
-        lengths = np.diff(shard.starts) - 1
+        lengths = shard.lengths - 1
         raw = bytes(shard.meta)
         for local, line in enumerate(raw.splitlines()):
             meta = json.loads(line)
@@ -238,7 +233,8 @@ def composition(index: CorpusIndex) -> Composition:
                 no_url_docs += 1
             collected.add(meta.get("collected", []))
             published.add(meta.get("published", []))
-    compared = index.manifest.text_bytes - 3 * index.manifest.documents  # frame spaces and separators left out
+    words = index.manifest.read_words
+    compared = max(0, index.manifest.read_bytes - 2 * index.manifest.documents)  # frame spaces left out
     raw = sum(src.text_bytes for src in index.manifest.sources)
     # Tokens: at least one per 8 bytes of compared text (English runs about 4-5 bytes a token,
     # Chinese about 4), at most two per byte of the text as read (punctuation and markup included).

@@ -32,7 +32,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 
 FORMS_VERSION = "forms/6"
@@ -41,6 +41,7 @@ FORMS_VERSION = "forms/6"
 # (The pattern starts with its literal "-" so the engine skips to hyphens; the letter before is a lookbehind.)
 _LINE_HYPHEN = re.compile(r"-(?<=[^\W\d_]-)[ \t]*\r?\n[ \t]*(?=[^\W\d_A-Z])")
 MIN_TAGS = 3
+MAX_INFLATED = 8 << 20
 MIN_TABLE_LINES = 3
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->|<!\[CDATA\[|<\?xml[^>]*\?>", re.S)
 _INLINE = frozenset(
@@ -69,6 +70,9 @@ _ENCODED = (
     ("backslash-escaped text", re.compile(r"(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}){4,}")),
     ("base64-encoded text", _BASE64),
 )
+_TEXT_ATTRIBUTES = frozenset(
+    "srcdoc content alt title value placeholder label summary aria-label aria-description abbr".split()
+)
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "GEORGIAN")
 
 
@@ -80,6 +84,7 @@ class Reading:
     text: str
     form: str
     unread: tuple[str, ...] = ()
+    marked: bool = False  # compared in the romanised namespace of other scripts (``romanised``)
 
 
 class _Text(HTMLParser):
@@ -90,10 +95,13 @@ class _Text(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
+        self.attributes: list[str] = []
 
     def handle_starttag(self, tag: str, attrs) -> None:  # noqa: ANN001 - HTMLParser's own signature
+        # Rows end a line and cells start a column, so a <table> is read along both axes (``_columns``).
         if tag not in _INLINE:
-            self.parts.append(" ")
+            self.parts.append("\t" if tag in ("td", "th") else "\n" if tag == "tr" else " ")
+        self._attributes(attrs)
 
     def handle_endtag(self, tag: str) -> None:
         if tag not in _INLINE:
@@ -102,6 +110,14 @@ class _Text(HTMLParser):
     def handle_startendtag(self, tag: str, attrs) -> None:  # noqa: ANN001 - HTMLParser's own signature
         if tag not in _INLINE:
             self.parts.append(" ")
+        self._attributes(attrs)
+
+    def _attributes(self, attrs: list[tuple[str, str | None]]) -> None:
+        """Attribute values that hold text (``alt``, ``title``, ``content``, ``data-*``, a
+        ``srcdoc`` page): kept apart, read as a reading of their own."""
+        for name, value in attrs:
+            if value and (name in _TEXT_ATTRIBUTES or name.startswith("data-")):
+                self.attributes.append(value)
 
     def handle_data(self, data: str) -> None:
         self.parts.append(data)
@@ -123,6 +139,13 @@ class _Text(HTMLParser):
 
 
 def _markup(text: str) -> str | None:
+    parsed = _parse_markup(text)
+    return None if parsed is None else parsed[0]
+
+
+def _parse_markup(text: str, depth: int = 0) -> tuple[str, list[str]] | None:
+    """The text markup holds and its attribute values (a ``srcdoc`` page read in turn, two levels
+    deep), or None when the text is not markup."""
     if text.count("<") < MIN_TAGS or len(_TAG.findall(text)) < MIN_TAGS:
         return None
     parser = _Text()
@@ -131,7 +154,11 @@ def _markup(text: str) -> str | None:
         parser.close()
     except AssertionError:  # another construct the standard parser gives up on: the text is read as it is
         return None
-    return "".join(parser.parts)
+    values: list[str] = []
+    for value in parser.attributes:
+        inner = _parse_markup(value, depth + 1) if depth < 2 else None
+        values += [value] if inner is None else [inner[0], *inner[1]]
+    return "".join(parser.parts), values
 
 
 def _token_column(text: str) -> str | None:
@@ -216,16 +243,33 @@ def _base64(text: str) -> str | None:
         nonlocal changed
         run = match.group(0)
         try:
-            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = _text_of(base64.b64decode(run + "=" * (-len(run) % 4), validate=True))
+        except (binascii.Error, ValueError):
             return run
-        if sum(ch.isprintable() or ch.isspace() for ch in decoded) < 0.95 * len(decoded):
+        if decoded is None or sum(ch.isprintable() or ch.isspace() for ch in decoded) < 0.95 * len(decoded):
             return run
         changed = True
         return f" {decoded} "
 
     out = _BASE64.sub(decode, text)
     return out if changed else None
+
+
+def _text_of(data: bytes) -> str | None:
+    """UTF-8 text in decoded bytes, read through gzip or zlib compression first (a compressed
+    copy in a data field is text a simple rule restores); None for anything else."""
+    import zlib
+
+    if data[:2] == b"\x1f\x8b" or data[:1] == b"\x78":
+        inflate = zlib.decompressobj(wbits=31 if data[:1] == b"\x1f" else 15)
+        try:
+            data = inflate.decompress(data, MAX_INFLATED)  # bounded: a small run cannot expand into gigabytes
+        except zlib.error:
+            return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _json_strings(text: str) -> str | None:
@@ -358,10 +402,9 @@ def uncompared(text: str) -> str | None:
     return None
 
 
-def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
-    """``text`` as read for comparison (see the module doc): JSON's strings first, then markup or
-    else the token column of what that left; the unread forms are looked for in what was read
-    (an index build reads corpus documents without looking for them)."""
+def _main(text: str) -> tuple[str, list[str]]:
+    """The text read through the readers that restore one running text (decoders, JSON, markup
+    or else token-per-line, line-end hyphens, look-alike letters), and the forms read."""
     forms, read = [], text
     for name, reader in (("percent-encoded", _percent), ("backslash-escaped", _escapes), ("base64", _base64)):
         found = reader(read)
@@ -378,6 +421,15 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
     if "-" in read and _LINE_HYPHEN.search(read):
         forms.append("line-end hyphens")
         read = _LINE_HYPHEN.sub("", read)
+    return read, forms
+
+
+def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
+    """``text`` as read for comparison (see the module doc): JSON's strings first, then markup or
+    else the token column of what that left; the unread forms are looked for in what was read
+    (an index build reads corpus documents without looking for them). The main reading only:
+    ``readings`` adds the raw text and every other reading."""
+    read, forms = _main(text)
     unread: tuple[str, ...] = ()
     if not read.isascii():
         folded, hiding = _fold_lookalikes(read)
@@ -390,3 +442,175 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
         if (hidden := uncompared(read)) is not None:
             unread += (hidden,)
     return Reading(read, " ".join(forms) or "plain", unread if look_for_unread else ())
+
+
+# Readers whose output keeps every word of what they read: after them alone the raw text adds nothing.
+_LOSSLESS = frozenset({"line-end hyphens", "look-alikes"})
+_MARKDOWN_RULE = re.compile(r"^[\s|:+-]*-{3,}[\s|:+-]*$")
+_SYLLABLE = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
+_HEX_OFFSET = re.compile(r"^[0-9A-Fa-f]{4,16}:?[ \t]+", re.M)
+_HEX_TOKEN = re.compile(r"(?:[0-9A-Fa-f]{2}){1,8}")
+_HEX_RUN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{64,}(?![0-9A-Za-z])")
+_NON_ASCII_LETTER = re.compile(r"[^\W\d_a-zA-Z]")
+MIN_HEX_LINES = 3
+UNDECODED_HEX_CHARS = 128  # a hex run this long that is not text is counted as not compared (a digest is 64)
+
+
+def _split_cells(lines: list[str], text: str) -> list[list[list[str]]]:
+    """The ways the lines may split into cells, most specific first: tabs, pipes (markdown),
+    commas (CSV), fixed-width columns (aligned by spaces), runs of whitespace."""
+    import csv
+
+    ways: list[list[list[str]]] = []
+    if "\t" in text:
+        ways.append([line.split("\t") for line in lines])
+    if sum("|" in line for line in lines) >= 0.9 * len(lines):
+        ways.append([line.strip().strip("|").split("|") for line in lines])
+    if sum("," in line for line in lines) >= 0.9 * len(lines):
+        ways.append(list(csv.reader(lines)))
+    if sum("  " in line.strip() for line in lines) >= 0.5 * len(lines):
+        ways.append(_fixed_width(lines))
+    ways.append([line.split() for line in lines])
+    return ways
+
+
+def _fixed_width(lines: list[str]) -> list[list[str]]:
+    """Cells of text aligned in columns: the columns are cut where every line has a space."""
+    import numpy as np
+
+    width = max(map(len, lines))
+    grid = np.frombuffer("".join(line.ljust(width) for line in lines).encode("utf-32-le"), dtype=np.uint32)
+    blank = (grid.reshape(len(lines), width) == 32).all(axis=0)
+    cuts = [i for i in range(1, width) if blank[i] != blank[i - 1]]
+    bounds = list(zip([0, *cuts], [*cuts, width]))
+    cells = [(lo, hi) for lo, hi in bounds if not blank[lo]]
+    return [[line[lo:hi] for lo, hi in cells] for line in lines]
+
+
+def _columns(text: str) -> str | None:
+    """A table read column by column (each column's cells in order, a line per column), so a
+    sentence column, a word column (CTM, CoNLL, OCR output) or a text written down a column is
+    one run of text; None when the text is no table (fewer than three lines, or no way of
+    cutting 90% of its lines into the same number of cells, at least two)."""
+    if sum(map(text.count, _LINE_BOUNDARIES)) + 1 < MIN_TABLE_LINES:
+        return None
+    lines = [
+        line
+        for line in text.splitlines()
+        if line.strip() and not _COMMENT_LINE.match(line) and not _MARKDOWN_RULE.match(line)
+    ]
+    if len(lines) < MIN_TABLE_LINES:
+        return None
+    for rows in _split_cells(lines, text):
+        width, share = Counter(map(len, rows)).most_common(1)[0]
+        if width >= 2 and share >= 0.9 * len(rows):
+            table = [row for row in rows if len(row) == width]
+            return "\n".join(" ".join(row[c].strip() for row in table) for c in range(width))
+    return None
+
+
+def _hex_dump(text: str) -> str | None:
+    """The text a hex dump holds (``xxd``, ``hexdump -C``: an offset, then the bytes; or plain
+    runs of hex digits), decoded as UTF-8 where it is text."""
+    parts: list[bytes] = []
+    offsets = [(m.end(), int(m.group(0).strip().rstrip(":"), 16)) for m in _HEX_OFFSET.finditer(text)]
+    if len(offsets) >= MIN_HEX_LINES:
+        steps = Counter(b - a for (_, a), (_, b) in zip(offsets, offsets[1:]))
+        step = steps.most_common(1)[0][0]
+        if 0 < step <= 64:
+            for (at, offset), following in zip(offsets, [*(o for _, o in offsets[1:]), None]):
+                want = step if following is None else following - offset
+                line = text[at : text.find("\n", at) if "\n" in text[at:] else len(text)]
+                got = bytearray()
+                for token in line.split():
+                    if len(got) >= want or not _HEX_TOKEN.fullmatch(token):
+                        break
+                    got += bytes.fromhex(token)
+                parts.append(bytes(got[:want]))
+    else:
+        parts = [
+            bytes.fromhex(run[: len(run) // 2 * 2]) for run in _HEX_RUN.findall(re.sub(r"[ \t]*\n[ \t]*", "", text))
+        ]
+    decoded = _text_of(b"".join(parts)) if parts else None
+    if not decoded or sum(ch.isprintable() or ch.isspace() for ch in decoded) < 0.95 * len(decoded):
+        return None
+    return decoded
+
+
+def _syllables(text: str) -> str | None:
+    """Words split into syllables by hyphens (sung lyrics: ABC notation's ``w:`` lines, hyphenation
+    dictionaries) joined again, when at least one word in 25 is split."""
+    if "-" not in text:
+        return None
+    splits = len(_SYLLABLE.findall(text))
+    return _SYLLABLE.sub("", text) if splits >= max(3, len(text.split()) / 25) else None
+
+
+def romanised(text: str) -> Reading | None:
+    """``text`` in a common Latin-letter form (anyascii's transliteration), when at least 1% of its
+    letters are not ASCII: a text mostly in another script (20% of its letters or more) gives a
+    reading compared in a namespace of its own (``marked``: the romanisation of a Cyrillic page is
+    compared with the romanisation of a Latin one, never with running English), a Latin text
+    with diacritics its letters without them."""
+    if text.isascii():
+        return None
+    others = Counter(_NON_ASCII_LETTER.findall(text))
+    letters = len(_LETTER.findall(text))
+    if not letters or sum(others.values()) < 0.01 * letters:
+        return None
+    from anyascii import anyascii
+
+    foreign = sum(k for ch, k in others.items() if _script(ch) != "LATIN")
+    return Reading(anyascii(text), "romanised", marked=foreign >= 0.2 * letters)
+
+
+def readings(text: str, *, look_for_unread: bool = True) -> list[Reading]:
+    """Every reading of ``text`` that is compared: the main one (``read_form``) first, then the
+    raw text where a reader kept only part of it, then tables column by column, attribute
+    values, hex dumps, words split into syllables, and the romanised form. Readings add, never
+    replace: what one reader drops, another reading still holds."""
+    main = read_form(text, look_for_unread=look_for_unread)
+    out = [main]
+    if set(main.form.split(" ")) - {"plain", "line-end", "hyphens", "look-alikes"}:
+        out.append(Reading(text, "raw"))
+    if "markup" in main.form and (parsed := _parse_markup(_main(text)[0] if "json" in main.form else text)):
+        if parsed[1]:
+            out.append(Reading("\n".join(parsed[1]), "attribute values"))
+    for name, reader, source in (
+        ("columns", _columns, main.text if "markup" in main.form else text),
+        ("hex dump", _hex_dump, text),
+        ("syllables joined", _syllables, main.text),
+    ):
+        found = reader(source)
+        if found is not None:
+            out.append(Reading(found, name))
+    for reading in list(out):
+        if (other := romanised(reading.text)) is not None:
+            out.append(replace(other, form=f"{reading.form} romanised"))
+    seen: set[tuple[str, bool]] = set()
+    kept = []
+    for reading in out:
+        key = (reading.text, reading.marked)
+        if key not in seen:
+            seen.add(key)
+            kept.append(reading)
+    return kept
+
+
+def not_compared(text: str, read: list[Reading]) -> dict[str, int]:
+    """Bytes of ``text`` no reading turned into comparable text, by kind: encoded runs that did
+    not decode (base64, hex), and whole texts in a form no reading restores (``uncompared``)."""
+    main = read[0].text
+    out: dict[str, int] = {}
+    if hidden := uncompared(main):
+        out[hidden] = len(text.encode("utf-8", errors="surrogatepass"))
+        return out
+    hexed = any(r.form == "hex dump" for r in read)
+    runs = [m.group(0) for m in _BASE64.finditer(main)] if max(map(len, main.split()), default=0) >= 80 else []
+    if runs:
+        out["base64 data that is not text"] = sum(map(len, runs))
+    if not hexed and max(map(len, main.split()), default=0) >= UNDECODED_HEX_CHARS:
+        hex_runs = [r for r in _HEX_RUN.findall(main) if len(r) >= UNDECODED_HEX_CHARS]
+        if hex_runs:
+            out["hex data that is not text"] = sum(map(len, hex_runs))
+    return out

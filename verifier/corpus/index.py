@@ -61,6 +61,7 @@ class _Strict(BaseModel):
 class ShardEntry(_Strict):
     name: str = Field(pattern=r"^shard-\d{5}$")
     documents: int = Field(ge=1)
+    slots: int = Field(ge=1)  # a document's main reading, and each of its other readings
     first_document: int = Field(ge=0)
     bytes: int = Field(ge=1)
     sa_dtype: str = Field(pattern=r"^int(32|64)$")
@@ -75,6 +76,8 @@ class SourceEntry(_Strict):
     empty_documents: int = Field(ge=0)
     text_bytes: int = Field(ge=0)
     short_records: int = Field(ge=0)
+    short_record_bytes: int = Field(ge=0)
+    not_compared: dict[str, int]  # bytes no reading turned into comparable text, by kind (corpus.forms.not_compared)
 
 
 class Manifest(_Strict):
@@ -82,19 +85,21 @@ class Manifest(_Strict):
     normalisation: str
     corpus_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     documents: int = Field(ge=1)
-    text_bytes: int = Field(ge=1)
+    text_bytes: int = Field(ge=1)  # the index's text: every reading of every document, framed
+    read_bytes: int = Field(ge=0)  # the documents' main readings, framed: the corpus's size as compared
+    read_words: int = Field(ge=0)
     sources: list[SourceEntry] = Field(min_length=1)
     shards: list[ShardEntry] = Field(min_length=1)
     minhash: dict[str, int | str] | None
     text_field: str
-    uncompared: dict[str, int]  # corpus documents in forms no reading restores, by form
+    excluded: list[str]  # the auditor's --exclude patterns: files under the folders given that were left out
     built_with: str
     shard_bytes: int | None = Field(
         None, ge=1 << 16
     )  # the build's shard size, so the files can rebuild the same shards
 
 
-REQUIRED_FILES = ("text.bin", "sa.bin", "docs.bin", "meta.jsonl", "meta.idx")
+REQUIRED_FILES = ("text.bin", "sa.bin", "docs.bin", "owners.bin", "meta.jsonl", "meta.idx")
 
 
 @dataclass
@@ -102,21 +107,32 @@ class Shard:
     entry: ShardEntry
     text: np.ndarray
     sa: np.ndarray
-    starts: np.ndarray
+    slots: np.ndarray  # where each slot starts (a document's main reading, or another reading of it)
+    owners: np.ndarray  # the document of each slot
     meta_offsets: np.ndarray
     meta: np.ndarray
     minhash: np.ndarray | None
     scalar: tuple[mmap.mmap, memoryview]  # the text and suffix array for one-by-one bisection
+    starts: np.ndarray = field(init=False)
+    lengths: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        first = np.unique(self.owners, return_index=True)[1]  # each document's main reading comes first
+        self.starts = self.slots[first]  # where each document's main reading starts
+        self.lengths = self.slots[first + 1] - self.starts  # its bytes, with one framing space and the separator
 
     def document_of(self, positions: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.starts, positions, side="right") - 1
+        """The documents holding text positions, whichever of their readings a position is in."""
+        return self.owners[np.searchsorted(self.slots, positions, side="right") - 1]
 
     def meta_of(self, local: int) -> dict[str, Any]:
         raw = bytes(self.meta[self.meta_offsets[local] : self.meta_offsets[local + 1]])
         return json.loads(raw)
 
     def words_of(self, local: int) -> str:
-        return bytes(self.text[self.starts[local] : self.starts[local + 1]]).rstrip(SEPARATOR).decode("utf-8").strip()
+        """A document's main reading, in compared form."""
+        begin = int(self.starts[local])
+        return bytes(self.text[begin : begin + int(self.lengths[local])]).rstrip(SEPARATOR).decode("utf-8").strip()
 
     def stream_bounds(self, position: int, reach: int) -> tuple[int, int]:
         """[begin, end) of the run of joined records (one corpus file's records in this shard)
@@ -280,7 +296,8 @@ class CorpusIndex:
         sizes = {
             "text.bin": entry.bytes,
             "sa.bin": entry.bytes * itemsize,
-            "docs.bin": (entry.documents + 1) * 8,
+            "docs.bin": (entry.slots + 1) * 8,
+            "owners.bin": entry.slots * 8,
             "meta.idx": (entry.documents + 1) * 8,
             "minhash.bin": entry.documents * perm * 8,
         }
@@ -296,12 +313,16 @@ class CorpusIndex:
             if verify and file_sha256(path) != entry.files[name]:
                 raise VerifierError(f"{label}/{name}: SHA-256 differs from the manifest (corrupt or altered index)")
         starts = np.fromfile(where / "docs.bin", dtype=np.int64)
+        owners = np.fromfile(where / "owners.bin", dtype=np.int64)
         offsets = np.fromfile(where / "meta.idx", dtype=np.int64)
         meta_size = (where / "meta.jsonl").stat().st_size
+        documents, first = np.unique(owners, return_index=True)
         if (
             starts[0] != 0
             or starts[-1] != entry.bytes
             or np.any(np.diff(starts) <= 0)
+            or not np.array_equal(documents, np.arange(entry.documents))
+            or np.any(np.diff(first) <= 0)
             or offsets[0] != 0
             or offsets[-1] != meta_size
             or np.any(np.diff(offsets) <= 0)
@@ -316,6 +337,7 @@ class CorpusIndex:
             np.frombuffer(maps["text.bin"], np.uint8),
             np.frombuffer(maps["sa.bin"], np.dtype(entry.sa_dtype)),
             starts,
+            owners,
             offsets,
             np.frombuffer(maps["meta.jsonl"], np.uint8),
             minhash,
@@ -336,6 +358,7 @@ class CorpusIndex:
                 text_field=text_field or self.manifest.text_field,
                 shard_bytes=shard_bytes,
                 minhash=self.manifest.minhash is not None,
+                exclude=tuple(self.manifest.excluded),
             )
             again = json.loads((rebuilt.folder / "manifest.json").read_bytes())
         if again["corpus_sha256"] != self.corpus_sha256:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from verifier.boundary.files import excluded
 from verifier.errors import VerifierError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json.gz", ".json.zst")
@@ -133,6 +134,8 @@ class SourceStats:
     empty_documents: int = field(default=0)
     text_bytes: int = 0  # UTF-8 bytes of the documents' text as read (before the compared form)
     short_records: int = 0  # documents of fewer than build.SHORT_RECORD_WORDS words
+    short_record_bytes: int = 0  # their text's bytes
+    not_compared: dict[str, int] = field(default_factory=dict)  # bytes no reading made comparable text, by kind
 
 
 @dataclass(frozen=True)
@@ -141,17 +144,18 @@ class Document:
     meta: dict[str, str]
 
 
-def list_sources(paths: list[Path], follow_links: bool = True) -> list[Source]:
+def list_sources(paths: list[Path], follow_links: bool = True, exclude: tuple[str, ...] = ()) -> list[Source]:
     """Files to read, in a stable order: each file given, and every file under each folder given
-    (sorted, hidden files excluded). Refuses a missing path, a folder with no files, and a link
-    anywhere in a folder (one could reach any file of the machine: a corpus folder is someone
-    else's); with ``follow_links`` off (corpus evidence of a claim), a link given by name too."""
+    (sorted), dot-files and dot-folders included: a folder a developer publishes holds what the
+    audit reads, nothing besides. ``exclude``: glob patterns the auditor chose (matched against a
+    file's path inside its folder and against each part of it, ``.git`` or ``*.png``), recorded
+    in the index. Refuses a missing path, a folder with no files, and a link anywhere in a folder
+    (one could reach any file of the machine: a corpus folder is someone else's); with
+    ``follow_links`` off (corpus evidence of a claim), a link given by name too."""
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            entries = sorted(
-                p for p in path.rglob("*") if not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            entries = sorted(p for p in path.rglob("*") if not excluded(p.relative_to(path).as_posix(), exclude))
             if link := next((p for p in entries if p.is_symlink()), None):
                 raise VerifierError(
                     f"{path.name}/{link.relative_to(path).as_posix()}: a link; corpus evidence must be plain files"

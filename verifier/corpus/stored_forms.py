@@ -97,9 +97,16 @@ def as_base64(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def compressed(text: str) -> str:
-    """Base64 of gzip-compressed UTF-8: a copy no text reader can read back."""
+def gzipped(text: str) -> str:
+    """Base64 of gzip-compressed UTF-8, as a data field stores a compressed blob (read back)."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def compressed(text: str) -> str:
+    """Base64 of bzip2-compressed UTF-8: a copy the lookup does not read back."""
+    import bz2
+
+    return base64.b64encode(bz2.compress(text.encode("utf-8"))).decode("ascii")
 
 
 def hyphenated_lines(text: str, width: int = 60) -> str:

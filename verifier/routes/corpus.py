@@ -180,6 +180,15 @@ class CorpusLookupParams(RouteParams):
         description="take a remote index on trust (its contents cannot be checked at all)",
     )
 
+    max_uncompared_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        json_schema_extra={"weaker": "higher"},
+        description="absence is verified only when at most this share of the corpus's bytes went uncompared "
+        "(encoded data that is not text, forms no reading restores, short records out of order)",
+    )
+
     @model_validator(mode="after")
     def ordered(self) -> CorpusLookupParams:
         if self.near_overlap > self.near_duplicate:
@@ -259,7 +268,7 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
             identity = backend.describe() | identity
         judged = [classify(item, params) for item in lookups]
         classes, reasons = [c for c, _ in judged], [r for _, r in judged]
-        hiding = hidden_forms(backend) if local else []
+        hiding = hidden_forms(backend, params.max_uncompared_share) if local else []
         status = decide(Counter(classes), len(classes), bool(hiding))
         kind = ctx.claim.claim.kind
         trusted = {FROM_FILES: True, PREBUILT: params.trust_prebuilt, REMOTE: params.trust_remote}[
@@ -268,6 +277,8 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
         if not trusted and status in ("all_present", "some_present", "all_clean"):
             status = "index_unchecked"
         identity["forms_not_compared"] = hiding
+        if local:
+            identity["coverage"] = corpus_coverage(backend)
         metrics = findings(lookups, classes, reasons, params, identity, near is not None)
         summary = summarise(status, metrics, kind, ref)
         return RouteOutcome(
@@ -275,19 +286,43 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
         )
 
 
-def hidden_forms(backend: CorpusBackend) -> list[str]:
-    """What in the corpus word matching cannot see into: documents in forms no reading restores,
-    and files made mostly of records too short to hold an n-gram (compared only in file order)."""
-    m = backend.index.manifest  # type: ignore[attr-defined]
-    out = [f"{n} corpus document(s) in {form}" for form, n in m.uncompared.items()]
-    out += [
-        f"{src.name}: {src.short_records} of its {src.documents} records are shorter than {SHORT_RECORD_WORDS} words, "
-        "so only its "
-        "file order is compared (text it stores out of order cannot be shown absent)"
-        for src in m.sources
-        if src.documents and src.short_records >= 0.5 * src.documents
+def hidden_forms(backend: CorpusBackend, max_share: float = 0.0) -> list[str]:
+    """What in the corpus word matching did not compare, when it is more than ``max_share`` of the
+    corpus's bytes: text no reading turned into comparable text (encoded data that is not text,
+    forms no reading restores), and files made mostly of records too short to hold an n-gram
+    (compared only in file order). Empty when what was compared is enough to show absence."""
+    coverage = corpus_coverage(backend)
+    if coverage["not_compared_share"] <= max_share:
+        return []
+    return [
+        f"{row['kind']}: {row['bytes']:,} bytes in {', '.join(row['files'][:3])}" for row in coverage["not_compared"]
     ]
-    return out
+
+
+def corpus_coverage(backend: CorpusBackend) -> dict[str, Any]:
+    """The share of the corpus's bytes compared, and what was not, by kind and file (the build
+    measures it: ``corpus.forms.not_compared``)."""
+    m = backend.index.manifest  # type: ignore[attr-defined]
+    kinds: dict[str, dict[str, Any]] = {}
+    for src in m.sources:
+        found = dict(src.not_compared)
+        if src.documents and src.short_records >= 0.5 * src.documents:
+            found[f"records shorter than {SHORT_RECORD_WORDS} words, compared only in file order"] = (
+                src.short_record_bytes
+            )
+        for kind, size in found.items():
+            row = kinds.setdefault(kind, {"kind": kind, "bytes": 0, "files": []})
+            row["bytes"] += min(size, src.text_bytes)
+            row["files"].append(src.name)
+    total = sum(src.text_bytes for src in m.sources)
+    missing = min(total, sum(row["bytes"] for row in kinds.values()))
+    return {
+        "text_bytes": total,
+        "compared_share": 1 - missing / total if total else 0.0,
+        "not_compared_share": missing / total if total else 1.0,
+        "not_compared": sorted(kinds.values(), key=lambda row: (-row["bytes"], row["kind"])),
+        "excluded": list(m.excluded),
+    }
 
 
 FROM_FILES = "indexed here from the corpus files"
@@ -318,7 +353,9 @@ def open_corpus(
         identity = declared | {"provenance": PREBUILT}
     else:  # corpus files: indexed now, so the corpus digest is computed from the files themselves
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="verifier-index-")))
-        build_index([path], folder / Path(ref.index).name, minhash=False, follow_links=False)
+        build_index(
+            [path], folder / Path(ref.index).name, minhash=False, follow_links=False, exclude=tuple(ref.exclude)
+        )
         index = CorpusIndex.open(folder / Path(ref.index).name)
         identity = declared | {"provenance": FROM_FILES}
     if index.corpus_sha256 != ref.sha256:
@@ -574,6 +611,13 @@ def summarise(status: str, m: dict[str, Any], kind: ClaimKind, ref: CorpusRef) -
         "corpus_hides_forms": "every document is clean in what could be compared, but absence is not established: "
         + "; ".join(m["corpus"].get("forms_not_compared", [])[:3]),
     }[status]
+    if status == "all_clean" and m["corpus"].get("coverage"):
+        why += f"; compared: {coverage_line(m['corpus']['coverage'])} of the corpus" + (
+            "; not compared: "
+            + "; ".join(f"{r['kind']} ({r['bytes']:,} bytes)" for r in m["corpus"]["coverage"]["not_compared"][:3])
+            if m["corpus"]["coverage"]["not_compared"]
+            else ""
+        )
     trust = (
         ""
         if m["corpus"]["provenance"] == FROM_FILES or status == "index_unchecked"
@@ -646,7 +690,19 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
             ["corpus digest the index records", c.get("corpus_sha256", "not available (remote)")],
             ["index digest", c.get("index_sha256", "-")],
             ["corpus digest", c["provenance"]],
-            ["not compared (absence cannot be verified there)", "; ".join(c.get("forms_not_compared") or []) or "-"],
+            ["share of the corpus's bytes compared", coverage_line(c.get("coverage"))],
+            [
+                "not compared (absence is verified only when at most max_uncompared_share of the corpus is)",
+                "; ".join(
+                    f"{row['kind']}: {row['bytes']:,} bytes ({', '.join(row['files'][:3])})"
+                    for row in (c.get("coverage") or {}).get("not_compared", [])
+                )
+                or "-",
+            ],
+            [
+                "files left out by the auditor (exclude)",
+                ", ".join((c.get("coverage") or {}).get("excluded", [])) or "none: every file under the folder",
+            ],
             ["documents / text", f"{c.get('documents', '-')} / {c.get('text_bytes', '-')} bytes"],
         ],
     )
@@ -752,6 +808,13 @@ def sections(lookups: list[Lookup], classes: list[str], m: dict[str, Any]) -> li
         )
     )
     return out
+
+
+def coverage_line(coverage: dict[str, Any] | None) -> str:
+    """The share of the corpus compared, in words (a remote index cannot say)."""
+    if not coverage:
+        return "not known (remote index)"
+    return f"{coverage['compared_share']:.2%} of {coverage['text_bytes']:,} bytes"
 
 
 def _doc_name(meta: dict[str, Any], document: int) -> str:
