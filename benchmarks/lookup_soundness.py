@@ -41,7 +41,7 @@ from verifier.corpus import stored_forms as forms
 from verifier.corpus.backends import LocalBackend
 from verifier.corpus.queries import lookup
 from verifier.dataset_inference.power import wilson
-from verifier.routes.corpus import CorpusLookupParams, CorpusLookupRoute, classify, decide, hidden_forms
+from verifier.routes.corpus import CorpusLookupParams, CorpusLookupRoute, decide, hidden_forms, judge
 from verifier.validation import record
 
 DATA = resource("examples", "data")
@@ -70,9 +70,9 @@ def verdicts(index: CorpusIndex, suspects: list[str], params: CorpusLookupParams
         shared_documents=params.shared_documents,
     )
     out = {kind.value: Counter() for kind in KINDS}
-    hiding = bool(hidden_forms(LocalBackend(index)))
+    hiding = bool(hidden_forms(LocalBackend(index), params.max_uncompared_share))
     for item in found:
-        status = decide(Counter([classify(item, params)[0]]), 1, hiding)
+        status = decide(Counter([judge(item, params)[0]]), 1, hiding)
         for kind in KINDS:
             out[kind.value][CorpusLookupRoute.verdicts[status][kind].value] += 1
     return out

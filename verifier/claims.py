@@ -80,13 +80,22 @@ def public_suffix_list() -> Any:  # publicsuffixlist.PublicSuffixList (imported 
 
 
 def hostname(name: str) -> str:
-    """A domain in one form for comparison: lower case, no ``www.``, internationalised names in
-    their ASCII (IDNA) form, so ``bücher.de`` and ``xn--bcher-kva.de`` are one domain."""
-    name = name.strip().lower().removeprefix("www.").rstrip(".")
+    """A host in one form for comparison, as a browser reads it (the WHATWG URL standard, through
+    ada-url): lower case, percent-encoding decoded, internationalised names in their ASCII (IDNA)
+    form, IPv4 addresses written in decimal, hex or octal as dotted decimals, no trailing dot and
+    no ``www.``, so ``bücher.de`` and ``xn--bcher-kva.de`` are one domain, and ``1572395042`` is
+    ``93.184.216.34``. A name no browser would read as a host is kept, lower case, for the
+    caller to refuse."""
+    import ada_url
+
+    name = name.strip()
     try:
-        return name.encode("idna").decode("ascii")
-    except UnicodeError:
-        return name
+        host = ada_url.URL(f"http://{name}/").hostname if name else ""
+    except ValueError:
+        host = ""
+    if not host or host != ada_url.URL(f"http://{host}/").hostname:
+        host = name.lower()
+    return host.rstrip(".").removeprefix("www.")
 
 
 class DeclaredSummary(Strict):

@@ -321,7 +321,8 @@ def _lookalikes() -> dict[str, str]:
     return table
 
 
-def _script(ch: str) -> str | None:
+def script_of(ch: str) -> str | None:
+    """The script of a letter, among those look-alikes come from (None for others)."""
     return next((s for s in _SCRIPTS if unicodedata.name(ch, "").startswith(s)), None)
 
 
@@ -334,7 +335,7 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
     typographic quotes) has nothing to fold and no second script, and is returned at once."""
     table = _lookalikes()
     odd = {ch for ch in set(text) if not ch.isascii()}
-    if not odd & table.keys() and not {_script(ch) for ch in odd if ch.isalpha()} - {None, "LATIN"}:
+    if not odd & table.keys() and not {script_of(ch) for ch in odd if ch.isalpha()} - {None, "LATIN"}:
         return text, []
     latin = {
         ch: ch in table or unicodedata.normalize("NFKD", ch)[:1].isascii() for ch in odd
@@ -360,7 +361,7 @@ def _fold_lookalikes(text: str) -> tuple[str, list[str]]:
                 folded_words[w] = f
         if f.isascii():
             continue
-        mixed += k * (len({_script(ch) for ch in f} - {None}) > 1)
+        mixed += k * (len({script_of(ch) for ch in f} - {None}) > 1)
         hidden += k * (latin_text and sum(ch in table for ch in f) >= len(f) / 2)
     folded = text
     if folded_words:
@@ -560,7 +561,7 @@ def romanised(text: str) -> Reading | None:
         return None
     from anyascii import anyascii
 
-    foreign = sum(k for ch, k in others.items() if _script(ch) != "LATIN")
+    foreign = sum(k for ch, k in others.items() if script_of(ch) != "LATIN")
     return Reading(anyascii(text), "romanised", marked=foreign >= 0.2 * letters)
 
 
@@ -595,6 +596,21 @@ def readings(text: str, *, look_for_unread: bool = True) -> list[Reading]:
             seen.add(key)
             kept.append(reading)
     return kept
+
+
+def suspect_readings(text: str) -> list[Reading]:
+    """The readings a suspect document is looked up in: ``readings``, and its main reading's
+    romanised form in both namespaces (against romanised pages of other scripts, and against
+    Latin text), so a copy in another writing system is found whichever side was romanised."""
+    read = readings(text)
+    from anyascii import anyascii
+
+    latin = anyascii(read[0].text)
+    seen = {(r.text, r.marked) for r in read}
+    for marked in (False, True):
+        if (latin, marked) not in seen and latin.strip():
+            read.append(Reading(latin, "romanised", marked=marked))
+    return read
 
 
 def not_compared(text: str, read: list[Reading]) -> dict[str, int]:

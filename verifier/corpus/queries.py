@@ -10,18 +10,22 @@ attribution, at word granularity). The 50-character rule needs the match at ever
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from verifier.corpus.forms import read_form
+from verifier.corpus.forms import Reading, read_form, script_of, suspect_readings
 from verifier.corpus.index import CorpusIndex, Found, Hit
 from verifier.corpus.normalise import char_starts, framed, normalise, word_starts
 from verifier.errors import VerifierError
 
 DOC_SEPARATOR = 0xFE  # between the documents of one batch: in neither UTF-8 nor the index
 FIFTY = 50
+UNIT_WORDS = 6  # the shortest line or sentence looked up as a unit
+MIN_SCRIPT_WORDS = 5  # the fewest words in a script for the share found in another script to count
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 CHUNK_WORDS, CHUNK_OVERLAP = 1500, 200  # pieces of long texts; the overlap exceeds any n-gram the policy allows (64)
 
 
@@ -65,6 +69,14 @@ class Lookup:
     content_found: int | None = None
     covered_words: int = 0  # own words inside a word n-gram found in the corpus
     longest_shared: int = 0  # words of the longest shared span set aside
+    # The document's lines and sentences of at least UNIT_WORDS words, looked up whole (not held by
+    # shared_documents corpus documents or more): found in any order, they are its content present.
+    units: int = 0
+    units_found: int = 0
+    # The lookups of the document's other readings (its raw text, a table's columns, its romanised
+    # form, ...): the document is found when any reading is, clean only when every reading is.
+    alternatives: list[Lookup] = field(default_factory=list)
+    other_script_share: float = 0.0  # its words the corpus holds in another script (``_other_script_share``)
 
     @property
     def ngram_share(self) -> float:
@@ -112,16 +124,107 @@ def lookup(
     near_duplicates: float | None = None,
     shared_documents: int | None = None,
 ) -> list[Lookup]:
-    """Matching statistics of each text against the corpus, summarised (see the module doc).
+    """Matching statistics of each text against the corpus, summarised (see the module doc), for
+    its main reading, with the lookups of its other readings (``forms.readings``: the raw text, a
+    table's columns, its romanised form, ...) as ``alternatives`` and its lines and sentences
+    looked up as units.
 
-    Texts are read in their form first (``forms.read_form``: markup, token-per-line, JSON), as
-    the index read the corpus. ``characters`` adds the longest match in characters and the
-    50-character rule (a search at every character: use it for suspect sets, not for millions of
-    documents); ``near_duplicates`` is the similarity threshold of the edited-copy check
-    (``CorpusIndex.near_duplicates``; None: not run); ``shared_documents`` sets aside, as
-    source-wide shared text, verbatim spans of at least ``min(ngram, min_span_words)`` words
-    that at least that many corpus documents hold (None: nothing set aside); the 50-character
-    rule and the edited-copy check then look at the document's own content only."""
+    ``characters`` adds the longest match in characters and the 50-character rule (a search at
+    every character: use it for suspect sets, not for millions of documents); ``near_duplicates``
+    is the similarity threshold of the edited-copy check (``CorpusIndex.near_duplicates``; None:
+    not run); ``shared_documents`` sets aside, as source-wide shared text, verbatim spans of at
+    least ``min(ngram, min_span_words)`` words that at least that many corpus documents hold
+    (None: nothing set aside); the 50-character rule and the edited-copy check then look at the
+    document's own content only."""
+    every = [suspect_readings(t) for t in texts]
+    flat = [r for rs in every for r in rs]
+    found = _lookup_readings(
+        index,
+        flat,
+        ngram=ngram,
+        min_span_words=min_span_words,
+        spans=spans,
+        span_documents=span_documents,
+        characters=characters,
+        near_duplicates=near_duplicates,
+        shared_documents=shared_documents,
+    )
+    out, at = [], 0
+    for rs in every:
+        main, others = found[at], found[at + 1 : at + len(rs)]
+        at += len(rs)
+        units, units_found = _units(index, rs[0].text, shared_documents)
+        out.append(
+            replace(
+                main,
+                alternatives=others,
+                units=units,
+                units_found=units_found,
+                other_script_share=_other_script_share(index, rs[0].text),
+            )
+        )
+    return out
+
+
+def _other_script_share(index: CorpusIndex, text: str) -> float:
+    """The share of a text's distinct words (of four letters or more, romanised) that the corpus
+    holds written in another script: its words in other scripts against the corpus's Latin text,
+    its Latin words against the romanised pages of other scripts (the larger share, each of at
+    least MIN_SCRIPT_WORDS words). Where it is high the corpus holds the text's language in
+    another script, and a copy romanised another way is not compared."""
+    from anyascii import anyascii
+
+    sides: dict[bool, set[str]] = {True: set(), False: set()}  # keyed by "written in another script"
+    for word in text.split():
+        foreign = any(ch.isalpha() and not ch.isascii() and script_of(ch) != "LATIN" for ch in word)
+        sides[foreign].update(w for w in normalise(anyascii(word)).split() if len(w) >= 4 and not w.isdigit())
+    shares = [0.0]
+    for foreign, words in sides.items():
+        if len(words) >= MIN_SCRIPT_WORDS:
+            counts = index.count_frames([f" {w if foreign else w.upper()} ".encode() for w in sorted(words)])
+            shares.append(float(np.count_nonzero(counts)) / len(words))
+    return max(shares)
+
+
+def _units(index: CorpusIndex, text: str, shared_documents: int | None) -> tuple[int, int]:
+    """(units, units found) of a text: its distinct lines and sentences of at least UNIT_WORDS
+    words, whole words in compared form, less those held by ``shared_documents`` corpus documents
+    or more (a line a whole source repeats is no evidence about this document)."""
+    units = sorted(
+        {
+            norm
+            for line in text.splitlines()
+            for sentence in _SENTENCE_END.split(line)
+            if len((norm := normalise(sentence)).split()) >= UNIT_WORDS
+        }
+    )
+    if not units:
+        return 0, 0
+    frames = [f" {u} ".encode() for u in units]
+    counts = index.count_frames(frames)
+    found = [f for f, c in zip(frames, counts.tolist()) if c > 0]
+    common = (
+        sum(index.find_frame(f, 0).documents_total >= shared_documents for f in found)
+        if shared_documents is not None
+        else 0
+    )
+    return len(units) - common, len(found) - common
+
+
+def _lookup_readings(
+    index: CorpusIndex,
+    read: list[Reading],
+    *,
+    ngram: int,
+    min_span_words: int,
+    spans: int,
+    span_documents: int,
+    characters: bool,
+    near_duplicates: float | None,
+    shared_documents: int | None,
+) -> list[Lookup]:
+    """``lookup`` of each reading on its own (a romanised reading of another script compared in
+    its own namespace, in upper case, as the index stores it)."""
     if not (1 <= ngram <= 1000 and 1 <= min_span_words <= 1000 and spans >= 0 and span_documents >= 0):
         raise VerifierError("ngram and min_span_words must be 1-1000 words; spans and span_documents at least 0")
     if near_duplicates is not None and not 0 < near_duplicates <= 1:
@@ -130,8 +233,7 @@ def lookup(
     # of a long near-match, and a piece bounds it. Pieces overlap by more than any n-gram, so n-gram
     # counts and the 50-character rule are exact; a verbatim span longer than the overlap may be
     # reported in two parts; whole-text presence is one count of the whole text.
-    readings = [read_form(t) for t in texts]
-    norms = [normalise(r.text).split() for r in readings]
+    norms = [normalise(r.text).upper().split() if r.marked else normalise(r.text).split() for r in read]
     pieces = [
         (i, first, f" {' '.join(words[first : first + CHUNK_WORDS])} ".encode() if words else b"")
         for i, words in enumerate(norms)
@@ -166,10 +268,10 @@ def lookup(
                 if found.documents_total >= shared_documents:
                     shared[i][first : first + k] = True
                     shared_spans[i].append(Span(0, 0, k, found.count, found.documents, first))
-    char_best: list[int | None] = [None] * len(texts)
+    char_best: list[int | None] = [None] * len(read)
     if characters:
         char_pos, char_len = longest_matches(char_starts)
-        char_best = [0] * len(texts)
+        char_best = [0] * len(read)
         for (i, first, frame), pos, length in zip(pieces, char_pos, char_len):
             if frame:
                 if shared[i].any():  # only the part of a match before the next shared text counts
@@ -197,7 +299,7 @@ def lookup(
     ]
     results = [
         replace(r, form=reading.form, unread=reading.unread, shared_spans=_placed(r.text, found))
-        for r, reading, found in zip(results, readings, shared_spans)
+        for r, reading, found in zip(results, read, shared_spans)
     ]
     wanted = [(i, span) for i, r in enumerate(results) for span in r.spans]
     if wanted:

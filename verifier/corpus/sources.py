@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from verifier.boundary.files import excluded
+from verifier.claims import hostname
 from verifier.errors import VerifierError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json.gz", ".json.zst")
@@ -255,17 +257,23 @@ def _nested(record: dict[str, Any], keys: tuple[str, ...], most: int = 8) -> lis
 
 
 def url_host(url: str) -> str:
-    """The host a browser would contact for ``url`` ("" when there is none): a missing scheme is
-    read as a web address, and backslashes as the path separators browsers take them for, so
-    ``https://hidden.com\\@declared.com/`` is hidden.com, not declared.com."""
-    url = url.strip().replace("\\", "/")
-    if "://" not in url:
-        url = "//" + url.removeprefix("//")
+    """The host a browser would contact for ``url`` ("" when there is none), parsed as the WHATWG
+    URL standard says (ada-url) and put in ``claims.hostname``'s form: a missing scheme is read as
+    a web address, backslashes as the path separators browsers take them for (so
+    ``https://hidden.com\\@declared.com/`` is hidden.com, not declared.com), percent-encoding,
+    IDNA and IPv4 in decimal, hex or octal read as the address they name."""
+    import ada_url
+
+    url = url.strip()
+    if not url:
+        return ""
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}", url):
+        url = "http://" + url.lstrip("/\\")
     try:
-        host = urlsplit(url).hostname or ""
+        host = ada_url.URL(url).hostname
     except ValueError:
         return ""
-    return host.removeprefix("www.")
+    return hostname(host) if host else ""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -180,6 +180,22 @@ class CorpusLookupParams(RouteParams):
         description="take a remote index on trust (its contents cannot be checked at all)",
     )
 
+    unit_chance: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        json_schema_extra={"weaker": "either"},
+        description="the rate at which lines and sentences of documents absent from a corpus are found in it "
+        "(the null of the units test; benchmarks/lookup_soundness.py measures it)",
+    )
+    other_script_words: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        json_schema_extra={"weaker": "higher"},
+        description="a document is not clean when this share of its words is in the corpus written in another "
+        "script (the corpus holds its language in another script, where another romanisation could hide a copy)",
+    )
     max_uncompared_share: float = Field(
         0.0,
         ge=0,
@@ -266,8 +282,8 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
                 shared_documents=params.shared_documents,
             )
             identity = backend.describe() | identity
-        judged = [classify(item, params) for item in lookups]
-        classes, reasons = [c for c, _ in judged], [r for _, r in judged]
+        judged = [judge(item, params) for item in lookups]
+        classes, reasons, lookups = [c for c, _, _ in judged], [r for _, r, _ in judged], [j for _, _, j in judged]
         hiding = hidden_forms(backend, params.max_uncompared_share) if local else []
         status = decide(Counter(classes), len(classes), bool(hiding))
         kind = ctx.claim.claim.kind
@@ -427,8 +443,61 @@ def summary_outcome(backend: CorpusBackend, identity: dict[str, Any], ctx: Route
 PRESENT, CONTENT, CLEAN, PARTIAL, NO_WORDS = "present", "content present", "clean", "partial", "no words"
 
 
+def judge(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None, Lookup]:
+    """A document's class over all its readings, why (for one that decides nothing), and the
+    reading that decided: found when any reading is (the document before its content), clean only
+    when every reading with words is clean and its lines and sentences are not found beyond
+    chance; a reading that is partial, or units found beyond chance, make it decide nothing."""
+    judged = [(*classify(r, params), r) for r in [item, *item.alternatives]]
+    with_words = [j for j in judged if j[0] != NO_WORDS] or judged[:1]
+    for wanted in (PRESENT, CONTENT):
+        if decided := next((j for j in with_words if j[0] == wanted), None):
+            return decided
+    beyond, p_value = units_beyond_chance(item, params)
+    if beyond:
+        return (
+            CONTENT,
+            f"{item.units_found} of its {item.units} lines and sentences are in the corpus, in some order (chance "
+            f"p = {p_value:.1e})",
+            item,
+        )
+    if all(j[0] == CLEAN for j in with_words):
+        if item.other_script_share >= params.other_script_words:
+            return (
+                PARTIAL,
+                f"{item.other_script_share:.0%} of its words are in the corpus written in another script: a copy "
+                "romanised another way is not compared",
+                item,
+            )
+        if item.units_found and p_value < UNITS_CLEAN_ALPHA:
+            return (
+                PARTIAL,
+                f"{item.units_found} of its {item.units} lines and sentences are in the corpus, more than chance "
+                f"explains (p = {p_value:.2g})",
+                item,
+            )
+        return with_words[0]
+    return next(j for j in with_words if j[0] != CLEAN)
+
+
+UNITS_FOUND_ALPHA = 1e-3  # units found beyond chance at this level: the document's content is present
+UNITS_CLEAN_ALPHA = 0.05  # at this level it is no longer clean
+
+
+def units_beyond_chance(item: Lookup, params: CorpusLookupParams) -> tuple[bool, float]:
+    """Whether a document's lines and sentences are found in the corpus more often than chance
+    explains (one-sided binomial test against ``unit_chance``, the rate at which units of
+    documents absent from a corpus are found in it), with at least three found, and the p-value."""
+    if not item.units_found:
+        return False, 1.0
+    from scipy.stats import binom
+
+    p_value = float(binom.sf(item.units_found - 1, item.units, params.unit_chance))
+    return item.units_found >= 3 and p_value < UNITS_FOUND_ALPHA, p_value
+
+
 def classify(item: Lookup, params: CorpusLookupParams) -> tuple[str, str | None]:
-    """A document's class and, for a partial one, why it decides nothing."""
+    """One reading's class and, for a partial one, why it decides nothing."""
     if item.words == 0:  # nothing left to compare (punctuation only): decides nothing either way
         return NO_WORDS, "no words to compare"
     contained = max((c for _, c, _ in item.near_duplicates or []), default=0.0)
