@@ -64,7 +64,7 @@ def streams() -> list[tuple[str, list[tuple[int, int]]]]:
                 continue
             starts.append((max(0, len(stream) - 1), document))
             stream += main.decode()[1:] if stream else main.decode()
-            extras += [(document, e.decode()) for e in others]
+            extras += [(document, e.decode()) for e, _ in others]
             document += 1
         for owner, extra in extras:
             starts.append((len(stream) + 1, owner))

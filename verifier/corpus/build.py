@@ -181,41 +181,53 @@ def minhash_signature(frame: bytes) -> np.ndarray:
     return mh.hashvalues
 
 
-def frames_of(read: list[Reading]) -> list[bytes]:
-    """The distinct frames of a text's readings, the main reading first (a romanised reading of
-    another script in upper case: its own namespace, since compared text is case-folded)."""
-    out: list[bytes] = []
+MARKED = " (other script)"  # the label of a romanised reading compared in its own namespace
+
+
+def frames_of(read: list[Reading]) -> list[tuple[bytes, str]]:
+    """The distinct frames of a text's readings, the main reading first, each with its reading's
+    label (a romanised reading of another script in upper case: its own namespace, since compared
+    text is case-folded)."""
+    out: list[tuple[bytes, str]] = []
     for reading in read:
         frame = framed(reading.text)
         frame = frame.upper() if reading.marked else frame
-        if frame and frame not in out:
-            out.append(frame)
+        if frame and all(frame != kept for kept, _ in out):
+            out.append((frame, reading.form + (MARKED if reading.marked else "")))
     return out
 
 
-Compared = tuple[bytes, list[bytes], int, dict[str, int]]
+Compared = tuple[bytes, list[bytes], int, dict[str, int], list[str]]
 
 
-def document_frames(text: str) -> tuple[bytes, list[bytes], list[Reading]]:
+def document_frames(text: str) -> tuple[bytes, list[tuple[bytes, str]], list[Reading]]:
     """What the index stores of one document: its main reading framed (joined with its file's
-    other records), the frames of its other readings (slots of their own, after the run), and
-    its readings."""
+    other records), the frames of its other readings with their labels (slots of their own,
+    after the run), and its readings."""
     read = readings(text, look_for_unread=False)
     frames = frames_of(read)
     main = framed(read[0].text)
-    if frames and frames[0] == main:
+    if frames and frames[0][0] == main:
         return main, frames[1:], read
     return main, frames, read  # no words in the main reading: the others stand alone
 
 
 def _compared(texts: list[str]) -> list[Compared]:
-    """Each text's frames for the index, its main reading's words, and the bytes no reading
-    turned into comparable text, by kind: the per-document work of a build, run in worker
-    processes for large corpora."""
+    """Each text's frames for the index, its main reading's words, the bytes no reading turned
+    into comparable text, by kind, and its other readings' labels: the per-document work of a
+    build, run in worker processes for large corpora."""
     out = []
     for text in texts:
         main, extras, read = document_frames(text)
-        out.append((main, extras, main.count(b" ") - 1 if main else 0, not_compared(text, read)))
+        out.append(
+            (
+                main,
+                [frame for frame, _ in extras],
+                main.count(b" ") - 1 if main else 0,
+                not_compared(text, read),
+                [label for _, label in extras],
+            )
+        )
     return out
 
 
@@ -227,7 +239,7 @@ def _quiet_worker() -> None:
 
 def _prepared(
     sources: list[Source], stats: list[SourceStats], text_field: str, limits: ReadLimits, workers: int
-) -> Iterator[tuple[int, Document | None, bytes, list[bytes], int, dict[str, int]]]:
+) -> Iterator[tuple[int, Document | None, bytes, list[bytes], int, dict[str, int], list[str]]]:
     """(file number, document, main frame, other frames, main words, bytes not compared) of every document in file
     order, and (file number, None, ...) after each file's last. Files are read here; with ``workers`` > 1 the
     per-document work runs in that many processes on batches, a few batches ahead (memory stays
@@ -254,7 +266,7 @@ def _prepared(
     def matched(batch: list[tuple[int, Document | None]], results: list[Compared]) -> Iterator[Any]:
         found = iter(results)
         for number, doc in batch:
-            yield (number, doc, *next(found)) if doc is not None else (number, None, b"", [], 0, {})
+            yield (number, doc, *next(found)) if doc is not None else (number, None, b"", [], 0, {}, [])
 
     if workers <= 1:
         for batch in batches():
@@ -320,13 +332,16 @@ def build_index(
         writer = _ShardWriter(work, minhash)
         stats_list: list[SourceStats] = []
         documents = read_bytes = read_words = 0
+        reading_counts: dict[str, int] = {}
         shard_first = 0
         advance = progress("indexing corpus files", len(sources)) if progress else None
         all_stats = [SourceStats(s.name, sha256=file_sha256(s.path), bytes=s.path.stat().st_size) for s in sources]
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if sum(s.bytes for s in all_stats) >= PARALLEL_BYTES else 1
         previous_in_shard = False
-        for number, doc, frame, extras, words, hidden in _prepared(sources, all_stats, text_field, limits, workers):
+        for number, doc, frame, extras, words, hidden, labels in _prepared(
+            sources, all_stats, text_field, limits, workers
+        ):
             source, stats = sources[number], all_stats[number]
             if doc is None:  # the end of a file
                 if stats.documents == 0:
@@ -337,6 +352,8 @@ def build_index(
                 if advance:
                     advance(1)
                 continue
+            for label in labels:
+                reading_counts[label] = reading_counts.get(label, 0) + 1
             for kind, size in hidden.items():
                 stats.not_compared[kind] = stats.not_compared.get(kind, 0) + size
             if not frame and not extras:  # punctuation only: nothing a word-level lookup could match
@@ -369,6 +386,7 @@ def build_index(
             "text_bytes": sum(s["bytes"] for s in writer.shards),
             "read_bytes": read_bytes,
             "read_words": read_words,
+            "readings": dict(sorted(reading_counts.items())),
             "sources": [asdict(s) for s in stats_list],
             "shards": writer.shards,
             "minhash": {

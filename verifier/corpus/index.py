@@ -88,6 +88,7 @@ class Manifest(_Strict):
     text_bytes: int = Field(ge=1)  # the index's text: every reading of every document, framed
     read_bytes: int = Field(ge=0)  # the documents' main readings, framed: the corpus's size as compared
     read_words: int = Field(ge=0)
+    readings: dict[str, int]  # documents with each other reading, by its label (build.frames_of)
     sources: list[SourceEntry] = Field(min_length=1)
     shards: list[ShardEntry] = Field(min_length=1)
     minhash: dict[str, int | str] | None

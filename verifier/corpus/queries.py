@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from verifier.corpus.build import MARKED
 from verifier.corpus.forms import Reading, read_form, script_of, suspect_readings
 from verifier.corpus.index import CorpusIndex, Found, Hit
 from verifier.corpus.normalise import char_starts, framed, normalise, word_starts
@@ -136,7 +137,9 @@ def lookup(
     least ``min(ngram, min_span_words)`` words that at least that many corpus documents hold
     (None: nothing set aside); the 50-character rule and the edited-copy check then look at the
     document's own content only."""
-    every = [suspect_readings(t) for t in texts]
+    # Romanised readings of other scripts are compared only where the corpus holds some.
+    marked = any(label.endswith(MARKED) for label in index.manifest.readings)
+    every = [[r for r in suspect_readings(t) if marked or not r.marked] for t in texts]
     flat = [r for rs in every for r in rs]
     found = _lookup_readings(
         index,

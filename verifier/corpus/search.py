@@ -129,12 +129,12 @@ def matching_lengths(
             rows = rows[(best[rows] == np.minimum(remaining[rows], width)) & (remaining[rows] > width)]
         whole = chunk[best[chunk] == remaining[chunk]]
         if whole.size and todo.size:
-            first_whole = {}
-            for row in whole:
-                first_whole.setdefault(int(ends[row]), int(positions[row]))
-            settled = np.array(
-                [positions[r] > first_whole.get(int(ends[r]), np.iinfo(np.int64).max) for r in todo], dtype=bool
-            )
+            # per text end, the first position whose match runs to it: every later one of that text is settled
+            order = np.argsort(ends[whole], kind="stable")
+            ended, first = np.unique(ends[whole][order], return_index=True)
+            first_at = np.minimum.reduceat(positions[whole][order], first)
+            at = np.minimum(np.searchsorted(ended, ends[todo]), ended.size - 1)
+            settled = (ended[at] == ends[todo]) & (positions[todo] > first_at[at])
             best[todo[settled]] = remaining[todo[settled]]
             todo = todo[~settled]
     return best
