@@ -132,6 +132,8 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
     rng.shuffle(abstracts)
     later = [r["text"] for r in rows(DATA / "gutenberg-later" / "openings.jsonl")]
     rng.shuffle(later)
+    serbian = rows(DATA / "serbian-scripts" / "pairs.jsonl")
+    rng.shuffle(serbian)
     inserted = wiki[: n // 2] + abstracts[: n - n // 2]  # put into the corpus, in some form
     absent = wiki[n : 2 * n]  # never in the corpus
     pieces_from = wiki[2 * n : 2 * n + 6 * n]  # corpus documents collages are cut from
@@ -209,6 +211,12 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
             {"pdf.jsonl": [forms.run_together(t) for t in inserted]},
             inserted,
         ),
+        (
+            "corpus: the texts bzip2-compressed in base64 data fields (not read back)",
+            "in corpus",
+            {"blobs.jsonl": [forms.compressed(t) for t in inserted]},
+            inserted,
+        ),
         ("corpus upside down", "in corpus", {"joke.jsonl": [forms.upside_down(t) for t in inserted]}, inserted),
         (
             "short records stored in reverse order",
@@ -244,7 +252,98 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
             {"docs.jsonl": pieces_from},
             [forms.collage(pieces_from[6 * i : 6 * i + 6]) for i in range(n)],
         ),
+        (
+            "corpus: the sentences in a CoLA-style TSV (source, label, mark, sentence)",
+            "in corpus",
+            {"cola/in_domain_train.tsv": forms.as_glue_tsv(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: a PAWS/MRPC-style TSV with a header, each text a sentence1",
+            "in corpus",
+            {"paws/train.tsv": forms.as_paired_tsv(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: Tatoeba sentences.csv (id, language, sentence)",
+            "in corpus",
+            {"tatoeba/sentences.csv": forms.as_tatoeba(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: NIST CTM word alignments, a file per text",
+            "in corpus",
+            {f"ctm/rec{i:03d}.ctm": forms.as_ctm(t) for i, t in enumerate(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: Tesseract OCR TSV, a file per text",
+            "in corpus",
+            {f"ocr/page{i:03d}.tsv": forms.as_ocr_tsv(t) for i, t in enumerate(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: the texts down the columns of aligned tables (10 texts a table, 5-word cells)",
+            "in corpus",
+            {f"tables/t{i:03d}.txt": forms.as_column_table(inserted[i : i + 10]) for i in range(0, n, 10)},
+            inserted,
+        ),
+        (
+            "corpus: HTML pages holding the text only in an attribute (alt, meta content, iframe srcdoc)",
+            "in corpus",
+            {"pages.jsonl": [forms.in_attributes(t, i) for i, t in enumerate(inserted)]},
+            inserted,
+        ),
+        (
+            "corpus: xxd hex dumps, a file per text",
+            "in corpus",
+            {f"dumps/d{i:03d}.hex": forms.as_hex_dump(t) for i, t in enumerate(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: lyrics split into syllables (ABC w: lines), a file per text",
+            "in corpus",
+            {f"tunes/t{i:03d}.abc": forms.as_syllables(t) for i, t in enumerate(inserted)},
+            inserted,
+        ),
+        (
+            "corpus: Gutenberg openings with their lines shuffled (OSCAR-style)",
+            "in corpus",
+            {"oscar.jsonl": [forms.shuffled_lines(t, i) for i, t in enumerate(later[:n])]},
+            later[:n],
+        ),
+        ("corpus: the texts in a dot-file of the corpus folder", "in corpus", {".cache/part-0.jsonl": inserted}, inserted),
+        (
+            "corpus: Serbian messages in Cyrillic; suspects in Latin letters",
+            "in corpus",
+            {"sr.jsonl": [p["cyrillic"] for p in serbian[:n]]},
+            [p["latin"] for p in serbian[:n]],
+        ),
+        (
+            "corpus: Serbian messages in Latin letters; suspects in Cyrillic",
+            "in corpus",
+            {"sr.jsonl": [p["latin"] for p in serbian[:n]]},
+            [p["cyrillic"] for p in serbian[:n]],
+        ),
         ("absent, unchanged", "absent", {}, absent),
+        (
+            "absent; the corpus holds other texts as TSVs, tables, dumps and syllables",
+            "absent",
+            {
+                "cola.tsv": forms.as_glue_tsv(inserted),
+                "table.txt": forms.as_column_table(inserted[:10]),
+                "dump.hex": forms.as_hex_dump(inserted[0]),
+                "tune.abc": forms.as_syllables(inserted[1]),
+                "oscar.jsonl": [forms.shuffled_lines(t, i) for i, t in enumerate(later[n : 2 * n])],
+            },
+            absent,
+        ),
+        (
+            "absent Serbian messages in Latin letters; the corpus holds others in Cyrillic",
+            "absent",
+            {"sr.jsonl": [p["cyrillic"] for p in serbian[n : 2 * n]]},
+            [p["latin"] for p in serbian[2 * n : 3 * n]],
+        ),
         ("absent Gutenberg openings (PG boilerplate shared with the corpus)", "absent", {}, later[:n]),
     ]
     print(
@@ -263,7 +362,11 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
         shutil.rmtree(corpus, ignore_errors=True)
         shutil.copytree(background, corpus)
         for file, texts in extra.items():
-            write_jsonl(corpus / file, texts)
+            (corpus / file).parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(texts, str):  # a file stored as it is (TSV, table, dump)
+                (corpus / file).write_text(texts, encoding="utf-8")
+            else:
+                write_jsonl(corpus / file, texts)
         build_index([corpus], work / "index", force=True)
         counts = verdicts(CorpusIndex.open(work / "index"), suspects, params)
         denial, training = counts["not_trained_on"], counts["trained_on"]

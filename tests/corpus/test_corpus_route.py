@@ -473,6 +473,34 @@ def test_hosts_hidden_in_urls_and_subdomains(folder: Path) -> None:
     assert unknown["verdict"] == "UNVERIFIABLE"  # a URL without a host: its domain could be any
 
 
+def test_hosts_are_read_as_browsers_read_them(folder: Path) -> None:
+    """An outside attack: the largest site spelt eight ways with percent-encoding, case and a
+    trailing dot (each spelling below the cut) left a summary that omits it VERIFIED; a site
+    written as a decimal IPv4 address and declared in its dotted form got CONTRADICTED."""
+    spellings = [
+        "https://%62ig.example/",
+        "https://BIG.example./",
+        "https://b%69g.example/",
+        "https://bi%67.example/",
+        "https://big%2Eexample/",
+        "HTTPS://Big.Example/x",
+        "https://big.%65xample/",
+        "//big.example/",
+    ]
+    records = [{"text": BOOKS[i], "url": url} for i, url in enumerate(spellings)]
+    records += [{"text": BOOKS[20][:900], "url": "https://other.org/"}]
+    records += [{"text": BOOKS[10][:100], "url": f"https://small{i}.org/"} for i in range(12)]
+    omitted = run_audit(web_claim(folder, records, crawled_domains=["other.org"]), target_factory=never_load).findings
+    assert omitted["verdict"] == "CONTRADICTED" and "big.example" in omitted["verdict_sentence"]
+    decimal = [{"text": BOOKS[i], "url": "http://1572395042/page"} for i in range(4)]
+    decimal += [{"text": BOOKS[20][:900], "url": "https://other.org/"}]
+    decimal += [{"text": BOOKS[10][:100], "url": f"https://small{i}.org/"} for i in range(12)]
+    dotted = run_audit(
+        web_claim(folder, decimal, crawled_domains=["93.184.216.34", "other.org"]), target_factory=never_load
+    ).findings
+    assert dotted["verdict"] == "VERIFIED", dotted["verdict_sentence"]
+
+
 def web_claim(folder: Path, records: list[dict], **declared) -> Path:
     corpus = folder / "web"
     corpus.mkdir(exist_ok=True)

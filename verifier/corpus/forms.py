@@ -255,7 +255,7 @@ def _base64(text: str) -> str | None:
     return out if changed else None
 
 
-def _text_of(data: bytes) -> str | None:
+def _text_of(data: bytes, errors: str = "strict") -> str | None:
     """UTF-8 text in decoded bytes, read through gzip or zlib compression first (a compressed
     copy in a data field is text a simple rule restores); None for anything else."""
     import zlib
@@ -267,7 +267,7 @@ def _text_of(data: bytes) -> str | None:
         except zlib.error:
             return None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError:
         return None
 
@@ -448,6 +448,7 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
 # Readers whose output keeps every word of what they read: after them alone the raw text adds nothing.
 _LOSSLESS = frozenset({"line-end hyphens", "look-alikes"})
 _MARKDOWN_RULE = re.compile(r"^[\s|:+-]*-{3,}[\s|:+-]*$")
+_FIELD_LABEL = re.compile(r"^\s*[A-Za-z]{1,2}:\s")
 _SYLLABLE = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
 _HEX_OFFSET = re.compile(r"^[0-9A-Fa-f]{4,16}:?[ \t]+", re.M)
 _HEX_TOKEN = re.compile(r"(?:[0-9A-Fa-f]{2}){1,8}")
@@ -532,7 +533,9 @@ def _hex_dump(text: str) -> str | None:
         parts = [
             bytes.fromhex(run[: len(run) // 2 * 2]) for run in _HEX_RUN.findall(re.sub(r"[ \t]*\n[ \t]*", "", text))
         ]
-    decoded = _text_of(b"".join(parts)) if parts else None
+    # A dump's last line is short: characters of its text column that look like hex may be read as
+    # a byte or two more, so bytes that are not UTF-8 are replaced rather than refusing the dump.
+    decoded = _text_of(b"".join(parts), errors="replace") if parts else None
     if not decoded or sum(ch.isprintable() or ch.isspace() for ch in decoded) < 0.95 * len(decoded):
         return None
     return decoded
@@ -544,7 +547,12 @@ def _syllables(text: str) -> str | None:
     if "-" not in text:
         return None
     splits = len(_SYLLABLE.findall(text))
-    return _SYLLABLE.sub("", text) if splits >= max(3, len(text.split()) / 25) else None
+    if splits < max(3, len(text.split()) / 25):
+        return None
+    lines = text.splitlines()
+    if sum(bool(_FIELD_LABEL.match(line)) for line in lines) >= 0.9 * len(lines):
+        text = "\n".join(_FIELD_LABEL.sub("", line) for line in lines)  # ABC's "w:" before every line of lyrics
+    return _SYLLABLE.sub("", text)
 
 
 def romanised(text: str) -> Reading | None:

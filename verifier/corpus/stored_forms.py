@@ -161,3 +161,100 @@ def interleaved_records(text: str, other: str, words: int = 6) -> list[str]:
     pieces = [" ".join(a[i : i + words]) for i in range(0, len(a), words)]
     fillers = [" ".join(b[i : i + words]) for i in range(0, len(b), words)]
     return [r for pair in zip(pieces, fillers + [""] * len(pieces)) for r in pair if r]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text (split after . ! ? followed by a space)."""
+    import re
+
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+def as_glue_tsv(texts: list[str], source: str = "gj04") -> str:
+    """A CoLA-style TSV file: source, label, original mark, sentence; one sentence a row."""
+    return "".join(f"{source}\t{i % 2}\t{'' if i % 2 else '*'}\t{s}\n" for t in texts for i, s in enumerate(sentences(t)))
+
+
+def as_paired_tsv(texts: list[str]) -> str:
+    """A PAWS/MRPC-style TSV file with a header: id, sentence1, sentence2, label; each text a
+    sentence1, paired with the next text's first sentence."""
+    rows = ["id\tsentence1\tsentence2\tlabel"]
+    rows += [
+        f"{i + 1}\t{' '.join(t.split())}\t{sentences(texts[(i + 1) % len(texts)])[0]}\t{i % 2}" for i, t in enumerate(texts)
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def as_tatoeba(texts: list[str], lang: str = "eng") -> str:
+    """Tatoeba's sentences.csv layout: id <TAB> language <TAB> sentence, one sentence a row."""
+    return "".join(f"{1000 + i}\t{lang}\t{s}\n" for i, s in enumerate(s for t in texts for s in sentences(t)))
+
+
+def as_ctm(text: str, name: str = "rec01") -> str:
+    """NIST CTM word alignments: file, channel, start, duration, word, confidence; a word a row."""
+    return "".join(
+        f"{name} 1 {0.31 * i:.2f} {0.29:.2f} {w} {0.9 + (i % 10) / 100:.2f}\n" for i, w in enumerate(text.split())
+    )
+
+
+def as_ocr_tsv(text: str) -> str:
+    """Tesseract's TSV output: level, page, block, paragraph, line, word numbers, box, confidence, text."""
+    head = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+    return head + "".join(
+        f"5\t1\t1\t1\t{i // 9 + 1}\t{i % 9 + 1}\t{40 + 70 * (i % 9)}\t{30 + 25 * (i // 9)}\t{8 * len(w)}\t18\t"
+        f"{91 + i % 7}.{i % 10}\t{w}\n"
+        for i, w in enumerate(text.split())
+    )
+
+
+def as_column_table(texts: list[str], cell_words: int = 5) -> str:
+    """Texts written down the columns of an aligned table: each cell ``cell_words`` words of one
+    text, one row per line, columns padded with spaces."""
+    columns = [[" ".join(t.split()[i : i + cell_words]) for i in range(0, len(t.split()), cell_words)] for t in texts]
+    rows = max(map(len, columns))
+    widths = [max(map(len, c)) for c in columns]
+    return "".join(
+        "  ".join((c[r] if r < len(c) else "").ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n"
+        for r in range(rows)
+    )
+
+
+def in_attributes(text: str, where: int = 0) -> str:
+    """A page whose only copy of the text is in attribute values: an image's alt text, a meta
+    description, or an iframe's srcdoc page."""
+    value = escape(" ".join(text.split()), quote=True)
+    body = (
+        f'<img src="a.png" alt="{value}">',
+        f'<meta name="description" content="{value}">',
+        f'<iframe srcdoc="&lt;p&gt;{value}&lt;/p&gt;"></iframe>',
+    )[where % 3]
+    return f"<html><head><title>page</title></head><body><div><p>Photo of the week.</p>{body}</div></body></html>"
+
+
+def as_hex_dump(text: str) -> str:
+    """``xxd``'s dump of the UTF-8 bytes: an offset, 16 bytes in groups of two, the printable characters."""
+    data = text.encode("utf-8")
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}: {groups:<39}  {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def as_syllables(text: str) -> str:
+    """Lyrics under a tune, as ABC notation writes them (``w:`` lines): every word split into its
+    syllables by hyphens (pyphen's English hyphenation dictionary), eight words a line."""
+    import pyphen
+
+    split = pyphen.Pyphen(lang="en_US")
+    words = [split.inserted(w) for w in text.split()]
+    return "".join(f"w: {' '.join(words[i : i + 8])}\n" for i in range(0, len(words), 8))
+
+
+def shuffled_lines(text: str, seed: int = 0) -> str:
+    """The text's lines in another order (OSCAR deduplicates and reorders lines within a file)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    random.Random(seed).shuffle(lines)
+    return "\n".join(lines) + "\n"
