@@ -43,9 +43,10 @@ def gather(folder: Path, megabytes: int) -> tuple[Path, int]:
             p for p in DATA.rglob("*.jsonl") if "wikimia24" not in p.parts
         ):  # WikiMIA-24 is the overlap query set
             for line in path.read_text(encoding="utf-8").splitlines():
-                text = json.loads(line)["text"]
-                handle.write(json.dumps({"text": text, "source": path.name}) + "\n")
-                written += len(text.encode())
+                row = json.loads(line)
+                for text in [row["text"]] if "text" in row else [row["cyrillic"], row["latin"]]:  # Serbian pairs
+                    handle.write(json.dumps({"text": text, "source": path.name}, ensure_ascii=False) + "\n")
+                    written += len(text.encode())
         site = Path(json.__file__).parent.parent  # the standard library, then site-packages
         roots = [site] + [Path(p) for p in sys.path if p.endswith("site-packages")]
         for root in roots:

@@ -312,7 +312,12 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
             {"oscar.jsonl": [forms.shuffled_lines(t, i) for i, t in enumerate(later[:n])]},
             later[:n],
         ),
-        ("corpus: the texts in a dot-file of the corpus folder", "in corpus", {".cache/part-0.jsonl": inserted}, inserted),
+        (
+            "corpus: the texts in a dot-file of the corpus folder",
+            "in corpus",
+            {".cache/part-0.jsonl": inserted},
+            inserted,
+        ),
         (
             "corpus: Serbian messages in Cyrillic; suspects in Latin letters",
             "in corpus",

@@ -185,14 +185,14 @@ MARKED = " (other script)"  # the label of a romanised reading compared in its o
 
 
 def frames_of(read: list[Reading]) -> list[tuple[bytes, str]]:
-    """The distinct frames of a text's readings, the main reading first, each with its reading's
-    label (a romanised reading of another script in upper case: its own namespace, since compared
-    text is case-folded)."""
+    """The frames of a text's readings, the main reading first (empty when it has no words), then
+    each other reading's that differs from those before, with its label (a romanised reading of
+    another script in upper case: its own namespace, since compared text is case-folded)."""
     out: list[tuple[bytes, str]] = []
-    for reading in read:
+    for number, reading in enumerate(read):
         frame = framed(reading.text)
         frame = frame.upper() if reading.marked else frame
-        if frame and all(frame != kept for kept, _ in out):
+        if number == 0 or frame and all(frame != kept for kept, _ in out):
             out.append((frame, reading.form + (MARKED if reading.marked else "")))
     return out
 
@@ -206,10 +206,7 @@ def document_frames(text: str) -> tuple[bytes, list[tuple[bytes, str]], list[Rea
     after the run), and its readings."""
     read = readings(text, look_for_unread=False)
     frames = frames_of(read)
-    main = framed(read[0].text)
-    if frames and frames[0][0] == main:
-        return main, frames[1:], read
-    return main, frames, read  # no words in the main reading: the others stand alone
+    return frames[0][0], frames[1:], read
 
 
 def _compared(texts: list[str]) -> list[Compared]:

@@ -445,15 +445,20 @@ def read_form(text: str, *, look_for_unread: bool = True) -> Reading:
     return Reading(read, " ".join(forms) or "plain", unread if look_for_unread else ())
 
 
-# Readers whose output keeps every word of what they read: after them alone the raw text adds nothing.
-_LOSSLESS = frozenset({"line-end hyphens", "look-alikes"})
+# Readers that keep only part of what they read (a field, a column, the text between tags): after
+# one of them the raw text is compared too. The decoders, line-end hyphens and look-alikes keep
+# every word.
+_PARTIAL_READERS = frozenset({"json", "markup", "token-per-line"})
 _MARKDOWN_RULE = re.compile(r"^[\s|:+-]*-{3,}[\s|:+-]*$")
 _FIELD_LABEL = re.compile(r"^\s*[A-Za-z]{1,2}:\s")
 _SYLLABLE = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
 _HEX_OFFSET = re.compile(r"^[0-9A-Fa-f]{4,16}:?[ \t]+", re.M)
+_HEX_LINE_START = re.compile(r"\n[0-9A-Fa-f]{4,16}:?[ \t]")
+_HEX_32 = re.compile(r"[0-9A-Fa-f]{32}")
 _HEX_TOKEN = re.compile(r"(?:[0-9A-Fa-f]{2}){1,8}")
 _HEX_RUN = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{64,}(?![0-9A-Za-z])")
-_NON_ASCII_LETTER = re.compile(r"[^\W\d_a-zA-Z]")
+_NOT_ASCII_LETTERS = bytes(c for c in range(128) if not chr(c).isalpha())
+SNIFF_LINES = 40
 MIN_HEX_LINES = 3
 UNDECODED_HEX_CHARS = 128  # a hex run this long that is not text is counted as not compared (a digest is 64)
 
@@ -489,23 +494,24 @@ def _fixed_width(lines: list[str]) -> list[list[str]]:
     return [[line[lo:hi] for lo, hi in cells] for line in lines]
 
 
-def _columns(text: str) -> str | None:
+def _columns(text: str, share_needed: float = 0.9) -> str | None:
     """A table read column by column (each column's cells in order, a line per column), so a
     sentence column, a word column (CTM, CoNLL, OCR output) or a text written down a column is
     one run of text; None when the text is no table (fewer than three lines, or no way of
     cutting 90% of its lines into the same number of cells, at least two)."""
     if sum(map(text.count, _LINE_BOUNDARIES)) + 1 < MIN_TABLE_LINES:
         return None
+    every = text.splitlines()
+    if len(every) > 2 * SNIFF_LINES and not _columns("\n".join(every[:SNIFF_LINES]), 0.8):
+        return None  # a long text whose first lines are no table (80% of one width) is none: not cut whole
     lines = [
-        line
-        for line in text.splitlines()
-        if line.strip() and not _COMMENT_LINE.match(line) and not _MARKDOWN_RULE.match(line)
+        line for line in every if line.strip() and not _COMMENT_LINE.match(line) and not _MARKDOWN_RULE.match(line)
     ]
     if len(lines) < MIN_TABLE_LINES:
         return None
     for rows in _split_cells(lines, text):
         width, share = Counter(map(len, rows)).most_common(1)[0]
-        if width >= 2 and share >= 0.9 * len(rows):
+        if width >= 2 and share >= share_needed * len(rows):
             table = [row for row in rows if len(row) == width]
             return "\n".join(" ".join(row[c].strip() for row in table) for c in range(width))
     return None
@@ -515,7 +521,11 @@ def _hex_dump(text: str) -> str | None:
     """The text a hex dump holds (``xxd``, ``hexdump -C``: an offset, then the bytes; or plain
     runs of hex digits), decoded as UTF-8 where it is text."""
     parts: list[bytes] = []
-    offsets = [(m.end(), int(m.group(0).strip().rstrip(":"), 16)) for m in _HEX_OFFSET.finditer(text)]
+    offsets = (
+        [(m.end(), int(m.group(0).strip().rstrip(":"), 16)) for m in _HEX_OFFSET.finditer(text)]
+        if ("0: " in text or "0  " in text) and _HEX_LINE_START.search(text)  # offsets end in 0 (16 bytes a line)
+        else []
+    )
     if len(offsets) >= MIN_HEX_LINES:
         steps = Counter(b - a for (_, a), (_, b) in zip(offsets, offsets[1:]))
         step = steps.most_common(1)[0][0]
@@ -544,7 +554,7 @@ def _hex_dump(text: str) -> str | None:
 def _syllables(text: str) -> str | None:
     """Words split into syllables by hyphens (sung lyrics: ABC notation's ``w:`` lines, hyphenation
     dictionaries) joined again, when at least one word in 25 is split."""
-    if "-" not in text:
+    if text.count("-") < max(3, text.count(" ") / 25):  # counted in C: most texts stop here
         return None
     splits = len(_SYLLABLE.findall(text))
     if splits < max(3, len(text.split()) / 25):
@@ -563,8 +573,13 @@ def romanised(text: str) -> Reading | None:
     with diacritics its letters without them."""
     if text.isascii():
         return None
-    others = Counter(_NON_ASCII_LETTER.findall(text))
-    letters = len(_LETTER.findall(text))
+    ascii_only = text.encode("ascii", errors="ignore")
+    if len(text) - len(ascii_only) < 0.002 * len(
+        text
+    ):  # counted in C: under 1% of the letters of a text a fifth letters
+        return None
+    others = {ch: text.count(ch) for ch in set(text) if ord(ch) > 0x7F and ch.isalpha()}
+    letters = len(ascii_only.translate(None, _NOT_ASCII_LETTERS)) + sum(others.values())
     if not letters or sum(others.values()) < 0.01 * letters:
         return None
     from anyascii import anyascii
@@ -580,7 +595,7 @@ def readings(text: str, *, look_for_unread: bool = True) -> list[Reading]:
     replace: what one reader drops, another reading still holds."""
     main = read_form(text, look_for_unread=look_for_unread)
     out = [main]
-    if set(main.form.split(" ")) - {"plain", "line-end", "hyphens", "look-alikes"}:
+    if set(main.form.split(" ")) & _PARTIAL_READERS:
         out.append(Reading(text, "raw"))
     if "markup" in main.form and (parsed := _parse_markup(_main(text)[0] if "json" in main.form else text)):
         if parsed[1]:

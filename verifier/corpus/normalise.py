@@ -116,11 +116,20 @@ def normalise(text: str) -> str:
 
 
 def normalise_unicode(text: str) -> str:
-    """The general path of ``normalise`` (any text)."""
+    """The general path of ``normalise`` (any text). Each regex pass runs only where one of the
+    text's distinct non-ASCII characters needs it (most non-ASCII text holds a few accents or
+    quotes only): the result is that of running them all."""
     deleted, kept_mark, not_word, unit = _patterns()
-    folded = unit.sub(r" \1 ", deleted.sub("", unicodedata.normalize("NFKC", text).casefold()))
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    odd = {ch for ch in set(folded) if ord(ch) > 0x7F}
+    invisible = _invisible()
+    if any(ord(ch) in invisible for ch in odd):
+        folded = deleted.sub("", folded)
+    if any(unit.match(ch) for ch in odd):
+        folded = unit.sub(r" \1 ", folded)
     # Without a kept mark the plain word pattern finds the same words, several times faster.
-    return (not_word if kept_mark.search(folded) else _SIMPLE_NOT_WORD).sub(" ", folded).strip()
+    marked = any(kept_mark.match(ch) for ch in odd)
+    return (not_word if marked else _SIMPLE_NOT_WORD).sub(" ", folded).strip()
 
 
 def framed(text: str) -> bytes:

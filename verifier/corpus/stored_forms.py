@@ -172,7 +172,9 @@ def sentences(text: str) -> list[str]:
 
 def as_glue_tsv(texts: list[str], source: str = "gj04") -> str:
     """A CoLA-style TSV file: source, label, original mark, sentence; one sentence a row."""
-    return "".join(f"{source}\t{i % 2}\t{'' if i % 2 else '*'}\t{s}\n" for t in texts for i, s in enumerate(sentences(t)))
+    return "".join(
+        f"{source}\t{i % 2}\t{'' if i % 2 else '*'}\t{s}\n" for t in texts for i, s in enumerate(sentences(t))
+    )
 
 
 def as_paired_tsv(texts: list[str]) -> str:
@@ -180,7 +182,8 @@ def as_paired_tsv(texts: list[str]) -> str:
     sentence1, paired with the next text's first sentence."""
     rows = ["id\tsentence1\tsentence2\tlabel"]
     rows += [
-        f"{i + 1}\t{' '.join(t.split())}\t{sentences(texts[(i + 1) % len(texts)])[0]}\t{i % 2}" for i, t in enumerate(texts)
+        f"{i + 1}\t{' '.join(t.split())}\t{sentences(texts[(i + 1) % len(texts)])[0]}\t{i % 2}"
+        for i, t in enumerate(texts)
     ]
     return "\n".join(rows) + "\n"
 
