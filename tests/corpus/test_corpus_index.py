@@ -59,7 +59,7 @@ def streams() -> list[tuple[str, list[tuple[int, int]]]]:
     for path in sorted(CORPUS.glob("*.jsonl")):
         stream, starts, extras = "", [], []
         for r in rows(path):
-            main, others, _ = document_frames(r["text"])
+            main, others, _, _ = document_frames(r["text"])
             if not main and not others:
                 continue
             starts.append((max(0, len(stream) - 1), document))

@@ -35,6 +35,7 @@ from verifier.corpus.sources import (
     list_sources,
     read_documents,
 )
+from verifier.corpus.vocabulary import NOT_LANGUAGE, language_share
 from verifier.errors import VerifierError
 from verifier.trust.digests import canonical_json, file_sha256
 
@@ -184,13 +185,13 @@ def minhash_signature(frame: bytes) -> np.ndarray:
 MARKED = " (other script)"  # the label of a romanised reading compared in its own namespace
 
 
-def frames_of(read: list[Reading]) -> list[tuple[bytes, str]]:
-    """The frames of a text's readings, the main reading first (empty when it has no words), then
-    each other reading's that differs from those before, with its label (a romanised reading of
-    another script in upper case: its own namespace, since compared text is case-folded)."""
+def frames_of(read: list[Reading], frames: list[bytes]) -> list[tuple[bytes, str]]:
+    """The frames the index stores of a text's readings (``frames``: each reading framed), the
+    main reading first (empty when it has no words), then each other reading's that differs from
+    those before, with its label (a romanised reading of another script in upper case: its own
+    namespace, since compared text is case-folded)."""
     out: list[tuple[bytes, str]] = []
-    for number, reading in enumerate(read):
-        frame = framed(reading.text)
+    for number, (reading, frame) in enumerate(zip(read, frames)):
         frame = frame.upper() if reading.marked else frame
         if number == 0 or frame and all(frame != kept for kept, _ in out):
             out.append((frame, reading.form + (MARKED if reading.marked else "")))
@@ -200,13 +201,14 @@ def frames_of(read: list[Reading]) -> list[tuple[bytes, str]]:
 Compared = tuple[bytes, list[bytes], int, dict[str, int], list[str]]
 
 
-def document_frames(text: str) -> tuple[bytes, list[tuple[bytes, str]], list[Reading]]:
+def document_frames(text: str) -> tuple[bytes, list[tuple[bytes, str]], list[Reading], list[bytes]]:
     """What the index stores of one document: its main reading framed (joined with its file's
     other records), the frames of its other readings with their labels (slots of their own,
-    after the run), and its readings."""
+    after the run), its readings, and each reading framed."""
     read = readings(text, look_for_unread=False)
-    frames = frames_of(read)
-    return frames[0][0], frames[1:], read
+    frames = [framed(reading.text) for reading in read]
+    stored = frames_of(read, frames)
+    return stored[0][0], stored[1:], read, frames
 
 
 def _compared(texts: list[str]) -> list[Compared]:
@@ -215,13 +217,16 @@ def _compared(texts: list[str]) -> list[Compared]:
     build, run in worker processes for large corpora."""
     out = []
     for text in texts:
-        main, extras, read = document_frames(text)
+        main, extras, read, frames = document_frames(text)
+        hidden = not_compared(text, read)
+        if not hidden and (share := language_share(read, frames)) < 1.0:
+            hidden[NOT_LANGUAGE] = round((1.0 - share) * len(text.encode("utf-8", errors="surrogatepass")))
         out.append(
             (
                 main,
                 [frame for frame, _ in extras],
                 main.count(b" ") - 1 if main else 0,
-                not_compared(text, read),
+                hidden,
                 [label for _, label in extras],
             )
         )

@@ -50,6 +50,7 @@ from verifier.corpus.backends import CorpusBackend, LocalBackend, RemoteBackend
 from verifier.corpus.build import SHORT_RECORD_WORDS
 from verifier.corpus.normalise import NORMALISATION
 from verifier.corpus.summary import check_summary
+from verifier.corpus.vocabulary import NOT_LANGUAGE
 from verifier.dataset_inference.power import wilson
 from verifier.errors import VerifierError
 from verifier.findings import Notes, RouteOutcome, Spans, Table
@@ -197,12 +198,13 @@ class CorpusLookupParams(RouteParams):
         "script (the corpus holds its language in another script, where another romanisation could hide a copy)",
     )
     max_uncompared_share: float = Field(
-        0.0,
+        0.01,
         ge=0,
         le=1,
         json_schema_extra={"weaker": "higher"},
-        description="absence is verified only when at most this share of the corpus's bytes went uncompared "
-        "(encoded data that is not text, forms no reading restores, short records out of order)",
+        description="absence is verified only when at most this share of the corpus's bytes is text not read as "
+        "words of a known language (any encoded data, spaced or run-together letters, or short records out of "
+        "order keep it from being verified)",
     )
 
     @model_validator(mode="after")
@@ -303,16 +305,16 @@ class CorpusLookupRoute(Route[CorpusLookupParams]):
 
 
 def hidden_forms(backend: CorpusBackend, max_share: float = 0.0) -> list[str]:
-    """What in the corpus word matching did not compare, when it is more than ``max_share`` of the
-    corpus's bytes: text no reading turned into comparable text (encoded data that is not text,
-    forms no reading restores), and files made mostly of records too short to hold an n-gram
-    (compared only in file order). Empty when what was compared is enough to show absence."""
+    """What in the corpus word matching did not compare, when it can hide a copy: any bytes in a
+    form made to hide or no reading restores (encoded data that is not text, letters spaced apart,
+    words run together, turned letters, files of records too short for an n-gram), or text not
+    read as words of a known language beyond ``max_share`` of the corpus. Empty when what was
+    compared is enough to show absence."""
     coverage = corpus_coverage(backend)
-    if coverage["not_compared_share"] <= max_share:
+    rows = coverage["not_compared"]
+    if all(row["kind"] == NOT_LANGUAGE for row in rows) and coverage["not_compared_share"] <= max_share:
         return []
-    return [
-        f"{row['kind']}: {row['bytes']:,} bytes in {', '.join(row['files'][:3])}" for row in coverage["not_compared"]
-    ]
+    return [f"{row['kind']}: {row['bytes']:,} bytes in {', '.join(row['files'][:3])}" for row in rows]
 
 
 def corpus_coverage(backend: CorpusBackend) -> dict[str, Any]:
