@@ -330,6 +330,22 @@ def run(seed: int, n: int) -> list[tuple[str, str, int, int]]:
             {"sr.jsonl": [p["latin"] for p in serbian[:n]]},
             [p["cyrillic"] for p in serbian[:n]],
         ),
+        *[
+            (
+                f"corpus: the texts {label} (not read as language)",
+                "in corpus",
+                {"hidden.jsonl": [form(t) for t in inserted]},
+                inserted,
+            )
+            for label, form in (
+                ("in ROT13", forms.rot13),
+                ("as mojibake (UTF-8 read as Windows-1252)", forms.mojibake),
+                ("in quoted-printable", forms.quoted_printable),
+                ("overstruck (nroff bold)", forms.overstruck),
+                ("in negative squared letters", forms.squared_letters),
+                ("uuencoded", forms.uuencoded),
+            )
+        ],
         ("absent, unchanged", "absent", {}, absent),
         (
             "absent; the corpus holds other texts as TSVs, tables, dumps and syllables",

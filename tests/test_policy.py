@@ -353,7 +353,8 @@ def test_date_shift_without_a_shift_passes_the_decision_on(claim_folder, tiny_mo
         (
             {"suspect": {"path": "docs.jsonl"}, "corpus": {"path": "docs.jsonl"}},
             # The key given where another was meant is named, with the keys the corpus takes.
-            r"claim.yaml: evidence.corpus.path: not a key here \(keys: api, exclude, index, index_sha256, sha256, version\)",
+            r"claim.yaml: evidence.corpus.path: not a key here "
+            r"\(keys: api, exclude, index, index_sha256, sha256, version\)",
         ),
         (
             {"suspect": {"path": "docs.jsonl"}, "marks": {"registration": "reg.json", "siblings": "docs.jsonl"}},

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from verifier.corpus import CorpusIndex, build_index, count, digest_files, find, lookup, normalise
-from verifier.corpus.build import document_frames
+from verifier.corpus.build import record_frames
+from verifier.corpus.sources import other_text
 from verifier.errors import VerifierError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def streams() -> list[tuple[str, list[tuple[int, int]]]]:
     for path in sorted(CORPUS.glob("*.jsonl")):
         stream, starts, extras = "", [], []
         for r in rows(path):
-            main, others, _, _ = document_frames(r["text"])
+            main, others, _, _ = record_frames(r["text"], other_text(r, "text"))
             if not main and not others:
                 continue
             starts.append((max(0, len(stream) - 1), document))

@@ -310,6 +310,14 @@ def test_contamination_stored_in_other_forms_is_found(tmp_path: Path, name: str,
             [p["cyrillic"] for p in SERBIAN[:N]],
         ),
         ("bzip2 blobs nothing reads back", lambda: {"blobs.jsonl": [forms.compressed(t) for t in WIKI[:N]]}, WIKI[:N]),
+        *[
+            (
+                f"a second outside attack: {form.__name__}",
+                lambda form=form: {"h.jsonl": [form(t) for t in WIKI[:N]]},
+                WIKI[:N],
+            )
+            for form in (forms.rot13, forms.quoted_printable, forms.overstruck, forms.squared_letters, forms.uuencoded)
+        ],
     ],
 )
 def test_contamination_in_forms_read_in_part_is_never_verified_absent(
@@ -410,3 +418,39 @@ def test_tables_are_read_along_every_axis() -> None:
     ):
         columns = next(r for r in readings(stored) if r.form == "columns")
         assert words in " ".join(columns.text.split()), stored[:80]
+
+
+def test_text_in_other_fields_of_a_record_is_read(tmp_path: Path) -> None:
+    """A second outside attack: a Parquet file whose text column held other passages, the suspect
+    text in another column (binary, a struct, a list), gave VERIFIED absence; so would a JSONL
+    record's other fields. Every string a record holds is read beside its text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    table = pa.table(
+        {
+            "text": WIKI[20 : 20 + N],
+            "blob": [t.encode("utf-8") for t in WIKI[:N]],
+            "meta": [{"abstract": t} for t in WIKI[N : 2 * N]],
+        }
+    )
+    pq.write_table(table, folder / "part.parquet")
+    (folder / "qa.jsonl").write_text(
+        "".join(json.dumps({"text": "a", "question": {"body": [t]}}) + "\n" for t in WIKI[2 * N : 3 * N]),
+        encoding="utf-8",
+    )
+    (tmp_path / "suspect.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in WIKI[: 3 * N]))
+    body = {
+        "claim": {"id": "c", "statement": "s", "kind": "not_trained_on", "made_by": "tests"},
+        "model": {"target": "smollm2-135m"},
+        "evidence": {
+            "suspect": {"path": "suspect.jsonl"},
+            "corpus": {"index": "corpus", "sha256": digest_files([folder])[0]},
+        },
+    }
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(body))
+    findings = run_audit(tmp_path / "claim.yaml", target_factory=never_load).findings
+    assert findings["verdict"] == "CONTRADICTED"
+    assert lookup_metrics(findings)["present"] == 3 * N

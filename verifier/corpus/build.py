@@ -211,13 +211,28 @@ def document_frames(text: str) -> tuple[bytes, list[tuple[bytes, str]], list[Rea
     return stored[0][0], stored[1:], read, frames
 
 
-def _compared(texts: list[str]) -> list[Compared]:
-    """Each text's frames for the index, its main reading's words, the bytes no reading turned
-    into comparable text, by kind, and its other readings' labels: the per-document work of a
-    build, run in worker processes for large corpora."""
+def record_frames(text: str, fields: str = "") -> tuple[bytes, list[tuple[bytes, str]], list[Reading], list[bytes]]:
+    """``document_frames`` of a record's text, its other fields' readings added to its other
+    readings (each stored once, none repeating the main reading)."""
+    main, extras, read, frames = document_frames(text)
+    if fields:
+        fields_main, fields_more, fields_read, _ = document_frames(fields)
+        kept: list[tuple[bytes, str]] = []
+        labelled = [(fields_main, fields_read[0].form), *fields_more]
+        for frame, label in [*extras, *((frame, f"other fields {label}") for frame, label in labelled)]:
+            if frame and frame != main and all(frame != seen for seen, _ in kept):
+                kept.append((frame, label))
+        extras = kept
+    return main, extras, read, frames
+
+
+def _compared(texts: list[tuple[str, str]]) -> list[Compared]:
+    """Each record's frames for the index (its text's and its other fields'), its main reading's
+    words, the bytes no reading turned into comparable text, by kind, and its other readings'
+    labels: the per-document work of a build, run in worker processes for large corpora."""
     out = []
-    for text in texts:
-        main, extras, read, frames = document_frames(text)
+    for text, fields in texts:
+        main, extras, read, frames = record_frames(text, fields)
         hidden = not_compared(text, read)
         if not hidden and (share := language_share(read, frames)) < 1.0:
             hidden[NOT_LANGUAGE] = round((1.0 - share) * len(text.encode("utf-8", errors="surrogatepass")))
@@ -272,7 +287,7 @@ def _prepared(
 
     if workers <= 1:
         for batch in batches():
-            yield from matched(batch, _compared([doc.text for _, doc in batch if doc is not None]))
+            yield from matched(batch, _compared([(doc.text, doc.fields) for _, doc in batch if doc is not None]))
         return
     import multiprocessing
     from collections import deque
@@ -282,7 +297,9 @@ def _prepared(
     try:
         pending: deque = deque()
         for batch in batches():
-            pending.append((batch, pool.submit(_compared, [doc.text for _, doc in batch if doc is not None])))
+            pending.append(
+                (batch, pool.submit(_compared, [(doc.text, doc.fields) for _, doc in batch if doc is not None]))
+            )
             if len(pending) > 2 * workers:
                 batch, future = pending.popleft()
                 yield from matched(batch, future.result())

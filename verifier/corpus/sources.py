@@ -143,6 +143,27 @@ class SourceStats:
 class Document:
     text: str
     meta: dict[str, str]
+    fields: str = ""  # the record's other text (every other string field, at any depth): read beside its text
+
+
+def other_text(record: dict[str, Any], text_field: str) -> str:
+    """Every string a record holds besides its text field, at any depth, one a line (bytes that
+    decode as UTF-8 too): a reader that kept only the text field must not make the others
+    invisible."""
+    found: list[str] = []
+    stack: list[Any] = [v for k, v in record.items() if k != text_field]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bytes):
+            item = item.decode("utf-8", errors="replace")
+        if isinstance(item, str):
+            if item.strip():
+                found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return "\n".join(reversed(found))
 
 
 def list_sources(paths: list[Path], follow_links: bool = True, exclude: tuple[str, ...] = ()) -> list[Source]:
@@ -340,7 +361,7 @@ def _jsonl(source: Source, stats: SourceStats, text_field: str, limits: ReadLimi
                     stats.empty_documents += 1
                     continue
                 stats.documents += 1
-                yield Document(text, _meta(record, f"{source.name}:{line_no}"))
+                yield Document(text, _meta(record, f"{source.name}:{line_no}"), other_text(record, text_field))
     except UnicodeDecodeError:
         raise VerifierError(f"{source.name}: line {line_no + 1}: not UTF-8 text") from None
     except (
@@ -369,13 +390,8 @@ def _parquet(source: Source, stats: SourceStats, text_field: str, limits: ReadLi
     columns = set(table.schema_arrow.names)
     if text_field not in columns:
         raise VerifierError(f"{source.name}: no {text_field!r} column")
-    known = {*(c for names in META_FIELDS.values() for c in names), *URL_KEYS, *COLLECTED_KEYS, *PUBLISHED_KEYS}
-    nested = {f.name for f in table.schema_arrow if str(f.type).startswith("struct")}
-    wanted = [text_field] + [
-        c for c in table.schema_arrow.names if c != text_field and (c.lower().replace("-", "_") in known or c in nested)
-    ]
     row = 0
-    for batch in table.iter_batches(columns=wanted, batch_size=4096):
+    for batch in table.iter_batches(batch_size=4096):  # every column: a text in another one is the record's too
         for record in batch.to_pylist():
             row += 1
             value = record[text_field]
@@ -389,7 +405,7 @@ def _parquet(source: Source, stats: SourceStats, text_field: str, limits: ReadLi
                     "(raise --max-document-mb if the record is real)"
                 )
             stats.documents += 1
-            yield Document(text, _meta(record, f"{source.name}:{row}"))
+            yield Document(text, _meta(record, f"{source.name}:{row}"), other_text(record, text_field))
 
 
 def _plain(source: Source, stats: SourceStats, limits: ReadLimits) -> Iterator[Document]:

@@ -261,3 +261,42 @@ def shuffled_lines(text: str, seed: int = 0) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     random.Random(seed).shuffle(lines)
     return "\n".join(lines) + "\n"
+
+
+def rot13(text: str) -> str:
+    """ROT13, as forums and puzzle sites hide spoilers."""
+    import codecs
+
+    return codecs.encode(text, "rot13")
+
+
+def mojibake(text: str) -> str:
+    """UTF-8 bytes read as Windows-1252 (what ftfy repairs): a crawl that guessed the wrong encoding."""
+    return text.encode("utf-8").decode("cp1252", errors="replace")
+
+
+def quoted_printable(text: str) -> str:
+    """A mail body in quoted-printable transfer encoding."""
+    import quopri
+
+    return quopri.encodestring(text.encode("utf-8"), quotetabs=True).decode("ascii")
+
+
+def overstruck(text: str) -> str:
+    """nroff's bold as a pager receives it: every letter of every other word struck twice (X\\bX)."""
+    words = text.split()
+    return " ".join("".join(f"{c}\b{c}" for c in w) if i % 2 == 0 else w for i, w in enumerate(words))
+
+
+def squared_letters(text: str) -> str:
+    """Latin letters drawn as negative squared capitals (U+1F170 block)."""
+    return "".join(chr(0x1F170 + ord(c) - ord("a")) if "a" <= c <= "z" else c for c in text.lower())
+
+
+def uuencoded(text: str) -> str:
+    """The UTF-8 bytes uuencoded, as Usenet posts carried attachments."""
+    import binascii
+
+    data = text.encode("utf-8")
+    lines = [binascii.b2a_uu(data[i : i + 45]).decode("ascii") for i in range(0, len(data), 45)]
+    return "begin 644 post.txt\n" + "".join(lines) + "`\nend\n"
