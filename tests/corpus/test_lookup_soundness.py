@@ -18,6 +18,7 @@ from verifier.boundary.resources import resource
 from verifier.corpus import digest_files
 from verifier.corpus import stored_forms as forms
 from verifier.corpus.forms import read_form, readings
+from verifier.corpus.queries import lookup
 from verifier.errors import VerifierError
 from verifier.report.render import render_html
 
@@ -454,3 +455,16 @@ def test_text_in_other_fields_of_a_record_is_read(tmp_path: Path) -> None:
     findings = run_audit(tmp_path / "claim.yaml", target_factory=never_load).findings
     assert findings["verdict"] == "CONTRADICTED"
     assert lookup_metrics(findings)["present"] == 3 * N
+
+
+def test_lone_surrogates_in_a_corpus_do_not_stop_the_build(tmp_path: Path) -> None:
+    """Found by the index benchmark: a source file's "\\ud8ff" escape, decoded, is a lone
+    surrogate; every reading (tables, the language share) takes it as the JSON reader does."""
+    from verifier.corpus import CorpusIndex, build_index
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    text = f"{WIKI[0]} {chr(0xD8FF)}\n" + "one\ttwo\tthree\n" * 4  # a table too: read column by column
+    (folder / "odd.jsonl").write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
+    build_index([folder], tmp_path / "index")
+    assert lookup(CorpusIndex.open(tmp_path / "index"), [WIKI[0]])[0].verbatim

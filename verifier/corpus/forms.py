@@ -486,7 +486,9 @@ def _fixed_width(lines: list[str]) -> list[list[str]]:
     import numpy as np
 
     width = max(map(len, lines))
-    grid = np.frombuffer("".join(line.ljust(width) for line in lines).encode("utf-32-le"), dtype=np.uint32)
+    grid = np.frombuffer(
+        "".join(line.ljust(width) for line in lines).encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32
+    )
     blank = (grid.reshape(len(lines), width) == 32).all(axis=0)
     cuts = [i for i in range(1, width) if blank[i] != blank[i - 1]]
     bounds = list(zip([0, *cuts], [*cuts, width]))

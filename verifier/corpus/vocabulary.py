@@ -67,7 +67,7 @@ def language_share(read: list[Reading], frames: list[bytes]) -> float:
     bits = np.arange(64, dtype=np.uint64)
     best, judged = 0.0, False
     for reading, frame in zip(read, frames):
-        chars = len("".join(reading.text.split()).encode("utf-8"))
+        chars = len("".join(reading.text.split()).encode("utf-8", errors="surrogatepass"))
         if chars >= 2 * MIN_JUDGED_WORDS and len(frame) - frame.count(b" ") < MIN_KEPT * chars:
             judged = True  # mostly symbols (Braille, letters drawn as emoji): nothing read as words
             continue
