@@ -1,6 +1,8 @@
 """How much and which: the fraction bound and the false discovery rate of identified documents.
 
-On independently built light testbeds (known membership; GPT-2-style model, two epochs):
+On independently built light testbeds (known membership; GPT-2-style model, two epochs), or with ``--preset`` the
+book-openings or pretraining-like ones (SmolLM2-135M, each member seen once among background text); every row
+carries the regime it was measured on:
 
 1. Fraction trained on: suspect sets with a true member fraction of 0, 0.1, 0.25, 0.5 and 1.0
    (the rest same-pool non-members) against disjoint non-member held-out sets, n = 100 and 200
@@ -14,7 +16,8 @@ On independently built light testbeds (known membership; GPT-2-style model, two 
 Rows are written to the method-validation table (``verifier/validation/table.json``) with
 ``--record``.
 
-Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--preset light|books] [--sizes 100,200] [--record]
+Usage: python benchmarks/fraction.py [--builds 4] [--audits 200] [--preset light|books|pretrain-like]
+       [--sizes 100,200] [--record]
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import sys
 import time
 
 import numpy as np
-from soundness import testbed_pools
+from soundness import row, testbed_pools
 
 from verifier.dataset_inference.fraction import conformal_p_values, fold_scores, fraction_trained, identified
 from verifier.dataset_inference.power import wilson
@@ -52,7 +55,10 @@ def main() -> None:
     parser.add_argument("--builds", type=int, default=4)
     parser.add_argument("--audits", type=int, default=200, help="audits per cell and build")
     parser.add_argument(
-        "--preset", default="light", choices=["light", "books"], help="light testbeds, or the book-openings ones"
+        "--preset",
+        default="light",
+        choices=["light", "books", "pretrain-like"],
+        help="light testbeds, the book-openings ones, or the pretraining-like ones",
     )
     parser.add_argument("--sizes", default="100,200", help="documents per set")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
@@ -107,7 +113,7 @@ def main() -> None:
                 f"{all_fdp.mean() + half:.3f}] | {min(fdp_means):.3f}-{max(fdp_means):.3f} | {np.mean(found):.1f} |",
                 flush=True,
             )
-            common = {"route": "dataset_inference", "n": n, "trials": args.audits * len(pools), "builds": len(pools)}
+            common = row("", "", n, pools) | {"trials": args.audits * len(pools), "builds": len(pools)}
             rows.append(
                 common
                 | {

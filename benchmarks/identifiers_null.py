@@ -14,9 +14,16 @@ copy, trained or not). This measures:
 3. alternative: the identifiers the testbed's members carry (the model was trained on them):
    detection rate over audits of the same size;
 4. with ``--smollm2``: the structured attack on SmolLM2-135M (which certainly never saw these
-   strings), with the self-predictability filter on and, to show what it prevents, off.
+   strings), with the self-predictability filter on and, to show what it prevents, off;
+5. with ``--reveal``: the attack of issue 40 on SmolLM2-135M - fresh 40-hex hashes after a git
+   "short object ID is ambiguous" message that shows their first 2-6 characters (runs of 3 or more
+   are kept in every fresh draw, 2 are not): the SUPPORTED rate per revealed length, with the
+   conditioning on and, on a share of the audits, off (what it prevents); and 2015-style bit.ly links
+   (paths beginning with 1) against draws that keep their first character;
+6. with ``--testbed-preset pretrain-like``: sections 1-3 on that testbed (SmolLM2 continued-pretrained,
+   members seen once) instead of the small one.
 
-    python benchmarks/identifiers_null.py --audits 200
+    python benchmarks/identifiers_null.py --audits 200 [--reveal 250] [--testbed-preset pretrain-like]
 """
 
 from __future__ import annotations
@@ -30,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from verifier.dataset_inference.power import wilson
+from verifier.identifiers import formats
 from verifier.identifiers.trials import identifier_trials
-from verifier.marks import identifiers
 from verifier.scoring.table import TargetScorer
 from verifier.stats.rank_trials import run_rank_tests
 from verifier.targets import ScoringOptions
@@ -50,8 +57,8 @@ def structured(rng: np.random.Generator, kind: int) -> str:
 
 
 def fresh(rng: np.random.Generator, i: int) -> str:
-    fmt = identifiers.FORMATS[i % 3]  # uuid4, hex_digest, short_url
-    while not identifiers.random_looking(ident := fmt.new(rng)):
+    fmt = formats.FORMATS[i % 3]  # uuid4, hex_digest, short_url
+    while not formats.random_looking(ident := fmt.new(rng)):
         pass
     return ident
 
@@ -86,19 +93,25 @@ def main() -> None:
     parser.add_argument(
         "--smollm2", type=int, default=0, help="audits of the structured attack on SmolLM2-135M (0: skip)"
     )
-    parser.add_argument("--testbed", type=Path, default=None, help="a built 'small' testbed folder to reuse")
+    parser.add_argument("--testbed", type=Path, default=None, help="a built testbed folder to reuse")
+    parser.add_argument("--testbed-preset", default="small", choices=["small", "pretrain-like"])
+    parser.add_argument(
+        "--reveal", type=int, default=0, help="audits of the revealing-context attack on SmolLM2-135M (0: skip)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="identifiers-null-"))
+    if args.reveal:
+        revealing(args.reveal, work)
     started = time.perf_counter()
-    testbed = build_testbed(PRESETS["small"], out=args.testbed or work / "testbed")
+    config = PRESETS[args.testbed_preset]
+    testbed = build_testbed(config, out=args.testbed) if args.testbed else build_testbed(config)
     rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
     outside = [r["text"] for r in rows if r["member"] == 0]
     members = [(r["text"], r["identifier"]) for r in rows if r["member"] == 1 and r["identifier"]]
-    scorer = TargetScorer(
-        str(testbed.model_dir), ScoringOptions(max_tokens=PRESETS["small"].seq_len), work / "cache", None
-    )
+    scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
     print(
-        f"testbed 'small' built in {time.perf_counter() - started:.0f} s; {len(outside)} non-member texts, "
+        f"testbed {args.testbed_preset!r} ({testbed.folder.name}) built in "
+        f"{time.perf_counter() - started:.0f} s; {len(outside)} non-member texts, "
         f"{len(members)} member identifiers; {PER_AUDIT} identifiers an audit, {SAMPLES} fresh draws each, Fisher, "
         f"alpha {ALPHA}\n"
     )
@@ -108,7 +121,7 @@ def main() -> None:
     for a in range(args.audits):
         contexts = [outside[int(i)] for i in rng.choice(len(outside), PER_AUDIT, replace=False)]
         built = [structured(rng, i) for i in range(PER_AUDIT)]
-        refused += sum(not identifiers.random_looking(x) for x in built)
+        refused += sum(not formats.random_looking(x) for x in built)
         offered += len(built)
         plans.append(
             (placed(contexts, [fresh(rng, a * PER_AUDIT + i) for i in range(PER_AUDIT)]), placed(contexts, built))
@@ -145,19 +158,80 @@ def main() -> None:
         smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=128), work / "cache", None)
         text = [r["text"] for r in rows][: args.smollm2]
         for label, filtered in (("filter on", True), ("filter off", False)):
-            original = identifiers._self_predictable
+            original = formats._self_predictable
             if not filtered:
-                identifiers._self_predictable = lambda t: False  # type: ignore[assignment]
+                formats._self_predictable = lambda t: False  # type: ignore[assignment]
             try:
                 ps = [audit(smol, placed([t], [structured(rng, i)]))[0] for i, t in enumerate(text)]
             finally:
-                identifiers._self_predictable = original  # type: ignore[assignment]
+                formats._self_predictable = original  # type: ignore[assignment]
             scored = [p for p in ps if p is not None]
             print(
                 f"SmolLM2-135M, structured identifiers, {label}: {len(scored)} of {len(ps)} tested, "
                 f"median p {np.median(scored) if scored else float('nan'):.3g}, p <= {ALPHA}: "
                 f"{sum(p <= ALPHA for p in scored)}"
             )
+
+
+def git_message(before: str, ident: str, shown: int, rng: np.random.Generator) -> str:
+    """Real text, then git's answer to an ambiguous short id showing ``shown`` characters of ``ident``, then
+    ``ident`` in full (the outside attack's notes)."""
+    prefix = ident[:shown]
+    others = ["".join("0123456789abcdef"[i] for i in rng.integers(0, 16, 2)) for _ in range(2)]
+    return (
+        f"{' '.join(before.split()[-20:])}\n$ git show {prefix}\nerror: short object ID {prefix} is ambiguous\n"
+        f"hint: The candidates are:\nhint:   {prefix}{others[0]} commit 2026-12-06 - fix the parser\n"
+        f"hint:   {prefix}{others[1]} tree\nThe fix landed as {ident} and"
+    )
+
+
+def revealing(audits: int, work: Path) -> None:
+    """Section 5: the revealing-context attack and 2015-style short links on SmolLM2-135M."""
+    from verifier.testbed.pool import bundled_pool
+
+    smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=160), work / "cache", None)
+    texts = [p.text for p in bundled_pool()]
+    rng = np.random.default_rng(40)
+    lengths = (2, 3, 4, 5, 6)
+    plans: dict[int, list[list[str]]] = {k: [] for k in lengths}
+    for a in range(audits):
+        k = lengths[a % len(lengths)]
+        idents = [fresh(rng, 1) for _ in range(PER_AUDIT)]  # 40-hex hashes that pass the filter
+        plans[k].append([git_message(texts[int(rng.integers(len(texts)))], x, k, rng) for x in idents])
+    links = []
+    for _ in range(max(40, audits // 5)):
+        paths = ["1" + "".join(formats.ALNUM[i] for i in rng.integers(0, 62, 6)) for _ in range(PER_AUDIT)]
+        links.append(placed([texts[int(rng.integers(len(texts)))] for _ in paths], [f"bit.ly/{p}" for p in paths]))
+    started = time.perf_counter()
+    print(
+        f"== 5. SmolLM2-135M: contexts revealing a fresh hash's first characters; {PER_AUDIT} identifiers an "
+        f"audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n"
+    )
+    print("| audits | n | SUPPORTED | rate [Wilson 95%] | spread across 5 batches (sd) |\n|---|---|---|---|---|")
+    every: list[bool] = []
+    for k in lengths:
+        outcomes = [(p := audit(smol, plan)[0]) is not None and p <= ALPHA for plan in plans[k]]
+        every += outcomes if k >= formats.REVEALED_RUN else []
+        print(rate(f"{k} characters revealed{' (not kept: shorter than a run)' if k < 3 else ''}", outcomes))
+    print(rate(f"all with {formats.REVEALED_RUN}-6 characters revealed", every))
+    original = formats.revealed
+    formats.revealed = lambda context, identifier: frozenset()  # type: ignore[assignment]
+    try:
+        off = [
+            (p := audit(smol, plan)[0]) is not None and p <= ALPHA
+            for k in lengths[1:]
+            for plan in plans[k][: max(4, len(plans[k]) // 5)]
+        ]
+    finally:
+        formats.revealed = original  # type: ignore[assignment]
+    print(rate("3-6 revealed, conditioning off (what it prevents)", off))
+    print(
+        rate(
+            "2015-style bit.ly links (paths beginning with 1), first character kept",
+            [(p := audit(smol, plan)[0]) is not None and p <= ALPHA for plan in links],
+        )
+    )
+    print(f"\n({time.perf_counter() - started:.0f} s)\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,21 @@ blind rows, which is the point: none of the signals carries evidence the blind b
 ``--readme`` rewrites the README's signal table (between its markers) from this run, so the
 README's numbers are generated, never copied by hand.
 
-Usage: ``python benchmarks/signal_table.py [--prefix-documents 3] [--readme]``
+``--testbed pretrain-like`` instead scores a ground-truth testbed's documents (true members against
+same-pool non-members, membership drawn independently of the period: no shift for the blind rows to find)
+with every gray-box signal, and the reference difference against the base weights (SmolLM2-135M before the
+continued pretraining: an auditor seldom has a model's own starting point, so that row is a ceiling); a seeded
+``--max-docs`` subset keeps the many-pass signals (PAC, ReCaLL) affordable on 2 cores.
+
+Usage: ``python benchmarks/signal_table.py [--prefix-documents 3] [--readme] [--testbed pretrain-like --seed 0
+--max-docs 600]``
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -63,7 +71,13 @@ def main() -> None:
         "--prefix-documents", type=int, default=3, help="prefix documents per label (ReCaLL, Con-ReCall shots)"
     )
     parser.add_argument("--readme", action="store_true", help="rewrite the README's signal table from this run")
+    parser.add_argument("--testbed", default=None, help="a testbed preset to score instead of WikiMIA-64")
+    parser.add_argument("--seed", type=int, default=0, help="the testbed's seed")
+    parser.add_argument("--max-docs", type=int, default=600, help="testbed documents scored (a seeded subset)")
     args = parser.parse_args()
+    if args.testbed:
+        testbed_table(args)
+        return
     params = {
         "recall": {"shots": args.prefix_documents, "shot_chars": 400},
         "con_recall": {"shots": args.prefix_documents, "shot_chars": 400},
@@ -97,6 +111,51 @@ def main() -> None:
             )
         )
         print("\nrewrote the README's signal table")
+
+
+def testbed_table(args: argparse.Namespace) -> None:
+    """Every gray-box signal's per-document AUC on a testbed (true members vs non-members), with the reference
+    difference against the base weights."""
+    import json
+
+    import numpy as np
+
+    from verifier.testbed.build import build_testbed, preset_config
+
+    config = preset_config(args.testbed, seed=args.seed)
+    testbed = build_testbed(config)
+    rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
+    keep = np.sort(np.random.default_rng(args.seed).permutation(len(rows))[: args.max_docs])
+    signals = SIGNALS + (["reference"] if config.base else [])
+    params = {
+        "recall": {"shots": args.prefix_documents, "shot_chars": 400},
+        "con_recall": {"shots": args.prefix_documents, "shot_chars": 400},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "documents.jsonl"
+        data.write_text("".join(json.dumps({"text": rows[i]["text"], "label": rows[i]["member"]}) + "\n" for i in keep))
+        table = score_file(
+            str(testbed.model_dir),
+            data,
+            Path(tmp) / "scores.parquet",
+            ScoringOptions(max_tokens=config.seq_len),
+            reference=config.base,
+            signal_names=signals,
+            signal_params=params,
+            prefix_documents=args.prefix_documents,
+            prefix_seed=0,
+        )
+    regime = testbed.manifest.get("regime", {})
+    print(
+        f"{args.testbed} testbed seed {args.seed} ({testbed.manifest['digest']}): {len(keep)} documents drawn "
+        f"with seed {args.seed}; {regime.get('parameters', 0) / 1e6:.0f}M parameters, "
+        f"each member seen {regime.get('passes')} time(s), members {regime.get('member_token_share', 0):.1%} of "
+        f"training tokens; built on {testbed.manifest.get('cpu')} in {testbed.manifest['build_seconds']:.0f} s\n"
+    )
+    for line in table_lines(
+        evaluate_table(table, seed=0), " ".join(["python benchmarks/signal_table.py", *sys.argv[1:]])
+    )[2:]:
+        print(line)
 
 
 if __name__ == "__main__":

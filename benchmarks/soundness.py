@@ -25,8 +25,13 @@ status), on ground-truth testbeds whose training membership is known and on real
 
 ``--record`` writes the rows to the method-validation table (``verifier/validation/table.json``).
 
+5. The pretraining-like testbeds (``--presets pretrain-like``): SmolLM2-135M continued-pretrained one pass over
+   the members among real background text; power and member-free false verdicts at n = 100, 200, 500.
+
+Every recorded row carries the regime of the testbeds it was measured on (model, size, passes, member share).
+
 Usage: python benchmarks/soundness.py [--builds 4] [--trials-per-build 50] [--presets light,faint] [--books]
-       [--skip-smollm2] [--record]
+       [--skip-smollm2] [--skip-light] [--record]
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from verifier.scoring.table import score_documents
 from verifier.stats.metrics import evaluate_scores
 from verifier.targets import ScoreCache, ScoringOptions
 from verifier.targets.kinds.causal_lm import CausalLMTarget
-from verifier.testbed.build import PRESETS, TestbedConfig, build_testbed
+from verifier.testbed.build import PRESETS, TestbedConfig, build_testbed, regime
 from verifier.testbed.pool import NEW, OLD, books_pool
 from verifier.validation import record
 
@@ -80,6 +85,7 @@ class Pool:
     member: np.ndarray
     period: np.ndarray
     variants: dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (texts, features), same rows
+    regime: dict | None = None  # the trained model's regime (validation.Regime fields); None: no testbed
 
     def take(self, idx: np.ndarray, variant: str | None = None, year: int = 2016) -> DocumentSet:
         texts, features = self.variants[variant] if variant else (self.texts, self.features)
@@ -107,7 +113,8 @@ def testbed_pool(preset: str, seed: int, cache: ScoreCache, with_variants: bool)
     for name, transform in TRANSFORMS.items() if with_variants else ():
         v_texts = np.array([transform(t) for t in texts], dtype=object)
         variants[name] = (v_texts, score_pool(target, v_texts.tolist(), cache))
-    pool = Pool(texts, score_pool(target, docs.texts, cache), docs.labels == 1, period, variants)
+    where = testbed.manifest.get("regime") or regime(config, pool)  # manifests before the field: computed
+    pool = Pool(texts, score_pool(target, docs.texts, cache), docs.labels == 1, period, variants, where)
     return pool, testbed.manifest
 
 
@@ -194,8 +201,19 @@ def rate_text(hits: list[int], trials: list[int], keep: dict | None = None) -> s
     )
 
 
-def row(quantity: str, scenario: str, n: int) -> dict:
-    return {"route": "dataset_inference", "quantity": quantity, "scenario": scenario, "n": n}
+def row(quantity: str, scenario: str, n: int, pools: list[Pool] | None = None) -> dict:
+    """A row of the validation table, with the regime of the testbeds it was measured on (their mean member share:
+    builds differ by the member draw)."""
+    regimes = [p.regime for p in pools or [] if p.regime]
+    where = (
+        {
+            "regime": regimes[0]
+            | {"member_token_share": round(float(np.mean([r["member_token_share"] for r in regimes])), 3)}
+        }
+        if regimes
+        else {}
+    )
+    return {"route": "dataset_inference", "quantity": quantity, "scenario": scenario, "n": n} | where
 
 
 def main() -> None:
@@ -209,10 +227,17 @@ def main() -> None:
     )
     parser.add_argument("--books", action="store_true", help="also the heterogeneous book-openings testbeds")
     parser.add_argument("--skip-smollm2", action="store_true")
+    parser.add_argument(
+        "--skip-light", action="store_true", help="leave out the light testbeds' false-verdict rows (section 1)"
+    )
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
     args = parser.parse_args()
     cache = ScoreCache()
-    presets = list(dict.fromkeys(["light", *args.presets.split(","), *(["books"] if args.books else [])]))
+    presets = list(
+        dict.fromkeys(
+            [*([] if args.skip_light else ["light"]), *args.presets.split(","), *(["books"] if args.books else [])]
+        )
+    )
     testbeds: dict[str, list[Pool]] = {preset: [] for preset in presets}
     digests = []
     for preset, pools in testbeds.items():
@@ -234,15 +259,14 @@ def main() -> None:
                 + ", ".join(f"{n} {a:.3f}" for n, a in zip(SIGNALS, aucs)),
                 flush=True,
             )
-    pools = testbeds["light"]
-
     t = args.trials_per_build
+    pools = testbeds.get("light", [])
     print(
         f"\n== 1. false verdicts (SUPPORTED or CONTRADICTED granted, no membership difference): {args.builds} builds "
         f"x {t} audits per row, alpha 0.05"
     )
     print(f"  {'scenario':<52}{'rate [95% CI]  spread across builds':<48}statuses")
-    for name in false_verdict_rows(pools[0]):
+    for name in false_verdict_rows(pools[0]) if pools else ():
         started = time.perf_counter()
         per_build = [
             audits(pool, t, np.random.default_rng(1000 * b + 7), false_verdict_rows(pool)[name])
@@ -253,7 +277,7 @@ def main() -> None:
         statuses = ", ".join(f"{s.value} {k}" for s, k in total.most_common())
         scenario, n = name.rsplit(", n = ", 1)
         text = rate_text(
-            hits, [t] * len(pools), row("false verdict rate (whole rule set, light testbeds)", scenario, int(n))
+            hits, [t] * len(pools), row("false verdict rate (whole rule set, light testbeds)", scenario, int(n), pools)
         )
         print(f"  {name:<52}{text:<48}{statuses}  ({time.perf_counter() - started:.0f} s)", flush=True)
         if name.startswith(
@@ -266,19 +290,22 @@ def main() -> None:
             text = rate_text(
                 [c[SetStatus.SIGNIFICANT] for c in opt_in],
                 [t] * len(pools),
-                row("false verdict rate (rule set + blind-residual test, light testbeds)", scenario, int(n)),
+                row("false verdict rate (rule set + blind-residual test, light testbeds)", scenario, int(n), pools),
             )
             print(f"  {'  + blind-residual test':<52}{text:<48}", flush=True)
 
     for preset, preset_pools in testbeds.items():
         if preset == "books":
             books_table(preset_pools, t)
+        elif preset.startswith("pretrain-like"):
+            pretrain_table(preset, preset_pools, t)
         else:
             power_table(preset, preset_pools, t)
     if not args.skip_smollm2:
         real_data(args.builds * t, cache)
     if args.record:
-        record("soundness", ROWS, digests, "python benchmarks/soundness.py " + " ".join(sys.argv[1:]))
+        name = "soundness" if "light" in presets else "soundness-" + "-".join(presets)  # other runs' rows kept
+        record(name, ROWS, digests, "python benchmarks/soundness.py " + " ".join(sys.argv[1:]))
         print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
 
 
@@ -314,11 +341,64 @@ def power_table(preset: str, pools: list[Pool], t: int) -> None:
         print(
             f"  {'power':<6}{n:>4}  "
             + "".join(
-                f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n)):<44}" for c in columns
+                f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n, pools)):<44}"
+                for c in columns
             ),
             flush=True,
         )
         print(f"  {'FPR':<6}{n:>4}  " + "".join(f"{rate_text(false[c], trials):<44}" for c in columns[:2]), flush=True)
+
+
+def pretrain_table(preset: str, pools: list[Pool], t: int) -> None:
+    """Power and member-free false verdicts at n = 100, 200, 500 on the pretraining-like testbeds: members of both
+    periods against non-members of both (membership is drawn independently of the period), the permutation test
+    alone and the whole rule set."""
+    print(
+        f"\n== 2b. {preset} testbeds (SmolLM2-135M continued-pretrained, each member seen once among background text): "
+        f"power (suspect = members, held-out = non-members) and member-free false verdicts; {len(pools)} builds x {t} "
+        "audits, alpha 0.05"
+    )
+    columns = ("permutation test", "rule set (default)")
+    print(f"  {'':<6}{'n':>4}  " + "".join(f"{c:<44}" for c in columns) + "statuses (rule set, power audits)")
+    for n in (100, 200, 500):
+        hits: dict[str, list[int]] = {c: [] for c in columns}
+        false: dict[str, list[int]] = {c: [] for c in columns}
+        statuses: Counter = Counter()
+        free_n = n
+        for b, pool in enumerate(pools):
+            rng = np.random.default_rng(7000 * b + n)
+            members, others = np.flatnonzero(pool.member), np.flatnonzero(~pool.member)
+            s_idx, h_idx = draw(members, t, n, rng), draw(others, t, n, rng)
+            free_n = min(n, len(others) // 2)  # two disjoint member-free sets of the largest size the pool allows
+            free = draw(others, t, 2 * free_n, rng)
+            for (suspect, heldout), counts in (((s_idx, h_idx), hits), ((free[:, :free_n], free[:, free_n:]), false)):
+                p_perm = trial_p_values(pool.features[suspect], pool.features[heldout], rng, n_permutations=199)
+                counts[columns[0]].append(int((p_perm < 0.05).sum()))
+                found = [
+                    run_set_membership(pool.take(s), pool.take(h), SIGNALS, params=PARAMS, seed=i).status
+                    for i, (s, h) in enumerate(zip(suspect, heldout))
+                ]
+                counts[columns[1]].append(sum(s == SetStatus.SIGNIFICANT for s in found))
+                if counts is hits:
+                    statuses.update(s.value for s in found)
+        trials = [t] * len(pools)
+        print(
+            f"  {'power':<6}{n:>4}  "
+            + "".join(
+                f"{rate_text(hits[c], trials, row(f'power ({c})', f'{preset} testbeds', n, pools)):<44}"
+                for c in columns
+            )
+            + ", ".join(f"{k} {v}" for k, v in statuses.most_common()),
+            flush=True,
+        )
+        print(
+            f"  {'false':<6}{free_n:>4}  "
+            + "".join(
+                f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', f'member-free {preset} testbeds', free_n, pools)):<44}"  # noqa: E501
+                for c in columns
+            ),
+            flush=True,
+        )
 
 
 def books_table(pools: list[Pool], t: int) -> None:
@@ -366,7 +446,8 @@ def books_table(pools: list[Pool], t: int) -> None:
         print(
             f"  {'power':<6}{n:>4}  "
             + "".join(
-                f"{rate_text(hits[c], trials, row(f'power ({c})', 'book openings testbeds', n)):<44}" for c in columns
+                f"{rate_text(hits[c], trials, row(f'power ({c})', 'book openings testbeds', n, pools)):<44}"
+                for c in columns
             )
             + ", ".join(f"{k} {v}" for k, v in statuses.most_common()),
             flush=True,
@@ -375,7 +456,7 @@ def books_table(pools: list[Pool], t: int) -> None:
             print(
                 f"  {'false':<6}{n:>4}  "
                 + "".join(
-                    f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', 'member-free book openings', n)):<44}"  # noqa: E501
+                    f"{rate_text(false[c], trials, row(f'false verdict rate ({c})', 'member-free book openings', n, pools)):<44}"  # noqa: E501
                     for c in columns
                 ),
                 flush=True,

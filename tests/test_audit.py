@@ -369,6 +369,19 @@ def test_a_preregistered_audit_says_so_and_carries_its_plan(testbed_claim, bundl
         "power (rule set (default))",
     ]
     assert all(r["sentence"] in html for r in validation["bearing"])
+    # Rows of the measured regime nearest the audited model's size, and how far that is, in the report.
+    from markupsafe import escape
+
+    from verifier.validation import load_table, nearest_regime
+
+    regimes = list({r.regime: None for r in load_table().rows if r.regime is not None})
+    assert validation["parameters"] > 0 and validation["regime"] == nearest_regime(
+        regimes, validation["parameters"]
+    ).model_dump(mode="json")
+    assert (
+        validation["regime_sentence"].startswith("Measured on a ")
+        and str(escape(validation["regime_sentence"])) in html
+    )
     assert runner.invoke(app, ["verify", str(folder), "--key", str(work / "k.key.pub")]).exit_code == 0
     # The plan cannot be dropped from the bundle, nor slipped into one whose findings do not name it.
     (folder / "plan.dsse.json").unlink()

@@ -231,3 +231,40 @@ def test_dataset_inference_through_the_api_on_the_finetuned_testbed(finetuned_te
         30 <= result.usage["target"]["requests_sent"] <= 40
         and result.findings["model"]["target"]["kind"] == "openai_compatible"
     )
+
+
+def test_testbeds_measured_for_the_validation_table_keep_their_names():
+    """Fields added to the config later (background, bf16) at their defaults leave a preset's digest alone, so the
+    testbeds the shipped table names can still be rebuilt and found by name."""
+    from verifier.testbed.build import preset_config
+    from verifier.testbed.pool import bundled_pool
+    from verifier.validation import load_table
+
+    (run,) = [r for r in load_table().runs if r.benchmark == "fraction"]
+    pool = bundled_pool()
+    assert [preset_config("light", seed=s).digest(pool) for s in range(len(run.testbeds))] == run.testbeds
+    assert preset_config("pretrain-like").digest(pool) not in run.testbeds
+
+
+@pytest.mark.slow
+def test_pretrain_like_testbed_sees_each_member_once_among_background_text(tmp_path_factory):
+    """The pretraining-like preset at test size: SmolLM2 continued-pretrained one pass over members, marks and
+    real background windows; the manifest says where its numbers hold (size, passes, member share, CPU), and one
+    pass at its learning rate raises the members' log-probs more than the non-members'."""
+    config = PRESETS["pretrain-like-small"]
+    testbed = build_testbed(config, out=tmp_path_factory.mktemp("testbed") / "pretrain-like-small")
+    manifest = testbed.manifest
+    tokens, regime = manifest["tokens"], manifest["regime"]
+    assert tokens["background"] > tokens["members"] > 0 and tokens["marks"] > 0
+    assert regime["passes"] == 1 and 100e6 < regime["parameters"] < 200e6
+    assert regime["member_token_share"] == round(tokens["members"] / sum(tokens.values()), 4) < 0.5
+    assert "cores" in manifest["cpu"] and len(manifest["train_loss_per_epoch"]) == 1
+    rows = [json.loads(line) for line in testbed.documents.read_text().splitlines()]
+    assert len(rows) == config.max_docs and any(r["identifier"] for r in rows)
+    docs = load_documents(testbed.documents, label_field="member")
+    options = ScoringOptions(max_tokens=config.seq_len)
+    tuned = score_documents(docs, CausalLMTarget(str(testbed.model_dir), options), signal_names=["loss"])
+    base = score_documents(docs, CausalLMTarget("smollm2-135m", options), signal_names=["loss"])  # the same tokens
+    gain = tuned.signal("loss") - base.signal("loss")
+    member = docs.labels == 1
+    assert gain[member].mean() > gain[~member].mean()

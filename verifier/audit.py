@@ -171,6 +171,7 @@ def run_audit(
             decided.route if decided.outcome and decided.outcome.status else None,
             decided.outcome.size if decided.outcome else None,
             decided.verdict,
+            getattr(ctx.loaded.get("target"), "parameters", None),  # open weights: their size; an API: unknown
         ),
         "preregistration": preregistration,
         "inputs": inputs,

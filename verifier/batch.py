@@ -254,7 +254,9 @@ def adjust(findings_list: list[dict[str, Any]], error_control: str, batch_id: st
                 )
                 method = findings.get("method_validation") or {}
                 if method.get("route"):  # the rates that bear on the weakened verdict, not on the one withdrawn
-                    method["bearing"] = for_audit(method["route"], method["n"], Verdict.INCONCLUSIVE.value)["bearing"]
+                    method["bearing"] = for_audit(
+                        method["route"], method["n"], Verdict.INCONCLUSIVE.value, method.get("parameters")
+                    )["bearing"]
                 for row in findings.get("regulation", []):
                     if row["status"] == "shown":  # what the weakened verdict showed no longer holds
                         row["status"] = "not established"

@@ -9,10 +9,12 @@ import pytest
 from verifier.identifiers.formats import (
     HEX_LOWER,
     KNOWN_CONSTANTS,
+    _bare,
     _self_predictable,
     find_identifiers,
     fresh_draws,
     random_looking,
+    revealed,
 )
 
 
@@ -28,13 +30,14 @@ def test_identifiers_are_found_once_and_known_constants_set_aside():
         "A DeepSeek-style key sk-7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a is tested once, as its random hex.",
     ]
     found, dropped = find_identifiers(texts, 4)
-    assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4", "short_url", "hex_digest"]
+    assert [f.format for f in found] == ["hex_digest", "short_url", "uuid4", "short_url", "hex_digest", "hex_digest"]
+    assert found[4].revealed == frozenset(range(7))  # the short hash before it: kept in every fresh draw
     assert found[-1].identifier == "7d1e0c9a4b2f8e6d3c5a1b9f0e2d4c6a" and found[-1].context.endswith("key sk-")
     assert found[0].context == "Commit " and found[2].context == "Key AKIAIOSFODNN7EXAMPLE and id "
     assert dropped == {
         "not random-looking": 3,
         "repeated": 1,
-        "context holds part of it": 1,
+        "context shows most of it": 0,
     }  # AKIA keys are no format here
     assert all(not random_looking(c) for c in KNOWN_CONSTANTS)
     assert (
@@ -86,20 +89,52 @@ def test_fresh_draws_keep_each_character_class_so_a_models_taste_for_digits_or_l
 def test_copies_in_context_and_variants_of_one_value_are_caught():
     """A second outside attack: a fingerprint shown grouped in fours, upper case, before the full key
     made SmolLM2 'recognise' 15 fresh keys (p = 7e-8: it copied them); and one value written five ways
-    counted five times in Fisher's combination."""
+    counted five times in Fisher's combination. What the context shows, in any grouping, case or look-alike form,
+    is kept in every fresh draw; a key shown whole is not tested."""
     key = "358d7f7117e1166867a1bd2f4df77c3a4c19b5d8"
     grouped = " ".join(key.upper()[i : i + 4] for i in range(0, 40, 4))
-    assert find_identifiers([f"Fingerprint: {grouped}. The key id is {key}."], 32)[1]["context holds part of it"] == 1
+    assert find_identifiers([f"Fingerprint: {grouped}. The key id is {key}."], 32)[1]["context shows most of it"] == 1
     spaced = "\u200b".join(key[:12])
     fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in key[:10])
-    for shown in (spaced, fullwidth, key[:8].upper()):
-        assert find_identifiers([f"Shown as {shown} first, then {key} in full."], 32)[0] == []
+    for shown, length in ((spaced, 12), (fullwidth, 10), (key[:8].upper(), 8)):
+        (item,), _ = find_identifiers([f"Shown as {shown} first, then {key} in full."], 32)
+        assert item.revealed >= frozenset(range(length))
+        assert all(d[:length] == key[:length] for d in fresh_draws(item, 50))
     value = "9e1c7a2f4b8d3e6a0c5f7b9d2e4a6c8f1b3d5e7a9c0e2f4a6b8d0c2e4f6a8b0c"
     variants = [value, value.upper(), value[:40], value[:32], "1" + value[:63]]
     found, dropped = find_identifiers([f"Record {v} filed." for v in variants], 4)
     assert [f.identifier for f in found] == [value] and dropped["repeated"] == 4
     item = find_identifiers([f"Fingerprint {key[:2]}: filed under {key}."], 4)[0][0]
-    assert all(not any(d[i : i + 6] in "filed under" for i in range(35)) for d in fresh_draws(item, 50))
+    context = _bare(item.context)
+    assert all(revealed(context, d) == item.revealed for d in fresh_draws(item, 50))
+
+
+@pytest.mark.parametrize("shown", [3, 4, 5, 6])
+def test_what_the_context_reveals_is_shared_by_every_fresh_draw(shown):
+    """The outside attack of issue 40: git's "short SHA is ambiguous" message showing a hash's first 4-5
+    characters before the full hash (generated on the day, never seen by any model) gave SUPPORTED at p = 9e-7:
+    the model copied the prefix, which fresh draws did not share. They share it now, and show the context no
+    other run of the identifier (so the real one is uniform among the strings they come from)."""
+    key = "6b2f0d9c41e7a8355c0e9d1f7a3b6c2e8d4f1a07"
+    text = (
+        f"$ git show {key[:shown]}\nerror: short object ID {key[:shown]} is ambiguous\nhint: The candidates are:\n"
+        f"hint:   {key[:shown]}xx commit 2026-12-06 - fix the parser\nThe fix landed as {key} on the day."
+    )
+    (item,), _ = find_identifiers([text], 32)
+    assert item.revealed == frozenset(range(shown))
+    draws = fresh_draws(item, 99)
+    context = _bare(item.context)
+    assert all(d[:shown] == key[:shown] and revealed(context, d) == item.revealed for d in draws)
+    assert len({d[shown:] for d in draws}) == 99
+
+
+def test_hex_encoded_text_and_a_short_links_sequence_digit_are_not_taken_for_random():
+    """Hex-encoded ASCII leaned +0.7 to +1.4 SD above fresh hex on text no model saw; 2015's bit.ly paths all
+    begin with 1. The first is not tested; the second keeps its first character in every draw."""
+    encoded = b"Hello, world: an audit!!".hex()[:40]
+    assert not random_looking(encoded) and find_identifiers([f"payload {encoded} end"], 4)[0] == []
+    (link,), _ = find_identifiers(["see bit.ly/1xK9qPz now"], 4)
+    assert {d[7] for d in fresh_draws(link, 99)} == {"1"}
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,16 @@ of one step (12345, abcde, 13579), strings whose own parts predict each other (a
 characters that recurs, forwards or mirrored: a repeated block a model continues from its first
 copy without training), digests of only digits or only letters, strings holding an
 English word of five letters or more (vanity short URLs, ``...EXAMPLE`` keys), and 32-hex strings
-laid out like a version-4 UUID without dashes (not uniform digits). An identifier whose context
-already holds six or more of its characters in a row (a short commit hash before the full one, a
-redacted key) is not tested: the model could copy them. Formats with structure a uniform sampler
+laid out like a version-4 UUID without dashes (not uniform digits), and hex strings that decode to
+printable text (hex-encoded ASCII: models find it likelier than fresh hex for reasons other than
+training). What the context gives away is shared: where the context shows three or more of an
+identifier's characters in a row (a short commit hash in an "ambiguous" message before the full
+one, a redacted key), the fresh draws keep those characters and must show the context exactly the
+same runs - the real identifier is uniform among the strings that meet that condition, so the rank
+stays exact and a model copying the revealed part favours real and fresh alike; an identifier with
+fewer than four characters left to draw is not tested. A short link's first character is kept as
+well: shorteners hand out paths in sequence (2015's bit.ly paths begin with 1), so it is not
+uniform. Formats with structure a uniform sampler
 would not reproduce are not offered: AWS key ids (they encode the account) and GitHub tokens (a
 checksum). The fresh draws are seeded by the identifier itself, never by anything the claimant
 chooses. What it cannot check: that an identifier appears only in the suspect documents (a
@@ -108,8 +115,8 @@ def _hex_digest(real: str, rng: np.random.Generator) -> str:
 
 
 def _short_url(real: str, rng: np.random.Generator) -> str:
-    host, _, path = real.partition("/")
-    return f"{host}/" + _redraw(path, LOWER_ALNUM if host == "tinyurl.com" else ALNUM, rng)
+    host, _, path = real.partition("/")  # the first character kept: paths are handed out in sequence, not uniformly
+    return f"{host}/{path[0]}" + _redraw(path[1:], LOWER_ALNUM if host == "tinyurl.com" else ALNUM, rng)
 
 
 def _openai_key(real: str, rng: np.random.Generator) -> str:
@@ -162,6 +169,8 @@ def random_looking(identifier: str) -> bool:
         return False  # a version-4 UUID without its dashes: not uniform hex
     if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and (lowered.isdigit() or not re.search(r"\d", lowered)):
         return False  # a digest of only digits (a long number, the digits of pi) or only letters is no digest
+    if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and _printable_share(lowered) >= PRINTABLE_SHARE:
+        return False  # hex-encoded text: likelier than fresh hex to any model, trained on it or not
     if _sequential(lowered) or _self_predictable(lowered):
         return False
     words = _long_words()
@@ -180,6 +189,16 @@ def _sequential(text: str, run: int = 5) -> bool:
     return any(
         steps[i] != 0 and all(d == steps[i] for d in steps[i : i + run - 1]) for i in range(len(steps) - run + 2)
     )
+
+
+PRINTABLE_SHARE = 0.75  # bytes of printable ASCII a hex string may decode to (uniform hex: 37% expected)
+
+
+def _printable_share(hex_text: str) -> float:
+    """The share of the bytes ``hex_text`` decodes to that are printable ASCII (a uniform 32-hex string reaches
+    75% with probability about 1e-3, a 64-hex one about 1e-6)."""
+    data = bytes.fromhex(hex_text[: len(hex_text) // 2 * 2])
+    return sum(0x20 <= b < 0x7F for b in data) / max(1, len(data))
 
 
 SELF_REPEAT = 4
@@ -209,12 +228,14 @@ def _long_words() -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Found:
-    """One identifier in one document, with the text before it (its scoring context)."""
+    """One identifier in one document, with the text before it (its scoring context) and the positions of its
+    characters that context shows (runs of ``REVEALED_RUN`` or more): fresh draws keep those."""
 
     format: str
     identifier: str
     document: int
     context: str
+    revealed: frozenset[int] = frozenset()
 
 
 def _bare(text: str) -> str:
@@ -228,10 +249,23 @@ def _grams(text: str, run: int) -> set[str]:
     return {bare[i : i + run] for i in range(len(bare) - run + 1)}
 
 
-def _leaks(bare_context: str, identifier: str, run: int = 6) -> bool:
-    """Whether the context (given ``_bare``) shows ``run`` or more of ``identifier``'s characters in a
-    row (a fingerprint shown grouped in fours and upper case before the full key is a copy)."""
-    return any(gram in bare_context for gram in _grams(identifier, run))
+REVEALED_RUN = 3  # shorter runs are in any context by chance and give a copying model next to nothing
+MIN_FREE = 4  # characters an identifier must have left to draw once what its context shows is kept
+
+
+def revealed(bare_context: str, identifier: str) -> frozenset[int]:
+    """The positions in ``identifier`` of its characters inside runs of ``REVEALED_RUN`` or more that the context
+    (given ``_bare``) shows: what a model could copy from the context instead of recalling it."""
+    places = [i for i, ch in enumerate(identifier) if ch.isascii() and ch.isalnum()]
+    bare = "".join(identifier[i] for i in places).casefold()
+    shown: set[int] = set()
+    for start in range(len(bare) - REVEALED_RUN + 1):
+        end = start + REVEALED_RUN
+        while end <= len(bare) and bare[start:end] in bare_context:
+            end += 1
+        if end - 1 - start >= REVEALED_RUN:
+            shown.update(places[start : end - 1])
+    return frozenset(shown)
 
 
 VARIANT_RUN = 12
@@ -242,7 +276,7 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
     characters in a row are one), and counts of what was set aside."""
     found: list[Found] = []
     seen: set[str] = set()  # 12-character runs of the identifiers already met, compared bare
-    dropped = {"not random-looking": 0, "repeated": 0, "context holds part of it": 0}
+    dropped = {"not random-looking": 0, "repeated": 0, "context shows most of it": 0}
     for doc, text in enumerate(texts):
         hits, last_end = [], -1
         for start, end, fmt in sorted(
@@ -264,16 +298,30 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
                 dropped["not random-looking"] += 1
                 continue
             context = words_before(text, start, context_words)
-            if _leaks(_bare(context), identifier):
-                dropped["context holds part of it"] += 1
+            shown = revealed(_bare(context), identifier)
+            if len(_drawn(identifier, fmt.name) - shown) < MIN_FREE:
+                dropped["context shows most of it"] += 1
                 continue
-            found.append(Found(fmt.name, identifier, doc, context))
+            found.append(Found(fmt.name, identifier, doc, context, shown))
     return found, dropped
+
+
+def _drawn(identifier: str, fmt: str) -> set[int]:
+    """The positions of ``identifier`` its format's sampler draws afresh (not the layout it keeps: a UUID's version
+    and variant, a key's prefix and infix, a short link's host and first character)."""
+    if fmt == "short_url":
+        return set(range(identifier.index("/") + 2, len(identifier)))
+    if fmt == "openai_key":
+        return set(range(3, 23)) | set(range(31, len(identifier)))
+    kept = {14, 19} if fmt == "uuid4" else set()
+    return {i for i, ch in enumerate(identifier) if ch.isalnum() and i not in kept}
 
 
 def fresh_draws(item: Found, count: int) -> list[str]:
     """``count`` distinct fresh identifiers of ``item``'s format, passing the same filter, none equal
-    to it; seeded by the identifier, so no choice of seed by whoever runs the test can move them."""
+    to it, each keeping the characters the context shows and showing the context no other run (so the real one
+    is uniform among the strings they are drawn from); seeded by the identifier, so no choice of seed by whoever
+    runs the test can move them."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(item.identifier.encode()).digest()[:8], "big"))
     sample = BY_NAME[item.format].sample
     pattern = BY_NAME[item.format].pattern
@@ -281,15 +329,26 @@ def fresh_draws(item: Found, count: int) -> list[str]:
     seen = {item.identifier}
     context = _bare(item.context)  # once, not per candidate
     for _ in range(count * 50):
-        candidate = sample(item.identifier, rng)
+        candidate = _keep(sample(item.identifier, rng), item.identifier, item.revealed)
         if (
             candidate not in seen
             and random_looking(candidate)
             and pattern.fullmatch(candidate)
-            and not _leaks(context, candidate)
+            and revealed(context, candidate) == item.revealed
         ):
             seen.add(candidate)
             draws.append(candidate)
             if len(draws) == count:
                 return draws
     raise ValueError(f"could not draw {count} fresh identifiers of format {item.format}")
+
+
+def _keep(candidate: str, real: str, positions: frozenset[int]) -> str:
+    """``candidate`` with the characters of ``real`` at ``positions`` (formats keep their layout, so positions
+    carry over)."""
+    if not positions:
+        return candidate
+    chars = list(candidate)
+    for i in positions:
+        chars[i] = real[i]
+    return "".join(chars)

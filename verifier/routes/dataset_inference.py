@@ -65,6 +65,10 @@ LIMITATIONS = [
     "be "
     "random and made before the model was queried, or made by the auditor.",
     "The required-size estimate assumes the observed effect is real; it is for planning, not a guarantee.",
+    "The criterion for a fair comparison, in one sentence: a text classifier that never sees the model must fail to "
+    "tell the two sets apart and, with 95% confidence, be unable to tell them apart better than an AUC of 0.5 + "
+    "2/sqrt(n) (at most 0.70, n documents per set); a difference in the texts smaller than that is accepted as too "
+    "small to be read as training, and a difference only the model can see is not excluded.",
 ]
 
 KINDS = frozenset({ClaimKind.TRAINED_ON, ClaimKind.NOT_TRAINED_ON, ClaimKind.DECONTAMINATED})

@@ -17,6 +17,13 @@ for one epoch on a seeded half of a same-period pool (post-2023 texts), each mem
 pretraining: the ground truth for output-only attacks, which query it through the local
 OpenAI-compatible server (``verifier serve``). Its own tokenizer is kept; no marks or identifiers.
 
+The ``pretrain-like`` presets continue pretraining the same model for one pass over the whole pool's
+members mixed with real background text of other domains (``background``: arXiv abstracts and book
+openings cut into windows), each member seen once and a minority of the tokens, with marks inserted
+1, 4 and 16 times and natural identifiers: Hubble's design (inserted documents at controlled
+duplication in a real pretraining run) at the scale two CPU cores allow. The manifest records the
+member share of tokens and the CPU (bfloat16 rounding differs between CPUs).
+
 Builds are cached: the folder is named by the digest of the configuration and the pool, and a
 build happens once (into a temporary folder renamed into place when complete).
 """
@@ -31,7 +38,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +52,14 @@ from verifier.data import load_identified
 from verifier.errors import VerifierError
 from verifier.targets.cache import default_cache_dir, text_digest
 from verifier.targets.model_source import resolve_model
-from verifier.testbed.pool import PoolText, bundled_pool
+from verifier.testbed.pool import PoolText, background_texts, bundled_pool
 
 EOS = "<|endoftext|>"
 # Bump when the build's output changes for the same config and pool, so caches are not reused.
 BUILD_FORMAT = 5
 EXAMPLE_MARKS = "example"  # the bundled example's marked documents (verifier/examples/data/marks)
 IDENTIFIER_FORMATS = ("uuid4", "hex_digest", "short_url", "hex_digest")
+LR_PRETRAIN_LIKE = 3e-5  # chosen so that the best gray-box signal's per-document AUC falls in 0.52-0.58
 
 
 class TestbedConfig(BaseModel):
@@ -81,12 +89,25 @@ class TestbedConfig(BaseModel):
     base: str | None = Field(
         None,
         description="a pretrained model SPEC to fine-tune on the members (its tokenizer kept; "
-        "no marks or identifiers); None: a GPT-2 trained from scratch",
+        "marks and identifiers as configured); None: a GPT-2 trained from scratch",
     )
     period: str | None = Field(None, description="use only pool texts of this period (pre-2017 or post-2023)")
+    background: int = Field(
+        0,
+        ge=0,
+        description="real background documents (arXiv abstracts, book openings) drawn by the seed into the training "
+        "stream, each cut into seq_len windows and seen once: members become a minority of the tokens, as in "
+        "pretraining",
+    )
+    bf16: bool = Field(
+        False, description="train under bfloat16 autocast (weights kept in float32): about 2x on CPUs with AMX"
+    )
 
     def digest(self, pool: list[PoolText]) -> str:
         config = self.model_dump() | {"marks": marked_documents(self.marks)}  # contents, not where they lie
+        for name in ("background", "bf16"):  # fields added later: at their defaults, earlier builds keep their names
+            if config[name] == type(self).model_fields[name].default:
+                del config[name]
         if self.base is not None:
             config["base"] = resolve_model(self.base).digest()  # the weights, not a name
         payload = json.dumps(
@@ -105,6 +126,18 @@ def marked_documents(marks: str | None) -> list[dict[str, str]]:
         raise VerifierError(f"{path}: no marked documents ('verifier marks make' writes published.jsonl)")
     return [{"id": doc_id, "text": text} for doc_id, text in load_identified(path)]
 
+
+PRETRAIN_LIKE = TestbedConfig(
+    base="smollm2-135m",
+    epochs=1,
+    batch_size=16,
+    learning_rate=LR_PRETRAIN_LIKE,
+    background=2100,
+    bf16=True,
+    marks=EXAMPLE_MARKS,
+    mark_copies=[1, 4, 16],
+    identifier_share=0.3,
+)
 
 PRESETS = {
     # ~1 minute on 2 CPU cores: for tests (and the bundled marks example).
@@ -127,6 +160,12 @@ PRESETS = {
     "finetune-small": TestbedConfig(
         base="smollm2-135m", period="post-2023", max_docs=64, epochs=1, batch_size=8, learning_rate=5e-5, marks=None
     ),
+    # SmolLM2-135M-Instruct (a model that already knows the language) continued-pretrained for one pass over the
+    # whole pool's members diluted by 2,100 real background documents, each seen once, with canaries, marks and
+    # identifiers: the regime real audits face, as near as 2 CPU cores allow.
+    "pretrain-like": PRETRAIN_LIKE,
+    # The same shape on 120 pool texts and 60 background documents: for tests.
+    "pretrain-like-small": PRETRAIN_LIKE.model_copy(update={"max_docs": 120, "background": 60}),
 }
 
 
@@ -157,8 +196,10 @@ def build_testbed(
     out: Path | None = None,
     pool: list[PoolText] | None = None,
     on_epoch: Callable[[int, float], None] | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> Testbed:
-    """Build (or reuse) the testbed for ``config``; ``on_epoch(epoch, mean_loss)`` reports progress."""
+    """Build (or reuse) the testbed for ``config``; ``on_epoch(epoch, mean_loss)`` reports each epoch and
+    ``on_batch(total)`` each training batch (``total``: the batches of the whole build)."""
     pool = pool if pool is not None else bundled_pool()
     digest = config.digest(pool)
     folder = Path(out) if out is not None else default_cache_dir() / "testbeds" / digest
@@ -175,7 +216,7 @@ def build_testbed(
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        manifest = _build(config, pool, digest, work, on_epoch)
+        manifest = _build(config, pool, digest, work, on_epoch, on_batch)
         (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
         try:
             os.replace(work, folder)
@@ -201,10 +242,24 @@ def _existing_manifest(folder: Path) -> dict | None:
     return manifest
 
 
-def _build(
-    config: TestbedConfig, pool: list[PoolText], digest: str, work: Path, on_epoch: Callable[[int, float], None] | None
-) -> dict[str, Any]:
-    started = time.perf_counter()
+@dataclass
+class _Prepared:
+    """Everything a build trains on, before training: the drawn pool, membership, identifiers, marks, the
+    untrained model and its tokenizer, the encoded stream and its token counts."""
+
+    pool: list[PoolText]
+    texts: list[str]
+    member: np.ndarray
+    identifiers: list[str | None]
+    marked: list[dict]
+    model: Any
+    tokenizer: Any
+    stream: list[list[int]]  # members, then mark insertions, then background windows
+    tokens: dict[str, int]
+    rng: np.random.Generator
+
+
+def _prepare(config: TestbedConfig, pool: list[PoolText]) -> _Prepared:
     rng = np.random.default_rng(config.seed)
     if config.period is not None:
         pool = [p for p in pool if p.period == config.period]
@@ -223,10 +278,58 @@ def _build(
         model, tokenizer = _pretrained(config)
     else:
         model, tokenizer = _from_scratch(config, pool)
-    eos = tokenizer.eos_token_id
     # Each document is its own sequence, cut to seq_len: exactly the tokens later scored.
     encoded = [ids[: config.seq_len] for ids in tokenizer(stream)["input_ids"]]
-    losses = _train(model, encoded, eos, config, rng, on_epoch)
+    background = _background_windows(config, tokenizer, rng)
+    tokens = {
+        "members": sum(map(len, encoded[: int(member.sum())])),
+        "marks": sum(map(len, encoded[int(member.sum()) :])),
+        "background": sum(map(len, background)),
+    }
+    return _Prepared(pool, texts, member, identifiers, marked, model, tokenizer, encoded + background, tokens, rng)
+
+
+def _regime(config: TestbedConfig, prepared: _Prepared) -> dict[str, Any]:
+    """Where a testbed's measurements hold: the kind of model, its size, how often it saw each member and what
+    share of its training tokens the members were."""
+    model = (
+        f"{config.base} continued-pretrained"
+        if config.base is not None
+        else f"GPT-2-style, {config.n_layer} layers, trained from scratch"
+    )
+    return {
+        "model": model,
+        "parameters": int(sum(p.numel() for p in prepared.model.parameters())),
+        "passes": config.epochs,
+        "member_token_share": round(prepared.tokens["members"] / max(1, sum(prepared.tokens.values())), 4),
+    }
+
+
+def regime(config: TestbedConfig, pool: list[PoolText] | None = None) -> dict[str, Any]:
+    """The regime a build of ``config`` would have (``_regime``), without training it: for rows measured on
+    testbeds whose manifests predate the field."""
+    return _regime(config, _prepare(config, pool if pool is not None else bundled_pool()))
+
+
+def _build(
+    config: TestbedConfig,
+    pool: list[PoolText],
+    digest: str,
+    work: Path,
+    on_epoch: Callable[[int, float], None] | None,
+    on_batch: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    prepared = _prepare(config, pool)
+    pool, texts, member, identifiers, marked = (
+        prepared.pool,
+        prepared.texts,
+        prepared.member,
+        prepared.identifiers,
+        prepared.marked,
+    )
+    model, tokenizer, tokens = prepared.model, prepared.tokenizer, prepared.tokens
+    losses = _train(model, prepared.stream, tokenizer.eos_token_id, config, prepared.rng, on_epoch, on_batch)
     model.save_pretrained(work / "model")
     tokenizer.save_pretrained(work / "model")
     with open(work / "documents.jsonl", "w", encoding="utf-8") as handle:
@@ -263,10 +366,41 @@ def _build(
             {"id": doc["id"], "text_sha256": text_digest(doc["text"]), "copies": doc["copies"]} for doc in marked
         ],
         "train_loss_per_epoch": losses,
+        "tokens": tokens,
+        "regime": _regime(config, prepared),
+        "cpu": cpu_name(),
         "build_seconds": round(time.perf_counter() - started, 1),
         "parameters": sum(p.numel() for p in model.parameters()),
         "versions": {"verifier": __version__, "torch": torch.__version__, "python": platform.python_version()},
     }
+
+
+def _background_windows(config: TestbedConfig, tokenizer: Any, rng: np.random.Generator) -> list[list[int]]:
+    """``config.background`` documents of the shipped background, drawn by the seed, each cut into windows of
+    ``seq_len`` tokens (windows shorter than 16 tokens dropped)."""
+    if not config.background:
+        return []
+    texts = background_texts()
+    if config.background > len(texts):
+        raise VerifierError(f"background {config.background}: the shipped background holds {len(texts)} documents")
+    chosen = [texts[i][1] for i in sorted(rng.choice(len(texts), config.background, replace=False))]
+    windows = []
+    for ids in tokenizer(chosen)["input_ids"]:
+        windows += [ids[i : i + config.seq_len] for i in range(0, len(ids), config.seq_len)]
+    return [w for w in windows if len(w) >= 16]
+
+
+def cpu_name() -> str:
+    """The CPU's model name and its bfloat16 units (AMX, AVX-512 BF16): what a build's speed and bf16 rounding
+    depend on."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    units = [unit for unit in ("amx_bf16", "avx512_bf16") if unit in flags]
+    return f"{name or platform.machine()} ({', '.join(units) or 'no bf16 units'}), {os.cpu_count()} cores"
 
 
 def _pretrained(config: TestbedConfig):  # noqa: ANN202 - (model, tokenizer)
@@ -316,6 +450,7 @@ def _train(
     config: TestbedConfig,
     rng: np.random.Generator,
     on_epoch: Callable[[int, float], None] | None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> list[float]:
     """``config.epochs`` passes over ``encoded`` in seeded orders (AdamW, warm-up then linear decay); mean loss per
     epoch."""
@@ -340,14 +475,18 @@ def _train(
             for row, seq in enumerate(batch):
                 ids[row, : len(seq)] = torch.tensor(seq)
                 labels[row, : len(seq)] = torch.tensor(seq)
-            # fp32: without AMX, bf16 autocast is slower than fp32 on these CPUs (measured 0.5x GEMM rate).
-            loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
+            # fp32 unless asked: without AMX, bf16 autocast is slower than fp32 on these CPUs (measured 0.5x GEMM
+            # rate); with AMX it trains SmolLM2-135M 2x faster (measured 505 vs 255 tokens/s on 2 cores).
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
             total += float(loss.detach()) * len(batch)
+            if on_batch:
+                on_batch(steps)
         losses.append(total / len(encoded))
         if on_epoch:
             on_epoch(epoch + 1, losses[-1])

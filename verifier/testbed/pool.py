@@ -89,3 +89,12 @@ def books_pool(data: Path = DATA) -> list[PoolText]:
     return [
         PoolText(f"pg19-{i}", row["text"], OLD, 2016, f"PG-19 opening {row['id']}") for i, row in enumerate(_rows(path))
     ]
+
+
+def background_texts(data: Path = DATA) -> list[tuple[str, str]]:
+    """Real text of other domains for the training stream of a pretraining-like testbed, as (id, text) in a fixed
+    order: 1,600 arXiv abstracts (``background/``) and the 500 PG-19 book openings of the demo corpus. Never scored,
+    never a member or non-member: it only dilutes the members, as a pretraining corpus does."""
+    rows = _rows(data / "background" / "arxiv-abstracts.jsonl")
+    books = _rows(data / "corpus" / "demo-v1" / "pg19-openings.jsonl")
+    return [(row["id"], row["text"]) for row in rows] + [(f"pg19-{row['id']}", row["text"]) for row in books]

@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.boundary.resources import resource
@@ -37,6 +38,32 @@ class Run(BaseModel):
     testbeds: list[str] = Field(description="digests of the testbeds (or names of the data sets) measured on")
 
 
+class Regime(BaseModel):
+    """Where a row was measured: the kind of model and how it saw the members. Error rates and power measured on a
+    small model trained for epochs on its members do not carry over to a large model that saw each document once
+    among trillions of tokens; a report says which regime its numbers come from and how far the audit is from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str = Field(description="what was trained and how (from scratch, continued pretraining)")
+    parameters: int = Field(ge=1)
+    passes: float = Field(gt=0, description="times each member was seen in training")
+    member_token_share: float = Field(gt=0, le=1, description="the members' share of the training tokens")
+
+    def sentence(self) -> str:
+        seen = "once" if self.passes == 1 else f"{self.passes:g} times"
+        return (
+            f"a {_size(self.parameters)}-parameter model ({self.model}) that saw each member {seen}, the members "
+            f"{self.member_token_share:.0%} of its training tokens"
+        )
+
+
+def _size(parameters: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if parameters >= scale:
+            return f"{parameters / scale:.3g}{unit}"
+    return str(parameters)
+
+
 class Row(BaseModel):
     """One measured quantity: a rate (a share of audits, with its Wilson 95% interval over all of
     them) or a mean (with a normal 95% interval), and its spread (min-max) across independent builds."""
@@ -52,6 +79,7 @@ class Row(BaseModel):
     trials: int = Field(ge=1)
     builds: int = Field(1, ge=1)
     benchmark: str
+    regime: Regime | None = Field(None, description="the trained models it was measured on (None: no model trained)")
 
 
 class Table(BaseModel):
@@ -127,10 +155,10 @@ VERDICT_BEARING = {
 }
 
 
-def bearing_rows(rows: list[Row], verdict: str, n: int | None) -> list[dict[str, Any]]:
+def bearing_rows(rows: list[Row], verdict: str, n: int | None, regime: Regime | None = None) -> list[dict[str, Any]]:
     """The few rows that bear on ``verdict`` (of the rows nearest the audit's size): for each
-    quantity, the least favourable scenario measured, with what the number means and how many
-    scenarios it is the worst of."""
+    quantity, the least favourable scenario measured, with what the number means, how many
+    scenarios it is the worst of and, where it is not ``regime`` (the one the report names), its own."""
     out = []
     for prefix, meaning in BEARING[VERDICT_BEARING[verdict]]:
         matching = [r for r in rows if r.quantity.startswith(prefix)]
@@ -154,28 +182,80 @@ def bearing_rows(rows: list[Row], verdict: str, n: int | None) -> list[dict[str,
                     )
                     + ")"
                     + (f"; this audit has {n}" if n is not None else "")
+                    + (
+                        f"; measured on {worst.regime.sentence()}"
+                        if worst.regime is not None and worst.regime != regime
+                        else ""
+                    )
                 ),
             }
         )
     return out
 
 
-def for_audit(route: str | None, n: int | None, verdict: str | None = None) -> dict[str, Any]:
-    """The rows of ``route`` nearest ``n`` (one per quantity and scenario), with where they come
-    from and the table's digest, and the few that bear on ``verdict``: what an audit's findings carry."""
+def nearest_regime(regimes: list[Regime], parameters: int | None) -> Regime | None:
+    """The measured regime closest to an audited model of ``parameters`` (None: unknown, as behind an API): nearest
+    in log size, then the fewest passes and the smallest member share (the most pretraining-like); with the size
+    unknown, the most pretraining-like - audited models are pretrained, not trained for epochs on a few documents."""
+    if not regimes:
+        return None
+
+    def distance(r: Regime) -> tuple[float, float, float]:
+        size = abs(float(np.log10(r.parameters / parameters))) if parameters else 0.0
+        return (round(size, 1), r.passes, r.member_token_share)
+
+    return min(regimes, key=distance)
+
+
+def regime_sentence(regime: Regime | None, parameters: int | None) -> str:
+    """What the rows' regime is, and how far the audited model is from it, in one sentence."""
+    if regime is None:
+        return "Measured without training a model (on corpora or data of known content)."
+    if not parameters:
+        audited = "this audit's model is behind an API, its size not known, so how far it is from that cannot be said"
+    elif abs(np.log10(regime.parameters / parameters)) < 0.5:
+        audited = f"this audit's model has {_size(parameters)} parameters, about that size"
+    else:
+        audited = (
+            f"this audit's model has {_size(parameters)} parameters, and no model within 3x of its size is measured"
+        )
+    return (
+        f"Measured on {regime.sentence()}; {audited}; a model pretrained on trillions of tokens, where each "
+        "document is a far smaller share seen once, is not measured; published studies find membership harder to "
+        "detect there than in any regime measured here."
+    )
+
+
+def for_audit(
+    route: str | None, n: int | None, verdict: str | None = None, parameters: int | None = None
+) -> dict[str, Any]:
+    """The rows of ``route`` of the regime nearest the audited model (``parameters``, None when unknown) and nearest
+    ``n`` (one per quantity and scenario), with where they come from and the table's digest, and the few that bear on
+    ``verdict``: what an audit's findings carry."""
     path = table_path()
     table = load_table(path)
     rows = [r for r in table.rows if r.route == route]
-    nearest: dict[tuple[str, str], Row] = {}
+    regime = nearest_regime(list({r.regime: None for r in rows if r.regime is not None}), parameters)
+    candidates: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
-        best = nearest.get((row.quantity, row.scenario))
-        if best is None or (n is not None and abs(row.n - n) < abs(best.n - n)):
-            nearest[(row.quantity, row.scenario)] = row
+        candidates.setdefault((row.quantity, row.scenario), []).append(row)
+    nearest: dict[tuple[str, str], Row] = {}
+    for key, found in candidates.items():  # each quantity from the regime nearest the model that measured it
+        closest = nearest_regime(list({r.regime: None for r in found if r.regime is not None}), parameters)
+        for row in found:
+            best = nearest.get(key)
+            if row.regime not in (None, closest):
+                continue
+            if best is None or (n is not None and abs(row.n - n) < abs(best.n - n)):
+                nearest[key] = row
     used = {r.benchmark for r in nearest.values()}
     return {
         "route": route,
         "n": n,
-        "bearing": bearing_rows(list(nearest.values()), verdict, n) if verdict else [],
+        "parameters": parameters,
+        "regime": regime.model_dump(mode="json") if regime else None,
+        "regime_sentence": regime_sentence(regime, parameters) if rows else "",
+        "bearing": bearing_rows(list(nearest.values()), verdict, n, regime) if verdict else [],
         "table_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "rows": [r.model_dump(mode="json") for r in nearest.values()],
         "runs": [r.model_dump(mode="json") for r in table.runs if r.benchmark in used],

@@ -233,6 +233,11 @@ class CausalLMTarget:
         return self.options.max_chars
 
     @property
+    def parameters(self) -> int:
+        """The model's parameter count: which measured regime of the validation table is nearest it."""
+        return int(self.model.num_parameters())
+
+    @property
     def identity(self) -> TargetIdentity:
         return TargetIdentity(
             self.kind,
