@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ from verifier.scoring.table import TargetScorer
 from verifier.stats.rank_trials import run_rank_tests
 from verifier.targets import ScoringOptions
 from verifier.testbed.build import PRESETS, build_testbed
+from verifier.validation import record
 
 PER_AUDIT, SAMPLES, ALPHA, LEVEL = 5, 19, 0.05, 0.05
 NULL = "H0: the model was not trained on text containing these identifiers"
@@ -77,8 +79,18 @@ def audit(scorer: TargetScorer, texts: list[str]) -> tuple[float | None, int]:
     return finding.p_value, finding.n_marks
 
 
-def rate(label: str, outcomes: list[bool], batches: int = 5) -> str:
+ROWS: list[dict] = []  # what --record writes
+
+
+def rate(label: str, outcomes: list[bool], batches: int = 5, keep: dict | None = None) -> str:
+    """A table line; ``keep`` (quantity, scenario and optionally regime) also records it."""
     r = wilson(sum(outcomes), len(outcomes))
+    if keep is not None:
+        ROWS.append(
+            {"route": "identifiers", "n": PER_AUDIT, "trials": len(outcomes), "builds": 1}
+            | keep
+            | {"value": round(r.value, 4), "ci": (round(r.ci_low, 4), round(r.ci_high, 4))}
+        )
     parts = np.array_split(np.array(outcomes, dtype=float), batches)
     spread = np.std([p.mean() for p in parts], ddof=1) if len(outcomes) >= batches else float("nan")
     return (
@@ -98,10 +110,30 @@ def main() -> None:
     parser.add_argument(
         "--reveal", type=int, default=0, help="audits of the revealing-context attack on SmolLM2-135M (0: skip)"
     )
+    parser.add_argument("--skip-testbed", action="store_true", help="only section 5 (with --reveal)")
+    parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
+    parser.add_argument(
+        "--reveal-model", default="smollm2-135m", help="the model of section 5: a SPEC or a testbed's model folder"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="identifiers-null-"))
     if args.reveal:
-        revealing(args.reveal, work)
+        revealing(args.reveal, work, args.reveal_model)
+    if not args.skip_testbed:
+        testbed_sections(args, work)
+    if args.record:
+        parts = ([] if args.skip_testbed else [args.testbed_preset]) + (["reveal"] if args.reveal else [])
+        record(
+            "-".join(["identifiers_null", *parts]),
+            ROWS,
+            ([args.reveal_model] if args.reveal else []) + ([] if args.skip_testbed else [args.testbed_preset]),
+            "python benchmarks/identifiers_null.py " + " ".join(sys.argv[1:]),
+        )
+        print("\nrecorded in verifier/validation/table.json", file=sys.stderr)
+
+
+def testbed_sections(args: argparse.Namespace, work: Path) -> None:
+    """Sections 1-4 on the chosen testbed."""
     started = time.perf_counter()
     config = PRESETS[args.testbed_preset]
     testbed = build_testbed(config, out=args.testbed) if args.testbed else build_testbed(config)
@@ -143,14 +175,32 @@ def main() -> None:
             scorer, structured_texts
         )  # what is tested: the contexts' own natural identifiers, never trained on
         structured_null.append(p is not None and p <= ALPHA)
-    print(rate("null: fresh identifiers in texts the model never saw", null))
+    where = {"regime": testbed.manifest["regime"]} if "regime" in testbed.manifest else {}
+    scenario = f"fresh identifiers in {args.testbed_preset} testbed texts the model never saw"
+    print(
+        rate(
+            "null: fresh identifiers in texts the model never saw",
+            null,
+            keep={"quantity": "false verdict rate (identifiers never trained on)", "scenario": scenario} | where,
+        )
+    )
     print(rate("null: structured identifiers (repeated or mirrored blocks)", structured_null))
     positive = []
     for _ in range(max(20, args.audits // 10)):
         chosen = [members[int(i)] for i in rng.choice(len(members), min(PER_AUDIT, len(members)), replace=False)]
         p, _ = audit(scorer, [t for t, _ in chosen])  # the member texts as trained
         positive.append(p is not None and p <= ALPHA)
-    print(rate("alternative: identifiers the model was trained on (members)", positive))
+    print(
+        rate(
+            "alternative: identifiers the model was trained on (members)",
+            positive,
+            keep={
+                "quantity": "power (identifiers trained on)",
+                "scenario": f"{args.testbed_preset} testbed members' identifiers",
+            }
+            | where,
+        )
+    )
     p, n = audit(scorer, [t for t, _ in members])
     print(f"\nalternative, every member identifier in one audit: {n} tested, Fisher p = {p:.2g}")
     print(f"structured identifiers refused as self-predictable: {refused} of {offered}")
@@ -185,11 +235,12 @@ def git_message(before: str, ident: str, shown: int, rng: np.random.Generator) -
     )
 
 
-def revealing(audits: int, work: Path) -> None:
-    """Section 5: the revealing-context attack and 2015-style short links on SmolLM2-135M."""
+def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
+    """Section 5: the revealing-context attack and 2015-style short links on ``model`` (SmolLM2-135M, or a testbed's
+    model folder)."""
     from verifier.testbed.pool import bundled_pool
 
-    smol = TargetScorer("smollm2-135m", ScoringOptions(max_tokens=160), work / "cache", None)
+    smol = TargetScorer(model, ScoringOptions(max_tokens=160), work / "cache", None)
     texts = [p.text for p in bundled_pool()]
     rng = np.random.default_rng(40)
     lengths = (2, 3, 4, 5, 6)
@@ -204,7 +255,7 @@ def revealing(audits: int, work: Path) -> None:
         links.append(placed([texts[int(rng.integers(len(texts)))] for _ in paths], [f"bit.ly/{p}" for p in paths]))
     started = time.perf_counter()
     print(
-        f"== 5. SmolLM2-135M: contexts revealing a fresh hash's first characters; {PER_AUDIT} identifiers an "
+        f"== 5. {Path(model).name}: contexts revealing a fresh hash's first characters; {PER_AUDIT} identifiers an "
         f"audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n"
     )
     print("| audits | n | SUPPORTED | rate [Wilson 95%] | spread across 5 batches (sd) |\n|---|---|---|---|---|")
@@ -213,7 +264,17 @@ def revealing(audits: int, work: Path) -> None:
         outcomes = [(p := audit(smol, plan)[0]) is not None and p <= ALPHA for plan in plans[k]]
         every += outcomes if k >= formats.REVEALED_RUN else []
         print(rate(f"{k} characters revealed{' (not kept: shorter than a run)' if k < 3 else ''}", outcomes))
-    print(rate(f"all with {formats.REVEALED_RUN}-6 characters revealed", every))
+    print(
+        rate(
+            f"all with {formats.REVEALED_RUN}-6 characters revealed",
+            every,
+            keep={
+                "quantity": "false verdict rate (identifiers never trained on)",
+                "scenario": "fresh git hashes after an ambiguous-id message revealing 3-6 characters, "
+                f"{Path(model).name}",
+            },
+        )
+    )
     original = formats.revealed
     formats.revealed = lambda context, identifier: frozenset()  # type: ignore[assignment]
     try:

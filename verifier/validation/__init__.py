@@ -131,7 +131,9 @@ BEARING = {
         ("false verdict rate (rule set (default))", "a wrong SUPPORTED or CONTRADICTED where nothing was trained on"),
         ("false verdict rate (whole rule set", "a wrong SUPPORTED or CONTRADICTED on shifted or edited sets"),
         ("wrong VERIFIED or CONTRADICTED", "a wrong VERIFIED or CONTRADICTED for one document"),
+        ("false verdict rate (identifiers", "a wrong SUPPORTED from identifiers never trained on"),
         ("power (rule set (default))", "training that did happen detected"),
+        ("power (identifiers", "identifiers the model was trained on detected"),
     ),
     "no result": (
         (
@@ -139,6 +141,10 @@ BEARING = {
             "training that did happen detected (so the chance it was missed is 1 minus this)",
         ),
         ("false verdict rate (rule set (default))", "a wrong SUPPORTED or CONTRADICTED where nothing was trained on"),
+        (
+            "power (identifiers",
+            "identifiers the model was trained on detected (so the chance they were missed is 1 minus this)",
+        ),
     ),
     "refused": (
         ("refusal rate", "a dated comparison refused, as it should be"),
