@@ -159,3 +159,34 @@ def test_fresh_draws_are_never_self_predictable_and_uniform_digests_rarely_are()
     rng = np.random.default_rng(0)
     digests = ["".join(HEX_LOWER[i] for i in rng.integers(0, 16, 40)) for _ in range(4000)]
     assert 0.005 < np.mean([_self_predictable(d) for d in digests]) < 0.04  # the filter costs few real digests
+
+
+@pytest.mark.slow
+def test_the_revealing_context_attack_no_longer_reaches_a_verdict_on_smollm2(smollm2):
+    """The outside attack itself, on the real model: fresh 40-hex hashes (never seen by any model) after git's
+    "ambiguous" message showing their first 4 or 5 characters. With only six-character runs set aside this gave
+    SUPPORTED at p = 9e-7; with what the context shows kept in every draw the rank is exact again."""
+    from verifier.data import Documents
+    from verifier.identifiers.trials import NULL, identifier_trials
+    from verifier.scoring.table import score_documents
+    from verifier.stats.rank_trials import run_rank_tests
+
+    rng = np.random.default_rng(20261206)
+    texts = []
+    for i in range(6):
+        while not random_looking(key := "".join(HEX_LOWER[j] for j in rng.integers(0, 16, 40))):
+            pass
+        shown = key[: 4 + i % 2]
+        texts.append(
+            f"$ git show {shown}\nerror: short object ID {shown} is ambiguous\nhint: The candidates are:\n"
+            f"hint:   {shown}e1 commit 2026-12-06 - fix the parser\nhint:   {shown}9c tree\n"
+            f"The fix landed as {key} and"
+        )
+    trials, dropped = identifier_trials(texts, 19, 32, 100)
+    assert len(trials) == 6 and not any(dropped.values())
+
+    def scorer(role: str, batch: list[str], signal: str) -> np.ndarray:
+        return score_documents(Documents(batch, None, role), smollm2, signal_names=[signal]).signal(signal)
+
+    finding = run_rank_tests(trials, scorer, NULL, "fisher", 0.05, 0.05, 0.8, 0)
+    assert finding.p_value is not None and finding.p_value > 0.05, finding.p_value

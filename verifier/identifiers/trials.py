@@ -23,14 +23,21 @@ def identifier_trials(
     if len(found) > max_identifiers:
         dropped["over the limit of identifiers tested"] = len(found) - max_identifiers
         found = sorted(found, key=lambda item: hashlib.sha256(item.identifier.encode()).hexdigest())[:max_identifiers]
-    trials = [
-        Trial(
-            f"identifier-{i}",
-            "identifier",
-            item.format,
-            item.context + item.identifier,
-            [item.context + fresh for fresh in fresh_draws(item, samples)],
+    trials = []
+    dropped["no fresh draws show the context what it shows"] = 0
+    for item in found:
+        try:
+            draws = fresh_draws(item, samples)
+        except ValueError:  # the context shows so much that too few strings meet the condition: not testable
+            dropped["no fresh draws show the context what it shows"] += 1
+            continue
+        trials.append(
+            Trial(
+                f"identifier-{len(trials)}",
+                "identifier",
+                item.format,
+                item.context + item.identifier,
+                [item.context + fresh for fresh in draws],
+            )
         )
-        for i, item in enumerate(found)
-    ]
     return trials, dropped
