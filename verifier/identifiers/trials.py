@@ -23,7 +23,7 @@ def identifier_trials(
     if len(found) > max_identifiers:
         dropped["over the limit of identifiers tested"] = len(found) - max_identifiers
         found = sorted(found, key=lambda item: hashlib.sha256(item.identifier.encode()).hexdigest())[:max_identifiers]
-    trials = []
+    trials: list[Trial] = []
     dropped["no fresh draws show the context what it shows"] = 0
     for item in found:
         try:
