@@ -16,7 +16,7 @@ Rates carry a Wilson 95% CI over all marks of all builds and their spread (min-m
 With ``--preset pretrain-like`` the builds are instead the pretraining-like testbeds (SmolLM2-135M
 continued-pretrained one pass among background text; seeds 0..builds-1, cached), whose training
 stream holds the bundled example's 24 marked documents 1, 4 and 16 times in turn: each registered
-mark is ranked among its 19 siblings, and the identifiers of members and non-members tested as above.
+mark is ranked among its 19 siblings (its identifiers: ``identifiers_null.py --testbed-preset pretrain-like``).
 
 Usage: python benchmarks/marks.py [--builds 3] [--epochs 8] [--preset pretrain-like]
 """
@@ -172,7 +172,7 @@ def example_on(build: int, work: Path) -> dict:
         "build_seconds": testbed.manifest["build_seconds"] if built < 60 else round(built, 1),
         "test_seconds": round(time.perf_counter() - started, 1),
         "marks": marks,
-        "identifiers": _identifiers(scorer, testbed, work, build),
+        "identifiers": {},  # 600 identifiers x 100 draws a build: benchmarks/identifiers_null.py measures them there
         "excluded": finding.excluded,
     }
 
