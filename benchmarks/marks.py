@@ -154,7 +154,7 @@ def example_on(build: int, work: Path) -> dict:
     finding = test_registered(
         scorer,
         folder / REGISTRATION,
-        folder / SECRETS,
+        folder / "siblings.json",  # the example publishes its siblings file beside the marks
         folder / PUBLISHED,
         date.today() + timedelta(days=1),
         None,

@@ -3,14 +3,17 @@ draws of each format that keep its character classes and pass the same filter.""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import numpy as np
 import pytest
 
 from verifier.identifiers.formats import (
     HEX_LOWER,
     KNOWN_CONSTANTS,
-    _bare,
     _self_predictable,
+    _views,
     find_identifiers,
     fresh_draws,
     random_looking,
@@ -105,7 +108,7 @@ def test_copies_in_context_and_variants_of_one_value_are_caught():
     found, dropped = find_identifiers([f"Record {v} filed." for v in variants], 4)
     assert [f.identifier for f in found] == [value] and dropped["repeated"] == 4
     item = find_identifiers([f"Fingerprint {key[:2]}: filed under {key}."], 4)[0][0]
-    context = _bare(item.context)
+    context = _views(item.context)
     assert all(revealed(context, d) == item.revealed for d in fresh_draws(item, 50))
 
 
@@ -123,9 +126,51 @@ def test_what_the_context_reveals_is_shared_by_every_fresh_draw(shown):
     (item,), _ = find_identifiers([text], 32)
     assert item.revealed == frozenset(range(shown))
     draws = fresh_draws(item, 99)
-    context = _bare(item.context)
+    context = _views(item.context)
     assert all(d[:shown] == key[:shown] and revealed(context, d) == item.revealed for d in draws)
     assert len({d[shown:] for d in draws}) == 99
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        lambda h, b: "key bytes {" + ", ".join(f"0x{x:02x}" for x in b[:10]) + "} commit ",  # a C byte array
+        lambda h, b: '"' + "".join(f"\\x{x:02x}" for x in b[:10]) + '" commit ',  # escapes
+        lambda h, b: "url %" + "%".join(f"{x:02X}" for x in b[:10]) + " then ",  # percent-encoded
+        lambda h, b: h[:20][::-1] + " reversed, then ",  # written backwards
+        lambda h, b: b[:10][::-1].hex() + " little-endian, then ",  # bytes in reversed order
+        lambda h, b: base64.b64encode(b[:12]).decode() + " then ",  # base64 of the bytes
+        lambda h, b: "bytes " + ", ".join(str(x) for x in b[:10]) + " then ",  # decimal byte list
+    ],
+)
+def test_what_the_context_shows_in_another_form_is_shared_too(shown):
+    """An outside review: a context showing the hash as a C byte array, escapes, reversed, base64 or decimal bytes
+    revealed nothing to the bare-letters comparison, and a model converts those forms easily. Each form is a view
+    of the context now; what any view shows is kept in every fresh draw."""
+    key = hashlib.sha1(b"review40-a").hexdigest()
+    (item,), _ = find_identifiers([shown(key, bytes.fromhex(key)) + key + " end"], 64)
+    assert len(item.revealed) >= 16
+    views = _views(item.context)
+    assert all(revealed(views, d) == item.revealed for d in fresh_draws(item, 40))
+
+
+@pytest.mark.parametrize(
+    "structured",
+    [
+        "我们的数据很安全吗".encode().hex()[:40],  # UTF-8 lead bytes every sixth character
+        "Hello world ab".encode("utf-16-le").hex()[:32],  # UTF-16: a zero byte every other byte
+        "привет мир данные".encode().hex()[:32],  # Cyrillic UTF-8: d0/d1 every fourth character
+        "c0bc1c22002a222ab2110c2cc0cabbac",  # a narrow alphabet (6 of 16 characters)
+    ],
+)
+def test_hex_with_structure_uniform_hex_lacks_is_not_taken_for_random(structured):
+    """The same review: hex of non-ASCII text and narrow alphabets passed the printable-ASCII filter. A periodic
+    character and too few distinct characters are tested now, on real identifiers and fresh draws alike; uniform
+    digests fail them rarely."""
+    assert not random_looking(structured)
+    rng = np.random.default_rng(3)
+    digests = ["".join(HEX_LOWER[i] for i in rng.integers(0, 16, 40)) for _ in range(3000)]
+    assert np.mean([not random_looking(d) for d in digests]) < 0.06  # words, repeats, progressions and structure
 
 
 def test_hex_encoded_text_and_a_short_links_sequence_digit_are_not_taken_for_random():

@@ -169,8 +169,10 @@ def random_looking(identifier: str) -> bool:
         return False  # a version-4 UUID without its dashes: not uniform hex
     if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and (lowered.isdigit() or not re.search(r"\d", lowered)):
         return False  # a digest of only digits (a long number, the digits of pi) or only letters is no digest
-    if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and _printable_share(lowered) >= PRINTABLE_SHARE:
-        return False  # hex-encoded text: likelier than fresh hex to any model, trained on it or not
+    if re.fullmatch(r"[0-9a-f]{32,64}", lowered) and (
+        _printable_share(lowered) >= PRINTABLE_SHARE or _patterned(lowered)
+    ):
+        return False  # hex-encoded text or other structure: likelier than fresh hex to any model, trained or not
     if _sequential(lowered) or _self_predictable(lowered):
         return False
     words = _long_words()
@@ -199,6 +201,29 @@ def _printable_share(hex_text: str) -> float:
     75% with probability about 1e-3, a 64-hex one about 1e-6)."""
     data = bytes.fromhex(hex_text[: len(hex_text) // 2 * 2])
     return sum(0x20 <= b < 0x7F for b in data) / max(1, len(data))
+
+
+PERIODS = (2, 3, 4, 6)
+PERIODIC_LEVEL = 1e-4  # uniform hex digests of 32-64 characters fail it 0.02-0.04% of the time (simulated)
+FEWEST_DISTINCT = {32: 10, 40: 11, 64: 13}  # below these, a uniform digest's chance is about 0.1% (simulated)
+
+
+def _patterned(hex_text: str) -> bool:
+    """Whether a hex string has structure uniform hex lacks: one character recurring at a fixed period (UTF-8 lead
+    bytes of CJK or Cyrillic text, UTF-16's zero bytes: a binomial tail below ``PERIODIC_LEVEL`` at any period and
+    phase), or too few distinct characters (a narrow alphabet). Fresh draws pass the same test, so real and fresh stay
+    exchangeable; it only sets aside what a model would favour untrained."""
+    from scipy.stats import binom
+
+    if len(set(hex_text)) < FEWEST_DISTINCT.get(len(hex_text), 10):
+        return True
+    for period in PERIODS:
+        for phase in range(period):
+            part = hex_text[phase::period]
+            top = max(part.count(c) for c in set(part))
+            if 16 * binom.sf(top - 1, len(part), 1 / 16) < PERIODIC_LEVEL:
+                return True
+    return False
 
 
 SELF_REPEAT = 4
@@ -239,9 +264,37 @@ class Found:
 
 
 def _bare(text: str) -> str:
-    """Letters and digits only, case-folded, look-alikes (full-width, ligatures) folded by NFKC:
-    how a model can copy a string, whatever separators, case or invisible characters it was shown with."""
-    return re.sub(r"[^0-9a-z]", "", unicodedata.normalize("NFKC", text).casefold())
+    """Letters and digits only, case-folded, look-alikes folded (full-width and ligatures by NFKC, other scripts'
+    look-alikes and digits by anyascii's transliteration, so a Cyrillic 'а' is an 'a', never a gap that joins its
+    neighbours): how a model can copy a string, whatever separators, case or invisible characters it was shown with."""
+    from anyascii import anyascii
+
+    return re.sub(r"[^0-9a-z]", "", anyascii(unicodedata.normalize("NFKC", text)).casefold())
+
+
+HEX_TOKEN = re.compile(r"(?:0x|\\x|%|&#x|\b)([0-9a-fA-F]{2,})\b")
+DECIMAL_BYTES = re.compile(r"\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\s*[,;\s]\s*(?:25[0-5]|2[0-4]\d|1?\d?\d)){2,}\b")
+BASE64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])")
+
+
+def _views(text: str) -> tuple[str, ...]:
+    """The forms in which a context can show an identifier's characters to a model that copies: its bare letters
+    and digits, forwards and reversed; its hex tokens joined (``0x78, 0xdd``, ``\\x78\\xdd``, ``%78%DD``, ``78 then
+    dd``), forwards, reversed and byte-reversed (little-endian); decimal byte lists and base64 tokens as the hex of
+    their bytes. A run of the identifier in any of them counts as shown."""
+    import base64
+    import binascii
+
+    bare = _bare(text)
+    tokens = "".join(m.group(1) for m in HEX_TOKEN.finditer(text)).casefold()
+    decoded = [bytes(int(n) for n in re.findall(r"\d+", m.group(0))).hex() for m in DECIMAL_BYTES.finditer(text)]
+    for m in BASE64_TOKEN.finditer(text):
+        try:
+            decoded.append(base64.b64decode(m.group(0) + "=" * (-len(m.group(0)) % 4), validate=True).hex())
+        except (binascii.Error, ValueError):
+            continue
+    pairs = [tokens[i : i + 2] for i in range(0, len(tokens) - 1, 2)]
+    return (bare, bare[::-1], tokens, tokens[::-1], "".join(reversed(pairs)), *decoded)
 
 
 def _grams(text: str, run: int) -> set[str]:
@@ -253,15 +306,15 @@ REVEALED_RUN = 3  # shorter runs are in any context by chance and give a copying
 MIN_FREE = 4  # characters an identifier must have left to draw once what its context shows is kept
 
 
-def revealed(bare_context: str, identifier: str) -> frozenset[int]:
+def revealed(views: tuple[str, ...], identifier: str) -> frozenset[int]:
     """The positions in ``identifier`` of its characters inside runs of ``REVEALED_RUN`` or more that the context
-    (given ``_bare``) shows: what a model could copy from the context instead of recalling it."""
+    (given as its ``_views``) shows in any form: what a model could copy from the context instead of recalling it."""
     places = [i for i, ch in enumerate(identifier) if ch.isascii() and ch.isalnum()]
     bare = "".join(identifier[i] for i in places).casefold()
     shown: set[int] = set()
     for start in range(len(bare) - REVEALED_RUN + 1):
         end = start + REVEALED_RUN
-        while end <= len(bare) and bare[start:end] in bare_context:
+        while end <= len(bare) and any(bare[start:end] in view for view in views):
             end += 1
         if end - 1 - start >= REVEALED_RUN:
             shown.update(places[start : end - 1])
@@ -298,7 +351,7 @@ def find_identifiers(texts: list[str], context_words: int) -> tuple[list[Found],
                 dropped["not random-looking"] += 1
                 continue
             context = words_before(text, start, context_words)
-            shown = revealed(_bare(context), identifier)
+            shown = revealed(_views(context), identifier)
             if len(_drawn(identifier, fmt.name) - shown) < MIN_FREE:
                 dropped["context shows most of it"] += 1
                 continue
@@ -327,7 +380,7 @@ def fresh_draws(item: Found, count: int) -> list[str]:
     pattern = BY_NAME[item.format].pattern
     draws: list[str] = []
     seen = {item.identifier}
-    context = _bare(item.context)  # once, not per candidate
+    context = _views(item.context)  # once, not per candidate
     for _ in range(count * 50):
         candidate = _keep(sample(item.identifier, rng), item.identifier, item.revealed)
         if (
