@@ -213,17 +213,23 @@ def _patterned(hex_text: str) -> bool:
     bytes of CJK or Cyrillic text, UTF-16's zero bytes: a binomial tail below ``PERIODIC_LEVEL`` at any period and
     phase), or too few distinct characters (a narrow alphabet). Fresh draws pass the same test, so real and fresh stay
     exchangeable; it only sets aside what a model would favour untrained."""
-    from scipy.stats import binom
-
     if len(set(hex_text)) < FEWEST_DISTINCT.get(len(hex_text), 10):
         return True
     for period in PERIODS:
         for phase in range(period):
             part = hex_text[phase::period]
-            top = max(part.count(c) for c in set(part))
-            if 16 * binom.sf(top - 1, len(part), 1 / 16) < PERIODIC_LEVEL:
+            if max(part.count(c) for c in set(part)) >= _periodic_limit(len(part)):
                 return True
     return False
+
+
+@cache
+def _periodic_limit(length: int) -> int:
+    """The fewest repeats of one character among ``length`` uniform hex characters whose chance (any of the 16)
+    is below ``PERIODIC_LEVEL``."""
+    from scipy.stats import binom
+
+    return next(k for k in range(1, length + 2) if 16 * binom.sf(k - 1, length, 1 / 16) < PERIODIC_LEVEL)
 
 
 SELF_REPEAT = 4
