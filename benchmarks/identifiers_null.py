@@ -229,7 +229,7 @@ def git_message(before: str, ident: str, shown: int, rng: np.random.Generator) -
     prefix = ident[:shown]
     others = ["".join("0123456789abcdef"[i] for i in rng.integers(0, 16, 2)) for _ in range(2)]
     return (
-        f"{' '.join(before.split()[-20:])}\n$ git show {prefix}\nerror: short object ID {prefix} is ambiguous\n"
+        f"{' '.join(before.split()[-6:])}\n$ git show {prefix}\nerror: short object ID {prefix} is ambiguous\n"
         f"hint: The candidates are:\nhint:   {prefix}{others[0]} commit 2026-12-06 - fix the parser\n"
         f"hint:   {prefix}{others[1]} tree\nThe fix landed as {ident} and"
     )
@@ -243,17 +243,25 @@ def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
     smol = TargetScorer(model, ScoringOptions(max_tokens=160), work / "cache", None)
     texts = [p.text for p in bundled_pool()]
     rng = np.random.default_rng(40)
-    lengths = (2, 3, 4, 5, 6)
+    lengths = (3, 4, 5, 6, 2)  # 2 last: it is measured, not needed for the rows
     plans: dict[int, list[list[str]]] = {k: [] for k in lengths}
     for a in range(audits):
         k = lengths[a % len(lengths)]
         idents = [fresh(rng, 1) for _ in range(PER_AUDIT)]  # 40-hex hashes that pass the filter
         plans[k].append([git_message(texts[int(rng.integers(len(texts)))], x, k, rng) for x in idents])
     links = []
-    for _ in range(max(40, audits // 5)):
+    for _ in range(max(20, audits // 10)):
         paths = ["1" + "".join(formats.ALNUM[i] for i in rng.integers(0, 62, 6)) for _ in range(PER_AUDIT)]
         links.append(placed([texts[int(rng.integers(len(texts)))] for _ in paths], [f"bit.ly/{p}" for p in paths]))
     started = time.perf_counter()
+    # Every text of every audit scored in one pass into the cache (large batches); the audits then read it.
+    texts_needed = [
+        text
+        for plan in [*sum(plans.values(), []), *links]
+        for t in identifier_trials(plan, SAMPLES, 32, 100)[0]
+        for text in [t.published, *t.siblings]
+    ]
+    smol("warm", list(dict.fromkeys(texts_needed)), "log_likelihood")
     print(
         f"== 5. {Path(model).name}: contexts revealing a fresh hash's first characters; {PER_AUDIT} identifiers an "
         f"audit, {SAMPLES} fresh draws each, Fisher, alpha {ALPHA}\n"
@@ -263,7 +271,8 @@ def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
     for k in lengths:
         outcomes = [(p := audit(smol, plan)[0]) is not None and p <= ALPHA for plan in plans[k]]
         every += outcomes if k >= formats.REVEALED_RUN else []
-        print(rate(f"{k} characters revealed{' (not kept: shorter than a run)' if k < 3 else ''}", outcomes))
+        label = f"{k} characters revealed{' (not kept: shorter than a run)' if k < 3 else ''}"
+        print(rate(label, outcomes), flush=True)
     print(
         rate(
             f"all with {formats.REVEALED_RUN}-6 characters revealed",
@@ -280,8 +289,9 @@ def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
     try:
         off = [
             (p := audit(smol, plan)[0]) is not None and p <= ALPHA
-            for k in lengths[1:]
-            for plan in plans[k][: max(4, len(plans[k]) // 5)]
+            for k in lengths
+            if k >= formats.REVEALED_RUN
+            for plan in plans[k][: max(4, len(plans[k]) // 10)]
         ]
     finally:
         formats.revealed = original  # type: ignore[assignment]
