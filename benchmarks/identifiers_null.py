@@ -112,11 +112,12 @@ def main() -> None:
     )
     parser.add_argument("--skip-testbed", action="store_true", help="only section 5 (with --reveal)")
     parser.add_argument("--record", action="store_true", help="write the rows to the method-validation table")
+    parser.add_argument("--work", type=Path, default=None, help="a folder for the score cache (reuse a run's scores)")
     parser.add_argument(
         "--reveal-model", default="smollm2-135m", help="the model of section 5: a SPEC or a testbed's model folder"
     )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="identifiers-null-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="identifiers-null-"))
     if args.reveal:
         revealing(args.reveal, work, args.reveal_model)
     if not args.skip_testbed:
@@ -250,7 +251,7 @@ def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
         idents = [fresh(rng, 1) for _ in range(PER_AUDIT)]  # 40-hex hashes that pass the filter
         plans[k].append([git_message(texts[int(rng.integers(len(texts)))], x, k, rng) for x in idents])
     links = []
-    for _ in range(max(20, audits // 10)):
+    for _ in range(max(10, audits // 10)):
         paths = ["1" + "".join(formats.ALNUM[i] for i in rng.integers(0, 62, 6)) for _ in range(PER_AUDIT)]
         links.append(placed([texts[int(rng.integers(len(texts)))] for _ in paths], [f"bit.ly/{p}" for p in paths]))
     started = time.perf_counter()
@@ -291,7 +292,7 @@ def revealing(audits: int, work: Path, model: str = "smollm2-135m") -> None:
             (p := audit(smol, plan)[0]) is not None and p <= ALPHA
             for k in lengths
             if k >= formats.REVEALED_RUN
-            for plan in plans[k][: max(4, len(plans[k]) // 10)]
+            for plan in plans[k][: max(2, len(plans[k]) // 10)]
         ]
     finally:
         formats.revealed = original  # type: ignore[assignment]
