@@ -41,6 +41,7 @@ from verifier.marks.generators import MarkSpec
 from verifier.marks.make import PUBLISHED, REGISTRATION, SECRETS, make_marks, write_marks
 from verifier.marks.run import test_registered
 from verifier.scoring.table import TargetScorer
+from verifier.stats.rank_trials import RankFinding
 from verifier.targets import ScoringOptions
 from verifier.targets.rephrase import OfflineRephraser
 from verifier.testbed.build import PRESETS, Testbed, build_testbed
@@ -111,22 +112,7 @@ def one_build(build: int, epochs: int, work: Path) -> dict:
     assert {m["id"]: m["copies"] for m in testbed.manifest["marks"]} == copies
     scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
     started = time.perf_counter()
-    finding = test_registered(
-        scorer,
-        folder / REGISTRATION,
-        folder / SECRETS,
-        folder / PUBLISHED,
-        date.today() + timedelta(days=1),
-        None,
-        0.05,
-        "fisher",
-        LEVEL,
-        32,
-        0,
-        trust_dir=trust,
-    )
-    documents = {m["id"]: m["document"] for m in json.loads(_payload(folder / REGISTRATION))["predicate"]["marks"]}
-    marks = [{"kind": r.kind, "copies": copies[documents[r.id]], "p": r.p_value} for r in finding.results]
+    finding, marks = _ranked(scorer, folder, folder / SECRETS, trust, copies)
     identifiers = _identifiers(scorer, testbed, work, build)
     return {
         "build": build,
@@ -151,10 +137,25 @@ def example_on(build: int, work: Path) -> dict:
     copies = {m["id"]: m["copies"] for m in testbed.manifest["marks"]}
     scorer = TargetScorer(str(testbed.model_dir), ScoringOptions(max_tokens=config.seq_len), work / "cache", None)
     started = time.perf_counter()
+    finding, marks = _ranked(scorer, folder, folder / "siblings.json", trust, copies)  # published beside
+    return {
+        "build": build,
+        "build_seconds": testbed.manifest["build_seconds"] if built < 60 else round(built, 1),
+        "test_seconds": round(time.perf_counter() - started, 1),
+        "marks": marks,
+        "identifiers": {},  # 600 identifiers x 100 draws a build: benchmarks/identifiers_null.py measures them there
+        "excluded": finding.excluded,
+    }
+
+
+def _ranked(
+    scorer: TargetScorer, folder: Path, secrets: Path, trust: Path, copies: dict[str, int]
+) -> tuple[RankFinding, list[dict]]:
+    """Each registered mark of ``folder`` ranked among its siblings, with its kind, insertions and exact p-value."""
     finding = test_registered(
         scorer,
         folder / REGISTRATION,
-        folder / "siblings.json",  # the example publishes its siblings file beside the marks
+        secrets,
         folder / PUBLISHED,
         date.today() + timedelta(days=1),
         None,
@@ -166,15 +167,7 @@ def example_on(build: int, work: Path) -> dict:
         trust_dir=trust,
     )
     documents = {m["id"]: m["document"] for m in json.loads(_payload(folder / REGISTRATION))["predicate"]["marks"]}
-    marks = [{"kind": r.kind, "copies": copies[documents[r.id]], "p": r.p_value} for r in finding.results]
-    return {
-        "build": build,
-        "build_seconds": testbed.manifest["build_seconds"] if built < 60 else round(built, 1),
-        "test_seconds": round(time.perf_counter() - started, 1),
-        "marks": marks,
-        "identifiers": {},  # 600 identifiers x 100 draws a build: benchmarks/identifiers_null.py measures them there
-        "excluded": finding.excluded,
-    }
+    return finding, [{"kind": r.kind, "copies": copies[documents[r.id]], "p": r.p_value} for r in finding.results]
 
 
 def _identifiers(scorer: TargetScorer, testbed: Testbed, work: Path, build: int) -> dict:
