@@ -15,7 +15,8 @@ from verifier.errors import VerifierError
 
 app = typer.Typer(
     no_args_is_help=True,
-    help="Marks made before release (canaries, traps, rephrasings) and tests of a model against them.",
+    help="Marks made before release (canaries, traps, rephrasings, cue/reply and co-occurrence marks) and tests of a "
+    "model against them.",
 )
 
 
@@ -33,13 +34,18 @@ def make(
         list[str] | None,
         typer.Option(
             "--kind",
-            help="canary, trap or rephrasing; given more than once, "
+            help="canary, trap, rephrasing (tested through log-probs), cue_reply or cooccurrence (tested from "
+            "generated text only); given more than once, "
             "the documents are split into equal blocks in file order, one kind each (each with its default length).",
         ),
     ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="Canaries: words, hex, base32 or sentence.")] = None,
     length: Annotated[
-        int, typer.Option(help="Words (words, trap) or characters (hex, base32); 0: the format's default.")
+        int,
+        typer.Option(
+            help="Words (words, trap, a cue_reply's reply), characters (hex, base32) or pairs (cooccurrence); 0: the "
+            "kind's default."
+        ),
     ] = 0,
     siblings: Annotated[
         int, typer.Option(help="Unpublished siblings per mark: the smallest p-value of one mark is 1/(siblings+1).")
@@ -103,7 +109,7 @@ def make(
 
     access = PeerAccess(allow_http=allow_http)
     check_tsa(tsa, access=access)
-    paths, created = make_files(
+    paths, created, warnings = make_files(
         documents,
         out_dir,
         specs,
@@ -119,6 +125,8 @@ def make(
     )
     if created:
         say(err, f"created signing key {created} (public key {created}.pub)")
+    for warning in warnings:
+        say(err, f"warning: {warning}")
     say(out, f"publish:  {paths['published.jsonl']}")
     say(out, f"register: {paths['registration.dsse.json']} (signed; public key {paths['registrant.pub']})")
     for token in sorted(p for n, p in paths.items() if n.endswith(".tsr")):
@@ -179,17 +187,29 @@ def test(
     rephraser: Annotated[
         str | None, typer.Option(help="The rephrasing model, when not where the registration names it.")
     ] = None,
+    samples: Annotated[int, typer.Option(help="Output-only marks: generations per cue.")] = 8,
+    temperature: Annotated[float, typer.Option(help="Output-only marks: sampling temperature.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="Output-only marks: tokens per generation.")] = 48,
+    mode: Annotated[str, typer.Option(help="Output-only marks: text (continue the cue) or chat.")] = "text",
 ) -> None:
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
 
     from verifier.marks.run import test_registered
-    from verifier.routes._rank_tests import RankTestParams
+    from verifier.routes.marks import MarksParams
     from verifier.scoring.table import TargetScorer
     from verifier.targets import ScoringOptions
 
-    checked(
-        RankTestParams, alpha=alpha, combine=combine, level=level, context_words=context_words
+    params = checked(
+        MarksParams,
+        alpha=alpha,
+        combine=combine,
+        level=level,
+        context_words=context_words,
+        samples=samples,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        mode=mode,
     )  # the marks route's own bounds
     try:
         day = date.fromisoformat(released) if released else None
@@ -210,6 +230,7 @@ def test(
             seed,
             trust_dir,
             rephraser=rephraser,
+            protocol=params.protocol(),
         )
     _print_rank_test(finding, "marks")
 

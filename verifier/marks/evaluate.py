@@ -2,12 +2,15 @@
 
 One trial per registered mark: the published mark in the context it was published in, among its
 unpublished siblings in the same context (or, for a rephrasing, the whole published rephrasing
-among its unpublished ones); ``verifier.stats.rank_trials`` scores and ranks them.
+among its unpublished ones; for an output-only mark, the published candidate among its siblings
+with the cue or anchor as the prompt, and no document context: the document is the registrant's
+to write, the cue is the generator's); ``verifier.stats.rank_trials`` scores and ranks them.
 """
 
 from __future__ import annotations
 
 from verifier.errors import VerifierError
+from verifier.marks.generators import OUTPUT_KINDS, mark_pieces
 from verifier.marks.registration import Registration, Secrets
 from verifier.stats.rank_trials import Trial, words_before
 from verifier.targets.cache import text_digest
@@ -19,6 +22,17 @@ def context_before(document: str, mark: str, words: int) -> str | None:
     """The last ``words`` words before ``mark``'s first occurrence in ``document`` (None: absent)."""
     at = document.find(mark)
     return None if at < 0 else words_before(document, at, words)
+
+
+def holds_in_order(document: str, pieces: list[str]) -> bool:
+    """Whether ``pieces`` occur in ``document`` one after another."""
+    at = 0
+    for piece in pieces:
+        found = document.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
 def registered_trials(
@@ -49,6 +63,16 @@ def registered_trials(
         secret = by_id[mark.id]
         document = by_digest[mark.document_sha256]
         siblings = [s.text for s in secret.siblings]
+        if mark.kind in OUTPUT_KINDS:
+            if not secret.cue or not holds_in_order(
+                document, mark_pieces(mark.kind, secret.published.text, secret.cue)
+            ):
+                excluded[mark.id] = f"the mark does not occur in its published document {mark.document!r}"
+                continue
+            trials.append(
+                Trial(mark.id, mark.kind, "outputs", secret.published.text, siblings, prompt=f"{secret.cue}:")
+            )
+            continue
         if mark.kind == "rephrasing":
             if document != secret.published.text:
                 excluded[mark.id] = "the published document is not the registered rephrasing"

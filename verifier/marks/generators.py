@@ -9,7 +9,13 @@ Formats:
   2,048, 11 bits each), ``hex`` and ``base32`` identifiers, ``sentence`` (a natural-looking
   sentence from a small grammar: about 33 bits);
 - traps (Meeus et al. 2024): ``trap`` sentences of random words, high-perplexity by
-  construction, meant to be repeated inside a published document.
+  construction, meant to be repeated inside a published document;
+- output-only marks, tested from generated text alone (no log-probs): ``cue_reply`` (a cue of
+  random words followed by a secret reply of random words; the audit prompts with the cue and
+  looks for the reply) and ``cooccurrence`` (secret pairs of random words written near each other
+  after a public anchor; the audit prompts with the anchor and counts the pairs). The cue or
+  anchor is drawn once per mark, before and independently of the candidates, and is the same
+  for the published candidate and its siblings: the prompt cannot favour any of them.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.boundary.resources import word_list
 
-Kind = Literal["canary", "trap", "rephrasing"]
+Kind = Literal["canary", "trap", "rephrasing", "cue_reply", "cooccurrence"]
+OUTPUT_KINDS = frozenset({"cue_reply", "cooccurrence"})  # tested from generated text: no log-probs needed
+CUE_WORDS = 5  # words of a cue or anchor: about 55 bits, so no text and no other mark shares one
 CanaryFormat = Literal["words", "hex", "base32", "sentence"]
 BASE32 = string.ascii_uppercase + "234567"
 
@@ -207,7 +215,11 @@ class MarkSpec(BaseModel):
     kind: Kind
     format: CanaryFormat | None = Field(None, description="canaries only")
     length: int = Field(
-        0, ge=0, le=200, description="words (words, trap), characters (hex, base32); 0: the format's default"
+        0,
+        ge=0,
+        le=200,
+        description="words (words, trap, cue_reply's reply), characters (hex, base32), pairs (cooccurrence); 0: the "
+        "kind's default",
     )
     siblings: int = Field(99, ge=1, le=10_000, description="unpublished siblings M: the smallest p-value is 1/(M+1)")
     repeats: int = Field(1, ge=1, le=1000, description="traps: copies inside the published document")
@@ -224,16 +236,54 @@ class MarkSpec(BaseModel):
             raise ValueError(
                 f"length does not apply to {'rephrasings' if self.kind == 'rephrasing' else 'sentence canaries'}"
             )
+        if self.kind in OUTPUT_KINDS and not 2 <= self.size <= 20:
+            unit = "reply words" if self.kind == "cue_reply" else "pairs"
+            raise ValueError(f"a {self.kind} mark needs length 2 to 20 ({unit})")
         return self
 
     @property
     def size(self) -> int:
-        defaults = {"words": 8, "hex": 32, "base32": 26, "sentence": 0, "trap": 25}
+        defaults = {"words": 8, "hex": 32, "base32": 26, "sentence": 0, "trap": 25, "cue_reply": 4, "cooccurrence": 4}
         return self.length or defaults.get(self.format or self.kind, 0)
 
 
+def random_words(rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` words drawn uniformly, independently, from the bundled list of 2,048."""
+    return [word_list()[i] for i in rng.integers(0, 2048, count)]
+
+
+def draw_cue(rng: np.random.Generator) -> str:
+    """A cue (``cue_reply``) or anchor (``cooccurrence``): CUE_WORDS random words, capitalised."""
+    return " ".join(random_words(rng, CUE_WORDS)).capitalize()
+
+
+def pairs_of(candidate: str) -> list[tuple[str, str]]:
+    """The word pairs of a ``cooccurrence`` candidate as written ("a b; c d")."""
+    return [tuple(pair.split()) for pair in candidate.split("; ")]  # type: ignore[misc]
+
+
+def mark_pieces(kind: str, mark: str, cue: str | None) -> list[str]:
+    """What a marked document holds of its mark, in order (none for a rephrasing: it is the
+    document): the canary or trap; "<cue>: <reply>."; or "<anchor>:" then each pair "<a> and <b>"."""
+    if kind == "cue_reply":
+        return [f"{cue}: {mark}."]
+    if kind == "cooccurrence":
+        return [f"{cue}:", *(f"{a} and {b}" for a, b in pairs_of(mark))]
+    return [] if kind == "rephrasing" else [mark]
+
+
 def draw(spec: MarkSpec, rng: np.random.Generator) -> str:
-    """One mark of ``spec`` (canary or trap); every draw independent of every other."""
+    """One mark of ``spec`` (a canary, a trap, or an output-only mark's candidate: a reply, or pairs
+    written "a b; c d"); every draw independent of every other."""
+    if spec.kind == "cue_reply":
+        return " ".join(random_words(rng, spec.size))
+    if spec.kind == "cooccurrence":
+        pairs: list[str] = []
+        while len(pairs) < spec.size:
+            first, second = random_words(rng, 2)
+            if first != second:
+                pairs.append(f"{first} {second}")
+        return "; ".join(pairs)
     if spec.kind == "trap":
         words = [word_list()[i] for i in rng.integers(0, 2048, spec.size)]
         return " ".join(words).capitalize() + "."

@@ -1,10 +1,12 @@
 """Make marks before release (``verifier marks make``): the text to publish and a signed registration.
 
 Each document gets one mark: a canary or a trap inserted at a word boundary (a trap ``repeats``
-times, spread through the text), or, for a rephrasing, the document replaced by one of several
-rephrasings. Every mark is drawn together with its siblings as distinct independent draws of one
-generator, and which of them is published is chosen uniformly at random, so the published mark
-is exchangeable with its siblings for anyone who was not trained on it.
+times, spread through the text); for a rephrasing, the document replaced by one of several
+rephrasings; a cue/reply mark inserted as "<cue>: <reply>."; for co-occurrence, an anchor
+"<anchor>:" inserted and each secret pair written "<a> and <b>" every few words after it. Every
+mark is drawn together with its siblings as distinct independent draws of one generator, and
+which of them is published is chosen uniformly at random, so the published mark is exchangeable
+with its siblings for anyone who was not trained on it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import re
 import secrets as system_random
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +29,7 @@ from verifier import __version__
 from verifier.boundary.atomic import atomic_output
 from verifier.boundary.resources import word_list_sha256
 from verifier.errors import VerifierError
-from verifier.marks.generators import MarkSpec, draw_distinct
+from verifier.marks.generators import OUTPUT_KINDS, MarkSpec, draw_cue, draw_distinct, mark_pieces, pairs_of
 from verifier.marks.registration import (
     PREDICATE_TYPE,
     REGISTRATION_FORMAT,
@@ -47,15 +50,32 @@ PUBLISHED, REGISTRATION, SECRETS, REGISTRANT = (
     "registrant.pub",
 )
 INSERT_AFTER_WORDS = 12
+PAIR_SPACING = 5  # words of the original text between two pairs of a co-occurrence mark
 
 
 @dataclass(frozen=True)
 class MarkedSet:
-    """What ``make_marks`` made: the documents to publish, the predicate to sign, the secrets to keep."""
+    """What ``make_marks`` made: the documents to publish, the predicate to sign, the secrets to
+    keep, and warnings about marks a common text pipeline would erase."""
 
     published: list[dict[str, str]]
     predicate: dict[str, Any]
     secrets: dict[str, Any]
+    warnings: list[str]
+
+
+def pipeline_form(text: str) -> str:
+    """``text`` as common pretraining pipelines leave it: NFKC, invisible format characters
+    (zero-width spaces and joiners, soft hyphens, Unicode tags) removed, whitespace runs collapsed."""
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf").split())
+
+
+def erased_by_pipeline(document: str, pieces: list[str]) -> bool:
+    """Whether normalising ``document`` as a pipeline does would change or lose a mark's ``pieces``
+    (e.g. a mark that merges with a combining character after it, or sits inside invisible text)."""
+    cleaned = pipeline_form(document)
+    return any(pipeline_form(p) != p or pipeline_form(p) not in cleaned for p in pieces)
 
 
 def _insert(text: str, mark: str, repeats: int) -> str:
@@ -74,14 +94,45 @@ def _insert(text: str, mark: str, repeats: int) -> str:
     return "".join(pieces) + text[last:]
 
 
+def _insert_pairs(text: str, anchor: str, pairs: list[tuple[str, str]]) -> str:
+    """``text`` with "``anchor``:" before about its 12th word and each pair written "a and b" every
+    PAIR_SPACING words after it."""
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    first = min(INSERT_AFTER_WORDS, len(starts) // 2)
+    slots = [first + 1 + PAIR_SPACING * j for j in range(len(pairs))]
+    if not starts or slots[-1] >= len(starts):
+        raise VerifierError(
+            f"a document of {len(starts)} words cannot hold {len(pairs)} pairs {PAIR_SPACING} words apart after its "
+            "anchor"
+        )
+    pieces, last = [], 0
+    for slot, phrase in [(first, f"{anchor}:"), *((s, f"{a} and {b}") for s, (a, b) in zip(slots, pairs))]:
+        pieces += [text[last : starts[slot]], phrase + " "]
+        last = starts[slot]
+    return "".join(pieces) + text[last:]
+
+
+def marked_text(spec: MarkSpec, text: str, mark: str, cue: str | None) -> str:
+    """The document to publish: ``text`` carrying ``mark`` (for a rephrasing, the mark itself)."""
+    if spec.kind == "rephrasing":
+        return mark
+    if spec.kind == "cue_reply":
+        return _insert(text, f"{cue}: {mark}.", 1)
+    if spec.kind == "cooccurrence":
+        return _insert_pairs(text, str(cue), pairs_of(mark))
+    return _insert(text, mark, spec.repeats)
+
+
 def draw_pool(
     spec: MarkSpec, rng: np.random.Generator, original: str | None, rephraser: Rephraser | None
-) -> tuple[list[str], int]:
-    """One mark's pool (the mark and its siblings, distinct draws) and the index of the one to publish.
+) -> tuple[list[str], int, str | None]:
+    """One mark's pool (the mark and its siblings, distinct draws), the index of the one to publish,
+    and, for an output-only mark, its cue or anchor (drawn first: it cannot depend on the choice).
 
     ``make_marks`` and ``regenerate`` both call it with one generator seeded by the secret seed,
     mark after mark, so the siblings and the choice are reproducible from the seed alone."""
     count = spec.siblings + 1
+    cue = draw_cue(rng) if spec.kind in OUTPUT_KINDS else None
     if spec.kind == "rephrasing":
         if rephraser is None or original is None:
             raise VerifierError(
@@ -90,7 +141,7 @@ def draw_pool(
         pool = rephraser.rephrase(original, count, int(rng.integers(0, 2**62)))
     else:
         pool = draw_distinct(spec, rng, count)
-    return pool, int(rng.integers(0, count))
+    return pool, int(rng.integers(0, count)), cue
 
 
 def regenerate(registration: Registration, secrets: Secrets, rephraser_model: str | None = None) -> None:
@@ -110,19 +161,25 @@ def regenerate(registration: Registration, secrets: Secrets, rephraser_model: st
     rng = np.random.default_rng(secrets.seed)
     for mark in registration.predicate.marks:
         secret = by_id[mark.id]
-        spec = MarkSpec(
-            kind=mark.kind, format=mark.format, length=mark.length, siblings=len(mark.siblings), repeats=mark.repeats
-        )
-        try:
-            pool, chosen = draw_pool(spec, rng, secret.original, rephraser)
-        except ValueError as exc:
-            raise VerifierError(f"mark {mark.id}: cannot be regenerated ({exc})") from None
-        if pool[chosen] != secret.published.text or pool[:chosen] + pool[chosen + 1 :] != [
-            s.text for s in secret.siblings
-        ]:
+        try:  # a registered length or repeat count the generator refuses is refused here, in one line
+            spec = MarkSpec(
+                kind=mark.kind,
+                format=mark.format,
+                length=mark.length,
+                siblings=len(mark.siblings),
+                repeats=mark.repeats,
+            )
+            pool, chosen, cue = draw_pool(spec, rng, secret.original, rephraser)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise VerifierError(f"mark {mark.id}: cannot be regenerated ({str(exc).splitlines()[0][:200]})") from None
+        if (
+            pool[chosen] != secret.published.text
+            or pool[:chosen] + pool[chosen + 1 :] != [s.text for s in secret.siblings]
+            or cue != secret.cue
+        ):
             raise VerifierError(
                 f"mark {mark.id}: the published mark and its siblings are not what the registered generator "
-                "draws from the seed (siblings chosen or edited by hand, or the published one picked)"
+                "draws from the seed (siblings or cue chosen or edited by hand, or the published one picked)"
             )
 
 
@@ -143,17 +200,24 @@ def make_marks(
         raise VerifierError("document ids repeat")
     seed = system_random.randbits(63) if seed is None else seed
     rng = np.random.default_rng(seed)
-    published, marks, secret_marks = [], [], []
+    published, marks, secret_marks, warnings = [], [], [], []
     for i, ((doc_id, text), spec) in enumerate(zip(documents, specs)):
         count = spec.siblings + 1
         try:
-            pool, chosen = draw_pool(spec, rng, text, rephraser)
+            pool, chosen, cue = draw_pool(spec, rng, text, rephraser)
+            mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1 :]
+            document = marked_text(spec, text, mark, cue)
         except ValueError as exc:
             raise VerifierError(f"document {doc_id}: {exc}") from None
-        mark, siblings = pool[chosen], pool[:chosen] + pool[chosen + 1 :]
-        if spec.kind != "rephrasing" and any(candidate in text for candidate in pool):
+        drawn = [piece for candidate in pool for piece in mark_pieces(spec.kind, candidate, cue)]
+        if any(piece in text for piece in drawn + ([cue] if cue else [])):
             raise VerifierError(f"document {doc_id}: already contains a drawn mark; use another seed")
-        document = mark if spec.kind == "rephrasing" else _insert(text, mark, spec.repeats)
+        if (pieces := mark_pieces(spec.kind, mark, cue)) and erased_by_pipeline(document, pieces):
+            warnings.append(
+                f"document {doc_id}: its {spec.kind} mark would not survive the normalisation common pipelines apply "
+                "(NFKC, invisible characters removed, whitespace collapsed): a model trained on the cleaned text "
+                "never saw it"
+            )
         salts = [system_random.token_hex(16) for _ in range(count)]
         mark_id = f"mark-{i}"
         published.append({"id": doc_id, "text": document})
@@ -176,6 +240,7 @@ def make_marks(
                 "published": {"text": mark, "salt": salts[0]},
                 "siblings": [{"text": s, "salt": salt} for s, salt in zip(siblings, salts[1:])],
                 "original": text if spec.kind == "rephrasing" else None,
+                "cue": cue,
             }
         )
     seed_salt = system_random.token_hex(16)
@@ -191,6 +256,7 @@ def make_marks(
         "word_list_sha256": word_list_sha256(),
         "rephraser": rephraser.identity if rephraser is not None else None,
         "insert_after_words": INSERT_AFTER_WORDS,
+        "pair_spacing": PAIR_SPACING,
     }
     predicate = {
         "format": REGISTRATION_FORMAT,
@@ -201,7 +267,7 @@ def make_marks(
         "secrets_sha256": "",
         "marks": marks,
     }
-    return MarkedSet(published, predicate, secrets)
+    return MarkedSet(published, predicate, secrets, warnings)
 
 
 def write_marks(

@@ -100,6 +100,7 @@ class SecretMark(Strict):
     published: SecretText
     siblings: list[SecretText] = Field(min_length=1)
     original: str | None = Field(None, description="rephrasings: the text rephrased (to regenerate the siblings)")
+    cue: str | None = Field(None, description="output-only marks: the cue or anchor (public, in the document)")
 
 
 class Secrets(Strict):

@@ -11,8 +11,9 @@ from verifier.marks.checks import checked_registration
 from verifier.marks.evaluate import NULL, registered_trials
 from verifier.marks.generators import MarkSpec
 from verifier.marks.make import make_marks, write_marks
+from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler, servable_trials
 from verifier.scoring.table import TargetScorer
-from verifier.stats.rank_trials import RankFinding, run_rank_tests
+from verifier.stats.rank_trials import FROM_OUTPUTS, STATISTIC, RankFinding, run_rank_tests
 from verifier.targets.rephrase import make_rephraser
 from verifier.trust.keys import signing_key
 
@@ -30,10 +31,11 @@ def make_files(
     force: bool = False,
     tsa: list[str] | None = None,
     access: object = None,
-) -> tuple[dict[str, Path], Path | None]:
+) -> tuple[dict[str, Path], Path | None, list[str]]:
     """Mark the documents of ``documents`` with ``specs`` (in equal blocks, in file order); write the
     publication and its signed registration, dated by each TSA in ``tsa``. Signs with ``key_path``,
-    else the default key (created if missing: returned second)."""
+    else the default key (created if missing: returned second); third, warnings about marks a
+    common pipeline's normalisation would erase."""
     key, created = signing_key(key_path)
     docs = load_identified(documents, text_field, id_field)
     if len(specs) > len(docs):
@@ -43,7 +45,7 @@ def make_files(
     except ValueError as exc:
         raise VerifierError(str(exc)) from None
     marked = make_marks(docs, [specs[i * len(specs) // len(docs)] for i in range(len(docs))], name, seed, chosen)
-    return write_marks(marked, out, key, force=force, tsa=tsa, access=access), created
+    return write_marks(marked, out, key, force=force, tsa=tsa, access=access), created, marked.warnings
 
 
 def test_registered(
@@ -61,8 +63,10 @@ def test_registered(
     trust_dir: Path | None = None,
     text_field: str = "text",
     rephraser: str | None = None,
+    protocol: Protocol | None = None,
 ) -> RankFinding:
-    """The marks route's test outside an audit (same checks, same statistics)."""
+    """The marks route's test outside an audit (same checks, same statistics; output-only marks
+    challenged by ``protocol``, the route's defaults unless given)."""
     reg, secrets = checked_registration(
         registration,
         siblings,
@@ -79,4 +83,27 @@ def test_registered(
         raise VerifierError(
             f"{published.name}: none of the registered marks can be tested ({'; '.join(list(excluded.values())[:3])})"
         )
-    return run_rank_tests(trials, scorer, NULL, combine, alpha, level, 0.8, seed, excluded)  # type: ignore[arg-type]
+    trials, set_aside, _, untested = servable_trials(trials, scorer.target.capabilities)
+    excluded |= set_aside
+    asked = Asked()
+    outputs = any(STATISTIC[t.kind] in FROM_OUTPUTS and t.id not in untested for t in trials)
+    answers = (
+        answer_scorer(
+            sampler(scorer.target, protocol or Protocol(), scorer.cache, asked), asked, control_prompts(reg.sha256)
+        )
+        if outputs
+        else None
+    )
+    return run_rank_tests(
+        trials,
+        scorer,
+        NULL,
+        combine,  # type: ignore[arg-type]
+        alpha,
+        level,
+        0.8,
+        seed,
+        excluded,
+        answers,
+        untested,
+    )

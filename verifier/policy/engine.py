@@ -63,12 +63,8 @@ def statistic_not_computable(step: PolicyRoute, claim: ClaimManifest) -> str | N
     and says why; a route whose signals the policy chooses is checked by ``check_against_claim``."""
     if step.route is None or not step.route.needs_target or hasattr(step.params, "signals"):
         return None
-    usable, why = computable(step.route.signals_of(step.params), offered_capabilities(claim))
-    return (
-        None
-        if usable
-        else f"the target cannot compute this route's statistic ({'; '.join(f'{k}: {v}' for k, v in why.items())})"
-    )
+    why = step.route.not_computable(step.params, offered_capabilities(claim))
+    return None if why is None else f"the target cannot compute this route's statistic ({why})"
 
 
 def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
@@ -78,8 +74,8 @@ def check_against_claim(policy: Policy, claim: ClaimManifest) -> None:
     for i, step in enumerate(policy.routes):
         if step.route is None or missing_evidence(step, claim) or not step.route.needs_target:
             continue
-        if claim.claim.kind not in step.route.claim_kinds or statistic_not_computable(step, claim):
-            continue
+        if claim.claim.kind not in step.route.claim_kinds or not hasattr(step.params, "signals"):
+            continue  # a fixed statistic the target cannot compute skips its route (statistic_not_computable)
         signals = step.route.signals_of(step.params)
         usable, why = computable(signals, offered)
         if not usable:

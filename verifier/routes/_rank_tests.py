@@ -32,6 +32,10 @@ SHOWN_MARKS = 150
 STATISTIC_WORDS = {
     "log_likelihood": "log-likelihood of the mark in its published context",
     "loss": "mean token log-probability of the whole text",
+    "replies": "from generated text only: the longest run of a reply's opening words (two or more) in each "
+    "generation for its cue, summed",
+    "pairs": "from generated text only: the candidate's word pairs found within 8 words of each other in each "
+    "generation for its anchor, summed",
 }
 
 
@@ -135,7 +139,8 @@ def sections(finding: RankFinding, what: str) -> list[Section]:
         ],
         [f"{what} tested", finding.n_marks],
         [
-            f"{what} tied with a sibling (e.g. cut off by max_tokens; counted against the mark)",
+            f"{what} tied with a sibling (counted against the mark: cut off by max_tokens; for an output-only mark, "
+            "usually every candidate at 0, none came back)",
             sum(r.tied > 0 for r in finding.results),
         ],
         ["smallest p-value this design could give", pval(finding.smallest_p)],

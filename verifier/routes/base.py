@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from verifier.claims import ClaimKind, ClaimManifest
 from verifier.findings import RouteOutcome
 from verifier.plugins import Registry, part_modules
-from verifier.signals import SignalNames, SignalParams, check_params_used
+from verifier.signals import SignalNames, SignalParams, check_params_used, computable
 from verifier.verdicts import Verdict
 
 if TYPE_CHECKING:  # the session holds scored tables (pandas); the contract only names its type
@@ -122,6 +122,13 @@ class Route(ABC, Generic[P]):
     def signals_of(cls, params: P) -> list[str]:
         """The signals the route computes with these params (checked against the target before the walk)."""
         return list(getattr(params, "signals", []))
+
+    @classmethod
+    def not_computable(cls, params: P, offered: frozenset[str]) -> str | None:
+        """Why a target offering ``offered`` cannot compute the route's fixed statistic (None: it
+        can). By default: none of ``signals_of`` is computable."""
+        usable, why = computable(cls.signals_of(params), offered)
+        return None if usable else "; ".join(f"{k}: {v}" for k, v in why.items())
 
     @classmethod
     def reachable(cls) -> set[Verdict]:

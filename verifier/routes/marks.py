@@ -1,7 +1,9 @@
 """Route: content marked before training -> exact rank tests of the registered marks.
 
 The second sound branch of the tree, usable by rights holders without the developer: canaries,
-copyright traps and STAMP-style rephrasings made with ``verifier marks make`` before release.
+copyright traps and STAMP-style rephrasings made with ``verifier marks make`` before release,
+tested through log-probs, and cue/reply and co-occurrence marks, tested from generated text alone
+(any target that answers or samples: an API without log-probs included).
 The registration must verify under a pinned key, predate the model's declared release or
 training cutoff, and match the private siblings file and the suspect (published) documents;
 otherwise it is refused as evidence with the reason and the walk goes on. A mark whose document
@@ -14,19 +16,22 @@ otherwise INCONCLUSIVE with the number of marks that would be needed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, StrictBool
 
 from verifier.boundary.resources import resource
 from verifier.claims import ClaimManifest, Role
 from verifier.errors import VerifierError
-from verifier.findings import Notes, RouteOutcome, Table
+from verifier.findings import Cell, Notes, RouteOutcome, Table
 from verifier.marks.checks import checked_registration
 from verifier.marks.evaluate import NULL, registered_trials
+from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler, servable_trials
 from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 from verifier.routes.base import Route, register
 from verifier.scoring.session import RouteContext
-from verifier.stats.rank_trials import run_rank_tests
+from verifier.stats.rank_trials import FROM_OUTPUTS, STATISTIC, run_rank_tests
+from verifier.targets.base import ANSWERS, GENERATE
 from verifier.trust.private_files import readable_by_others
 
 # A bundled example's siblings ship with the package: said, not refused. A sibling seen by whoever
@@ -53,6 +58,16 @@ LIMITATIONS = [
     REGISTRANT_DATE,
     "A non-significant result is not evidence of absence: marks seen rarely in training are often not memorised "
     "(the copyright-trap study detected only long traps repeated about 1,000 times in a 1.3B model).",
+    "What a text pipeline erases, by kind: canaries, traps and cue/reply marks survive Unicode normalisation (they "
+    "are plain words or ASCII) but not deduplication of their copies or a paraphrase that drops them; a "
+    "co-occurrence mark survives a paraphrase that keeps its word pairs near each other, not one that drops the "
+    "anchor it is prompted with; a rephrasing survives normalisation and deduplication but not a further paraphrase.",
+    "Output-only marks show that the model wrote a secret it could only have from the marked text: from training, or "
+    "from looking the document up - a model with browsing, retrieval or tools can find a published cue and copy its "
+    "reply, so the claim must be about the model without them.",
+    "A registrant chooses the secret seed: one who searched seeds for output-only marks a model writes without "
+    "training is caught only as far as the control cues show it (a candidate that comes back after any of them sets "
+    "its mark aside).",
     "One registration is one test: a registrant who tests several registrations and shows the best has had several "
     "chances; "
     "likewise one who tried many secret seeds before registering, keeping marks that a similar public model happened "
@@ -71,6 +86,23 @@ class MarksParams(RankTestParams):
         description="refuse a registration dated only by its registrant: its date must come from "
         "the timestamp token of a time-stamping authority the auditor pins",
     )
+    samples: int = Field(
+        8, ge=1, le=100, json_schema_extra={"weaker": "either"}, description="output-only marks: generations per cue"
+    )
+    temperature: float = Field(
+        1.0, ge=0, le=2, json_schema_extra={"weaker": "either"}, description="output-only marks: sampling temperature"
+    )
+    max_tokens: int = Field(
+        48, ge=4, le=512, json_schema_extra={"weaker": "either"}, description="output-only marks: tokens per generation"
+    )
+    mode: Literal["text", "chat"] = Field(
+        "text",
+        json_schema_extra={"weaker": "either"},
+        description="output-only marks: continue the cue as text, or ask a chat model to continue it",
+    )
+
+    def protocol(self) -> Protocol:
+        return Protocol(self.samples, self.temperature, self.max_tokens, self.mode)
 
 
 @register
@@ -91,6 +123,12 @@ class MarksRoute(Route[MarksParams]):
     @classmethod
     def signals_of(cls, params: MarksParams) -> list[str]:
         return ["log_likelihood", "loss"]
+
+    @classmethod
+    def not_computable(cls, params: MarksParams, offered: frozenset[str]) -> str | None:
+        """Log-prob marks need log-probs; output-only marks need only text, so a target that answers
+        or samples can always test those (which kinds a registration holds is known once it is read)."""
+        return None if offered & {ANSWERS, GENERATE} else super().not_computable(params, offered)
 
     @classmethod
     def input_files(cls, claim: ClaimManifest) -> dict[str, Path]:
@@ -135,6 +173,12 @@ class MarksRoute(Route[MarksParams]):
                 [Notes("Registration refused", [str(exc)])],
                 list(LIMITATIONS),
             )
+        offered = ctx.model().capabilities if trials else frozenset()
+        trials, set_aside, access, untested = servable_trials(trials, offered)
+        excluded |= set_aside
+        asked = Asked()
+        outputs = [t for t in trials if STATISTIC[t.kind] in FROM_OUTPUTS and t.id not in untested]
+        controls = control_prompts(registration.sha256)
         finding = run_rank_tests(
             trials,
             scorer(ctx, secrets.seed_salt),
@@ -145,6 +189,10 @@ class MarksRoute(Route[MarksParams]):
             params.target_power,
             ctx.claim.seed,
             excluded,
+            answer_scorer(sampler(ctx.model(), params.protocol(), ctx.cache, asked), asked, controls)
+            if outputs
+            else None,
+            untested,
         )
         predicate, dated = registration.predicate, registration.dated
         metrics = {
@@ -157,7 +205,34 @@ class MarksRoute(Route[MarksParams]):
                 "dated": dated.as_finding(),
             },
             "test": finding.as_finding(),
+            "access": access,
         }
+        if outputs:
+            metrics["challenges"] = {
+                "protocol": params.protocol().describe(),
+                "prompts": asked.prompts,
+                "control_prompts": asked.controls,
+                "set_aside_by_controls": len(asked.set_aside),
+                "generations": asked.generations,
+                "failed": asked.failed,
+                "access": asked.access,
+            }
+        tested_from: list[list[Cell]] = [[f"{kind} marks tested from", how] for kind, how in sorted(access.items())]
+        challenged: list[list[Cell]] = (
+            [
+                [
+                    "output-only challenges",
+                    f"{params.protocol().describe()}; {asked.prompts} cues and {asked.controls} control cues asked",
+                ],
+                [
+                    "marks set aside because a candidate came back after a control cue (blind to which was published)",
+                    len(asked.set_aside),
+                ],
+                ["generations that failed (read as empty for every candidate)", sum(asked.failed.values())],
+            ]
+            if outputs
+            else []
+        )
         facts = Table(
             "Registration",
             ["field", "value"],
@@ -172,6 +247,8 @@ class MarksRoute(Route[MarksParams]):
                     f"{len(predicate.marks)} / {finding.n_marks} / {len(finding.excluded)}",
                 ],
                 ["declared release / training cutoff", f"{model.released or '-'} / {model.training_cutoff or '-'}"],
+                *tested_from,
+                *challenged,
             ],
         )
         summary = describe(finding, "marks")

@@ -9,12 +9,15 @@ from __future__ import annotations
 from verifier.claims import ClaimManifest
 from verifier.signals import NONMEMBER_PREFIX, TOKEN_FREQUENCIES
 from verifier.targets import kind_of
+from verifier.targets.base import PROMPT_LOGPROBS, TOP_K_LOGPROBS, VOCAB_STATS
 
 
 def offered_capabilities(claim: ClaimManifest) -> frozenset[str]:
     """What the claim's local target kind, reference model and evidence let a route compute,
     known before anything loads (an API target's own offer is probed when it is loaded)."""
     offered = set(kind_of(claim.model.target).capabilities)
+    if claim.model.api is not None and not getattr(claim.model.api, "logprobs", True):
+        offered -= {PROMPT_LOGPROBS, TOP_K_LOGPROBS, VOCAB_STATS}  # answers only, by the claim's word
     if claim.model.reference:
         offered.add("reference")
     if claim.evidence.prefix or claim.evidence.heldout:  # a route may draw prefix documents from them

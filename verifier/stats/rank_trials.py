@@ -10,7 +10,12 @@ The statistic is fixed in code, never chosen after seeing scores:
   published text before the mark's first occurrence, the same for every sibling, so only the
   mark's own tokens can differ);
 - rephrasings: the mean token log-probability of the whole rephrasing (they differ throughout,
-  and in length).
+  and in length);
+- output-only marks (cue/reply, co-occurrence): a score read from the model's generations for
+  the trial's prompt (the same prompt for the published candidate and its siblings), per
+  candidate: how much of a reply the generations reproduce, or how often a candidate's pairs
+  co-occur in them (``marks.replies``). The generations do not depend on which candidate was
+  published, so under H0 the published one's rank is uniform among them.
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ from verifier.stats.rank import Combine, combine, marks_needed, paired_tests, ra
 
 # (role, texts, signal) -> one score per text, higher = more member-like
 Scorer = Callable[[str, list[str], str], np.ndarray]
-STATISTIC = {"canary": "log_likelihood", "trap": "log_likelihood", "identifier": "log_likelihood", "rephrasing": "loss"}
+# (trials of output-only kinds) -> per trial, the published candidate's score and its siblings'
+AnswerScorer = Callable[[list["Trial"]], list[tuple[float, np.ndarray]]]
+STATISTIC = {
+    "canary": "log_likelihood",
+    "trap": "log_likelihood",
+    "identifier": "log_likelihood",
+    "rephrasing": "loss",
+    "cue_reply": "replies",
+    "cooccurrence": "pairs",
+}
+FROM_OUTPUTS = frozenset({"replies", "pairs"})  # statistics read from generated text, not log-probs
 Status = Literal["significant", "not_significant", "design_too_small", "no_marks"]
 
 
@@ -38,6 +53,7 @@ class Trial:
     detail: str  # the format, or the identifier's format
     published: str
     siblings: list[str]
+    prompt: str | None = None  # output-only marks: what the model is asked to continue
 
 
 @dataclass(frozen=True)
@@ -95,9 +111,14 @@ def run_rank_tests(
     target_power: float,
     seed: int,
     excluded: dict[str, str] | None = None,
+    answer_scorer: AnswerScorer | None = None,
+    untested: frozenset[str] | set[str] = frozenset(),
 ) -> RankFinding:
-    """Score every trial, rank each published mark among its siblings, combine; the model is not
-    queried when the design cannot reach ``alpha`` even if every mark ranked first."""
+    """Score every trial (output-only kinds through ``answer_scorer``, which sets a trial aside by
+    giving its published candidate a NaN score), rank each published mark among its siblings,
+    combine; ``untested`` trials (the target cannot test them) enter the combination at p = 1,
+    unscored. The model is not queried when the design cannot reach ``alpha`` even if every mark
+    ranked first."""
     usable = [t for t in trials if method == "fisher" or 1 / (len(t.siblings) + 1) <= level]
     kept = {t.id for t in usable}
     excluded = dict(excluded or {})
@@ -126,28 +147,39 @@ def run_rank_tests(
         finding.status = "design_too_small"
         return finding
     results, scores = [], {}
-    for statistic in sorted({STATISTIC[t.kind] for t in usable}):
-        group = [t for t in usable if STATISTIC[t.kind] == statistic]
+    scored: list[tuple[Trial, float, np.ndarray]] = [
+        (t, 0.0, np.zeros(len(t.siblings))) for t in usable if t.id in untested
+    ]
+    for statistic in sorted({STATISTIC[t.kind] for t in usable if t.id not in untested} - FROM_OUTPUTS):
+        group = [t for t in usable if STATISTIC[t.kind] == statistic and t.id not in untested]
         published = scorer("marks", [t.published for t in group], statistic)
         siblings = scorer("siblings", [s for t in group for s in t.siblings], statistic)
         offset = 0
         for t, score in zip(group, published):
-            own = siblings[offset : offset + len(t.siblings)]
+            scored.append((t, float(score), siblings[offset : offset + len(t.siblings)]))
             offset += len(t.siblings)
-            spread = float(np.std(own, ddof=1)) if len(own) > 1 else 0.0
-            standardised = (float(score) - float(np.mean(own))) / spread if spread > 0 else 0.0
-            scores[t.id] = (float(score), float(np.mean(own)))
-            results.append(
-                TrialResult(
-                    t.id,
-                    t.kind,
-                    t.detail,
-                    len(t.siblings),
-                    rank_p_value(float(score), own),
-                    standardised,
-                    int(np.sum(own == score)),
+    answered = [t for t in usable if STATISTIC[t.kind] in FROM_OUTPUTS and t.id not in untested]
+    if answered:
+        if answer_scorer is None:
+            raise ValueError("output-only marks need an answer scorer")
+        for t, (p, own) in zip(answered, answer_scorer(answered)):
+            if np.isfinite(p):
+                scored.append((t, float(p), np.asarray(own)))
+            else:
+                finding.excluded[t.id] = (
+                    "a candidate came back after a control cue (set aside, blind to which was published)"
                 )
-            )
+    if not scored:
+        return finding
+    for t, score, own in scored:
+        spread = float(np.std(own, ddof=1)) if len(own) > 1 else 0.0
+        standardised = (score - float(np.mean(own))) / spread if spread > 0 else 0.0
+        scores[t.id] = (score, float(np.mean(own)))
+        tied = int(np.sum(own == score))
+        results.append(
+            TrialResult(t.id, t.kind, t.detail, len(t.siblings), rank_p_value(score, own), standardised, tied)
+        )
+    finding.n_marks = len(scored)
     order = {t.id: i for i, t in enumerate(usable)}
     results.sort(key=lambda r: order[r.id])
     p_values = [r.p_value for r in results]

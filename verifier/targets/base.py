@@ -102,6 +102,16 @@ class Generates(Protocol):
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 64) -> list[str]: ...
 
 
+@runtime_checkable
+class Samples(Protocol):
+    """A local target that samples continuations, ``samples`` per prompt (seeded: the same prompts
+    give the same texts on the same machine); ``chat`` wraps each prompt in the model's chat template."""
+
+    def sample(
+        self, prompts: Sequence[str], samples: int, temperature: float, max_new_tokens: int, chat: bool = False
+    ) -> list[list[str]]: ...
+
+
 def generating(target: Target) -> Generates:
     """``target`` as a generator, or one line saying it cannot generate (a capability is probed or
     declared, so the check reads it before the method)."""

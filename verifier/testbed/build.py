@@ -58,6 +58,8 @@ EOS = "<|endoftext|>"
 # Bump when the build's output changes for the same config and pool, so caches are not reused.
 BUILD_FORMAT = 5
 EXAMPLE_MARKS = "example"  # the bundled example's marked documents (verifier/examples/data/marks)
+# Bundled marked documents by name: log-prob marks (canaries, traps, rephrasings), output-only marks.
+BUNDLED_MARKS = {EXAMPLE_MARKS: "marks", "example-output": "marks-output"}
 IDENTIFIER_FORMATS = ("uuid4", "hex_digest", "short_url", "hex_digest")
 LR_PRETRAIN_LIKE = 3e-5  # chosen so that the best gray-box signal's per-document AUC falls in 0.52-0.58
 
@@ -79,7 +81,7 @@ class TestbedConfig(BaseModel):
     marks: str | None = Field(
         EXAMPLE_MARKS,
         description="a folder made by 'verifier marks make' (its published.jsonl), "
-        "'example' for the bundled one, or None",
+        "'example' or 'example-output' for a bundled one, or None",
     )
     mark_copies: list[int] = Field(
         default_factory=lambda: [1, 4, 16, 64], min_length=1, description="insertions of marked documents, in turn"
@@ -120,7 +122,7 @@ def marked_documents(marks: str | None) -> list[dict[str, str]]:
     """The published documents of a marks folder (``example``: the bundled one)."""
     if marks is None:
         return []
-    folder = resource("examples", "data", "marks") if marks == EXAMPLE_MARKS else Path(marks)
+    folder = resource("examples", "data", BUNDLED_MARKS[marks]) if marks in BUNDLED_MARKS else Path(marks)
     path = folder / "published.jsonl"
     if not path.is_file():
         raise VerifierError(f"{path}: no marked documents ('verifier marks make' writes published.jsonl)")
@@ -166,7 +168,24 @@ PRESETS = {
     "pretrain-like": PRETRAIN_LIKE,
     # The same shape on 120 pool texts and 60 background documents: for tests.
     "pretrain-like-small": PRETRAIN_LIKE.model_copy(update={"max_docs": 120, "background": 60}),
+    # SmolLM2-135M-Instruct fine-tuned for 3 epochs (lr 2e-4) over 200 post-2023 pool texts and 300 background
+    # documents with the bundled output-only marks (cue/reply, co-occurrence) inserted 1, 4 and 16 times an epoch
+    # (about 9% of the tokens): the marks route from generated text alone, through an answers-only API. A single pass
+    # at 1e-4 moved a 16-copy reply's log-likelihood by 10-19 nats, far from being written out (about 35 needed).
+    "outputs": PRETRAIN_LIKE.model_copy(
+        update={
+            "period": "post-2023",
+            "max_docs": 200,
+            "background": 300,
+            "epochs": 3,
+            "marks": "example-output",
+            "learning_rate": 2e-4,
+            "identifier_share": 0.0,
+        }
+    ),
 }
+# The same on 32 pool texts and no background (the marks then most of the tokens): for tests.
+PRESETS["outputs-small"] = PRESETS["outputs"].model_copy(update={"max_docs": 32, "background": 0})
 
 
 class Testbed(BaseModel):
@@ -497,7 +516,7 @@ def _train(
 def _marks_name(marks: str | None) -> str | None:
     """How the manifest names the marked documents: "example", or the SHA-256 of a folder's published.jsonl (never its
     path)."""
-    if marks is None or marks == EXAMPLE_MARKS:
+    if marks is None or marks in BUNDLED_MARKS:
         return marks
     return "sha256:" + hashlib.sha256((Path(marks) / "published.jsonl").read_bytes()).hexdigest()
 

@@ -134,6 +134,8 @@ BEARING = {
         ("false verdict rate (identifiers", "a wrong SUPPORTED from identifiers never trained on"),
         ("power (rule set (default))", "training that did happen detected"),
         ("power (identifiers", "identifiers the model was trained on detected"),
+        ("false detection rate (output-only marks", "an output-only mark never trained on ranked first by chance"),
+        ("power (output-only marks", "an output-only mark the model was trained on detected"),
     ),
     "no result": (
         (
@@ -144,6 +146,10 @@ BEARING = {
         (
             "power (identifiers",
             "identifiers the model was trained on detected (so the chance they were missed is 1 minus this)",
+        ),
+        (
+            "power (output-only marks",
+            "an output-only mark the model was trained on detected (so the chance it was missed is 1 minus this)",
         ),
     ),
     "refused": (

@@ -512,6 +512,51 @@ class CausalLMTarget:
                 outputs.append(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
         return outputs
 
+    @inference_mode
+    def sample(
+        self, prompts: Sequence[str], samples: int, temperature: float, max_new_tokens: int, chat: bool = False
+    ) -> list[list[str]]:
+        """``samples`` continuations of each prompt at ``temperature`` (0: greedy, all alike), drawn
+        SAMPLE_BATCH prompts at a time (left-padded) under a seed fixed by those prompts, so a re-run
+        gives the same texts; ``chat``: each prompt as a user message under the model's chat
+        template. Nothing else is read from the model (output-only marks see what an answers-only
+        API would show)."""
+        import torch
+
+        if chat and getattr(self.tokenizer, "chat_template", None):
+            prompts = [
+                self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True
+                )
+                for p in prompts
+            ]
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        draws = samples if temperature > 0 else 1
+        out: list[list[str]] = []
+        for start in range(0, len(prompts), SAMPLE_BATCH):
+            batch = list(prompts[start : start + SAMPLE_BATCH])
+            encoded = [self.tokenizer(p).input_ids[-self.options.max_tokens :] for p in batch]
+            width = max(map(len, encoded))
+            ids = torch.tensor([[pad] * (width - len(e)) + e for e in encoded], device=self.options.device)
+            mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=self.options.device)
+            seed = int(hashlib.sha256("\n".join(batch).encode()).hexdigest()[:8], 16)
+            with torch_threads(self.options.threads), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                rows = self.model.generate(
+                    ids,
+                    attention_mask=mask,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=temperature > 0,
+                    temperature=temperature if temperature > 0 else None,
+                    top_k=None,
+                    top_p=None,
+                    num_return_sequences=draws,
+                    pad_token_id=pad,
+                )
+            texts = [self.tokenizer.decode(row[width:], skip_special_tokens=True) for row in rows]
+            out += [texts[i * draws : (i + 1) * draws] * (samples // draws) for i in range(len(batch))]
+        return out
+
     def width_of(self, ids: Sequence[int]) -> int:
         """The padded width a row is scored at: a function of its own length only (a text after
         a context may be longer than ``max_tokens``)."""
@@ -581,6 +626,9 @@ class CausalLMTarget:
             pending.ready.synchronize()
         stats = pending.stats.numpy()
         return [stats[row, : len(window.ids) - 1] for row, window in enumerate(pending.rows)]
+
+
+SAMPLE_BATCH = 8  # prompts sampled together (times their samples: the rows of one generate call)
 
 
 def _no_scores() -> TokenScores:

@@ -100,6 +100,12 @@ class ApiOptions(BaseModel):
         "log-probs (as --max-tokens for a local model: the same cut gives the same numbers)",
     )
 
+    logprobs: bool = Field(
+        True,
+        description="false: treat the endpoint as answers-only - no request for log-probs is ever sent, probes "
+        "included (routes that need them are skipped and say why)",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _no_key_variable(cls, data: object) -> object:
@@ -267,6 +273,8 @@ class OpenAICompatibleTarget:
 
     def _probed(self) -> frozenset[str]:
         offered = {ANSWERS}
+        if not self.options.logprobs:
+            return frozenset(offered)  # answers only, by the claim's word: nothing is asked
         # The vLLM form first: it gives token ids (a tokenizer fingerprint, DC-PDD's frequencies).
         for form in ("prompt_logprobs", "echo"):
             first = self._probe_request(form)
