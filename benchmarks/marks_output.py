@@ -1,9 +1,10 @@
 """Output-only marks (cue/reply, co-occurrence): false detections where nothing was trained on, and detection
 through answers-only APIs on a model that was.
 
-1. **The exact null, simulated** (no model): ``--simulated`` marks per kind, 99 siblings each, against a
-   model that babbles the marks' own word list (40 words a generation, 8 generations): the share of marks
-   at p <= k/100 against k/100, and Fisher's combination over 12 marks (one registration) at alpha 0.05.
+1. **The exact null, simulated** (no model): ``--simulated`` marks per kind, 99 siblings each, against the
+   worst case H0 allows - a model that knows every candidate but not which was published, opening each of
+   8 generations with one drawn uniformly: the share of marks at p <= k/100 against k/100, and Fisher's
+   combination over 12 marks (one registration) at alpha 0.05.
 2. **Models that never saw the marks**: SmolLM2-135M-Instruct (the shipped weights, never trained on marks
    drawn today) is prompted with ``--null-cues`` fresh cues, 8 generations of up to 48 tokens each at
    temperature 1.0 (the policy's defaults), through the route's own sampler; each cue's generations score
@@ -35,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from verifier.boundary.resources import resource, word_list
+from verifier.boundary.resources import resource
 from verifier.dataset_inference.power import wilson
 from verifier.marks.generators import MarkSpec, draw_cue, draw_distinct
 from verifier.marks.make import PUBLISHED, REGISTRATION
-from verifier.marks.replies import Asked, Protocol, answer_scorer, sampler
+from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler
 from verifier.marks.run import test_registered
 from verifier.stats.rank import combine, rank_p_value
 from verifier.stats.rank_trials import Trial
@@ -98,26 +99,36 @@ def null_lines(label: str, p: np.ndarray, keep: dict | None) -> None:
 
 
 def simulated(count: int) -> None:
+    """The worst case H0 allows: a model that knows every candidate of a mark but not which was published
+    (each generation opens with one candidate drawn uniformly, written as the document would carry it)."""
     rng = np.random.default_rng(20261206)
-    words = word_list()
-
-    def babble(prompts: list[str]) -> list[list[str]]:
-        return [[" ".join(words[i] for i in rng.integers(0, 2048, 40)) for _ in range(8)] for _ in prompts]
-
-    print(f"\n## 1. The exact null, simulated ({count} marks per kind, a model babbling the word list)\n")
+    print(
+        f"\n## 1. The exact null, simulated ({count} marks per kind; a model that knows each mark's 100 candidates but "
+        "not which was published writes one, drawn uniformly, in each of 8 generations)\n"
+    )
     print("| kind | test | marks | false detections | rate [Wilson 95% CI] |\n|---|---|---|---|---|")
     for kind in KINDS:
-        p = p_values([draw_trial(kind, rng, draw_cue(rng), i) for i in range(count)], babble)
+        trials = [draw_trial(kind, rng, draw_cue(rng), i) for i in range(count)]
+        pools = {str(t.prompt): [t.published, *t.siblings] for t in trials}
+
+        def leak(prompts: list[str], pools: dict = pools, kind: str = kind) -> list[list[str]]:
+            out = []
+            for p in prompts:
+                written = [pools[p][int(i)] for i in rng.integers(0, SIBLINGS + 1, 8)]
+                out.append(
+                    [
+                        w.replace("; ", ", and ").replace(" ", " and ", 1) if kind == "cooccurrence" else w
+                        for w in written
+                    ]
+                )
+            return out
+
+        p = p_values(trials, leak)
         null_lines(kind, p, None)
-        ks = (1, 5, 10)
         print(
-            "|",
-            kind,
-            "| P(p <= k/100) for k = 1, 5, 10 |",
-            count,
-            "|",
-            ", ".join(f"{np.mean(p <= k / 100 + 1e-12):.4f}" for k in ks),
-            "| exact: at most 0.01, 0.05, 0.10 |",
+            f"| {kind} | P(p <= k/100) for k = 1, 5, 10 | {count} | "
+            + ", ".join(f"{np.mean(p <= k / 100 + 1e-12):.4f}" for k in (1, 5, 10))
+            + " | exact: at most 0.01, 0.05, 0.10 |"
         )
 
 
@@ -135,9 +146,11 @@ def on_model(cues: int, model: str) -> None:
             trials[kind].append(draw_trial(kind, rng, cue, i))
     asked = Asked()
     ask = sampler(target, protocol, None, asked)
+    controls = control_prompts("0" * 64)  # as a registration's digest draws them
+    prompts += controls
     generations: dict[str, list[str]] = {}
     started = time.perf_counter()
-    for start in range(0, cues, 40):
+    for start in range(0, len(prompts), 40):
         chunk = prompts[start : start + 40]
         generations |= dict(zip(chunk, ask(chunk)))
         print(f"  {start + len(chunk)}/{cues} cues, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
@@ -148,7 +161,9 @@ def on_model(cues: int, model: str) -> None:
     )
     print("| kind | test | marks | false detections | rate [Wilson 95% CI] |\n|---|---|---|---|---|")
     for kind in KINDS:
-        p = p_values(trials[kind], lambda ps: [generations[x] for x in ps])
+        counted = Asked()
+        p = p_values(trials[kind], lambda ps: [generations[x] for x in ps], controls, counted)
+        print(f"| {kind} | set aside by the {len(controls)} control cues | {cues} | {len(counted.set_aside)} | - |")
         null_lines(
             kind,
             p,

@@ -281,20 +281,24 @@ def test_output_marks_support_training_on_a_model_that_saw_them(outputs_testbed,
     outcome = marks_outcome(findings)
     test = outcome["metrics"]["test"]
     assert findings["verdict"] == "SUPPORTED" and findings["decided_by"] == "marks", outcome["summary"]
-    assert {k["kind"] for k in test["by_kind"]} == {"cue_reply", "cooccurrence"} and test["n_marks"] == 24
-    by_copies = {c: [r["p_value"] for i, r in enumerate(test["results"]) if (1, 4, 16)[i % 3] == c] for c in (1, 16)}
-    assert np.median(by_copies[16]) <= 0.02  # the 16-copy marks mostly rank first of 100
+    assert {k["kind"] for k in test["by_kind"]} == {"cue_reply", "cooccurrence"}
+    assert test["n_marks"] + len(test["excluded"]) == 24
+    copies = {f"mark-{i}": (1, 4, 16)[i % 3] for i in range(24)}
+    sixteen = [r["p_value"] for r in test["results"] if copies[r["id"]] == 16]
+    assert np.median(sixteen) <= 0.02  # the 16-copy marks mostly rank first of 100
     challenges = outcome["metrics"]["challenges"]
-    assert challenges["prompts"] == 24 and challenges["generations"] == 24 * 8
+    assert challenges["generations"] == (challenges["prompts"] + challenges["control_prompts"]) * 8
     assert outcome["metrics"]["access"]["cue_reply"].startswith("outputs only")
 
 
+@pytest.mark.parametrize("server", ["smollm2_server", pytest.param("smollm2_vllm", marks=pytest.mark.slow)])
 def test_output_marks_a_model_never_saw_are_inconclusive_through_an_answers_only_api(
-    smollm2_server, trusted_example, monkeypatch
+    server, request, trusted_example, monkeypatch
 ):
-    """SmolLM2 never saw the marks; it is asked through a real answers-only server (transformers
-    serve) with log-probs switched off in the claim: no request asks for a log-prob, the verdict is
-    INCONCLUSIVE and the bundle is signed."""
+    """SmolLM2 never saw the marks; it is asked through a real server - transformers serve (an
+    answers-only API), and vLLM (slow), which would give log-probs - with log-probs switched off in
+    the claim: no request asks for a log-prob, the verdict is INCONCLUSIVE and the bundle is signed."""
+    smollm2_server = request.getfixturevalue(server)
     from verifier.targets.api_client import ApiClient
 
     sent: list[dict] = []
@@ -321,6 +325,6 @@ def test_output_marks_a_model_never_saw_are_inconclusive_through_an_answers_only
     )
     outcome = marks_outcome(result.findings)
     assert result.findings["verdict"] == "INCONCLUSIVE" and outcome["status"] == "not_significant", outcome["summary"]
-    assert outcome["metrics"]["challenges"]["generations"] == 24
+    assert outcome["metrics"]["challenges"]["generations"] == 24 + 16  # and the 16 control cues, once each
     assert sent and not any(k in body for body in sent for k in ("logprobs", "prompt_logprobs", "echo"))
     assert result.signed and (result.folder / "findings.json").is_file()
