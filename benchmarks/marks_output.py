@@ -7,9 +7,9 @@ through answers-only APIs on a model that was.
    combination over 12 marks (one registration) at alpha 0.05.
 2. **Models that never saw the marks**: SmolLM2-135M-Instruct (the shipped weights, never trained on marks
    drawn today) is prompted with ``--null-cues`` fresh cues, 8 generations of up to 48 tokens each at
-   temperature 1.0 (the policy's defaults), through the route's own sampler; each cue's generations score
-   one cue/reply pool and one co-occurrence pool (99 siblings each, drawn independently: the generations
-   do not depend on either). A challenge is one generation for one cue: 1,250 cues are 10,000 challenges
+   temperature 1.0 (the policy's defaults), through the route's own sampler (the model in bf16); each cue's
+   generations score one cue/reply pool and one co-occurrence pool (99 siblings each, drawn independently:
+   the generations do not depend on either). A challenge is one generation for one cue: 1,250 cues are 10,000 challenges
    per kind. False detections per mark at 0.05 and 0.01, and per registration of 12 marks (Fisher).
 3. **The ``outputs`` testbed through answers-only APIs** (``--testbed``): SmolLM2-135M-Instruct
    continued-pretrained once among background text with the bundled output-only marks
@@ -135,7 +135,7 @@ def simulated(count: int) -> None:
 def on_model(cues: int, model: str) -> None:
     from verifier.targets import ScoringOptions, load_target
 
-    target = load_target(model, ScoringOptions())
+    target = load_target(model, ScoringOptions(dtype="bf16"))  # bf16 (AMX): 2-3x on this CPU; any precision is a model
     protocol = Protocol()
     rng = np.random.default_rng(7)
     prompts, trials = [], {kind: [] for kind in KINDS}

@@ -273,6 +273,7 @@ def outputs_testbed(tmp_path_factory):
     return build_testbed(PRESETS["outputs-small"], out=tmp_path_factory.mktemp("testbed") / "outputs-small")
 
 
+@pytest.mark.slow  # trains SmolLM2 three epochs (about 3 minutes alone on 2 cores)
 def test_output_marks_support_training_on_a_model_that_saw_them(outputs_testbed, trusted_example):
     shutil.copytree(outputs_testbed.folder, trusted_example / "claim" / "testbed")
     findings = run_audit(
