@@ -62,9 +62,10 @@ def draw_trial(kind: str, rng: np.random.Generator, cue: str, i: int) -> Trial:
     return Trial(str(i), kind, "outputs", pool[chosen], pool[:chosen] + pool[chosen + 1 :], prompt=f"{cue}:")
 
 
-def p_values(trials: list[Trial], ask) -> np.ndarray:
-    scored = answer_scorer(ask, Asked())(trials)
-    return np.array([rank_p_value(s, own) for s, own in scored])
+def p_values(trials: list[Trial], ask, controls: list[str] | None = None, asked: Asked | None = None) -> np.ndarray:
+    """Each trial's exact p-value as the route computes it (a mark set aside by the control cues: 1, no evidence)."""
+    scored = answer_scorer(ask, asked or Asked(), controls or [])(trials)
+    return np.array([1.0 if np.isnan(s) else rank_p_value(s, own) for s, own in scored])
 
 
 def null_lines(label: str, p: np.ndarray, keep: dict | None) -> None:
@@ -90,6 +91,8 @@ def null_lines(label: str, p: np.ndarray, keep: dict | None) -> None:
         combine(list(p[i : i + PER_REGISTRATION]), "fisher")
         for i in range(0, len(p) - PER_REGISTRATION + 1, PER_REGISTRATION)
     ]
+    if not groups:
+        return
     hits = int(np.sum(np.array(groups) <= 0.05))
     r = wilson(hits, len(groups))
     print(
