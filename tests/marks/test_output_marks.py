@@ -15,7 +15,7 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from test_marks import carriers
 
-from verifier.audit import audit_to_bundle, run_audit
+from verifier.audit import audit_to_bundle
 from verifier.boundary.resources import resource, word_list
 from verifier.errors import VerifierError
 from verifier.marks.generators import MarkSpec, mark_pieces, pairs_of
@@ -31,7 +31,6 @@ from verifier.marks.registration import read_registration, read_secrets
 from verifier.marks.replies import MIN_RUN, Asked, answer_scorer, candidate_score, servable_trials, shown_by_prompt
 from verifier.stats.rank import combine
 from verifier.stats.rank_trials import Trial, run_rank_tests
-from verifier.targets import ScoreCache
 from verifier.trust.envelopes import public_pem
 from verifier.trust.keys import generate_key
 
@@ -263,33 +262,6 @@ def trusted_example(tmp_path, monkeypatch):
 
 def marks_outcome(findings: dict) -> dict:
     return next(r for r in findings["path"] if r["route"] == "marks")["outcome"]
-
-
-@pytest.fixture(scope="module")
-def outputs_testbed(tmp_path_factory):
-    """SmolLM2 fine-tuned 3 epochs on 32 pool texts with the bundled output-only marks inserted 1, 4 and 16 times."""
-    from verifier.testbed.build import PRESETS, build_testbed
-
-    return build_testbed(PRESETS["outputs-small"], out=tmp_path_factory.mktemp("testbed") / "outputs-small")
-
-
-@pytest.mark.slow  # trains SmolLM2 three epochs (about 3 minutes alone on 2 cores)
-def test_output_marks_support_training_on_a_model_that_saw_them(outputs_testbed, trusted_example):
-    shutil.copytree(outputs_testbed.folder, trusted_example / "claim" / "testbed")
-    findings = run_audit(
-        claim_folder(trusted_example, "testbed/model"), cache=ScoreCache(trusted_example / "c")
-    ).findings
-    outcome = marks_outcome(findings)
-    test = outcome["metrics"]["test"]
-    assert findings["verdict"] == "SUPPORTED" and findings["decided_by"] == "marks", outcome["summary"]
-    assert {k["kind"] for k in test["by_kind"]} == {"cue_reply", "cooccurrence"}
-    assert test["n_marks"] + len(test["excluded"]) == 24
-    copies = {f"mark-{i}": (1, 4, 16)[i % 3] for i in range(24)}
-    sixteen = [r["p_value"] for r in test["results"] if copies[r["id"]] == 16]
-    assert np.median(sixteen) <= 0.02  # the 16-copy marks mostly rank first of 100
-    challenges = outcome["metrics"]["challenges"]
-    assert challenges["generations"] == (challenges["prompts"] + challenges["control_prompts"]) * 8
-    assert outcome["metrics"]["access"]["cue_reply"].startswith("outputs only")
 
 
 @pytest.mark.parametrize("server", ["smollm2_server", pytest.param("smollm2_vllm", marks=pytest.mark.slow)])

@@ -21,7 +21,7 @@ def build(
             help="small (about a minute), standard (the full pool, 6 epochs), light (2 epochs), faint (1), "
             "finetune / finetune-small (SmolLM2-135M-Instruct fine-tuned one epoch on post-2023 texts), "
             "pretrain-like / pretrain-like-small (SmolLM2-135M-Instruct continued-pretrained one pass over the "
-            "members among real background text: about 35 minutes on 2 cores with AMX), outputs / outputs-small "
+            "members among real background text: about 35 minutes on 2 cores with AMX), outputs "
             "(SmolLM2-135M-Instruct fine-tuned 3 epochs with the bundled output-only marks inserted 1, 4 and 16 "
             "times: the marks route through answers-only APIs)."
         ),

@@ -184,8 +184,6 @@ PRESETS = {
         }
     ),
 }
-# The same on 32 pool texts and no background (the marks then most of the tokens): for tests.
-PRESETS["outputs-small"] = PRESETS["outputs"].model_copy(update={"max_docs": 32, "background": 0})
 
 
 class Testbed(BaseModel):
