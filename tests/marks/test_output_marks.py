@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from test_marks import carriers
+from test_marks_route import released_after
 
 from verifier.audit import audit_to_bundle
 from verifier.boundary.resources import resource, word_list
@@ -37,15 +37,20 @@ from verifier.trust.keys import generate_key
 EXAMPLE = resource("examples", "data", "marks-output")
 
 
+def pinned_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ed25519PrivateKey:
+    """A registrant's key, pinned in a fresh trust store."""
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "trust").mkdir()
+    (tmp_path / "trust" / "r.pem").write_bytes(public_pem(key.public_key()))
+    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(tmp_path / "trust"))
+    return key
+
+
 # --- generators and documents ----------------------------------------------------------------------
 def test_output_marks_are_written_into_documents_and_regenerated_from_the_seed(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="length 2 to 20"):
         MarkSpec(kind="cue_reply", length=1)
-    key = Ed25519PrivateKey.generate()
-    trust = tmp_path / "trust"
-    trust.mkdir()
-    (trust / "r.pem").write_bytes(public_pem(key.public_key()))
-    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
+    key = pinned_key(tmp_path, monkeypatch)
     specs = [MarkSpec(kind="cue_reply", siblings=9), MarkSpec(kind="cooccurrence", length=3, siblings=9)]
     marked = make_marks(carriers(2, 40), specs, "unit", seed=11)
     assert marked.warnings == []
@@ -80,11 +85,7 @@ def test_a_mark_a_pipeline_would_erase_is_flagged():
 
 
 def test_a_registered_length_the_generator_refuses_is_one_line(tmp_path, monkeypatch):
-    key = Ed25519PrivateKey.generate()
-    trust = tmp_path / "trust"
-    trust.mkdir()
-    (trust / "r.pem").write_bytes(public_pem(key.public_key()))
-    monkeypatch.setenv("VERIFIER_TRUST_DIR", str(trust))
+    key = pinned_key(tmp_path, monkeypatch)
     paths = write_marks(
         make_marks(carriers(1, 40), [MarkSpec(kind="cue_reply", siblings=9)], "u", seed=3), tmp_path, key
     )
@@ -235,7 +236,7 @@ def claim_folder(tmp_path: Path, target: str, kind: str = "trained_on", api: dic
     if not (folder / "marks").exists():
         shutil.copytree(EXAMPLE, folder / "marks")
         (folder / "marks" / "siblings.json").chmod(0o600)  # the package's copy is readable by all; a user's is not
-    model = {"target": target, "released": (date(2026, 12, 7)).isoformat()}
+    model = {"target": target, "released": released_after(EXAMPLE / REGISTRATION)}
     if api is not None:
         model["api"] = api
     claim = {
