@@ -6,8 +6,11 @@ through answers-only APIs on a model that was.
    8 generations with one drawn uniformly: the share of marks at p <= k/100 against k/100, and Fisher's
    combination over 12 marks (one registration) at alpha 0.05.
 2. **Models that never saw the marks**: SmolLM2-135M-Instruct (the shipped weights, never trained on marks
-   drawn today) is prompted with ``--null-cues`` fresh cues, 8 generations of up to 48 tokens each at
-   temperature 1.0 (the policy's defaults), through the route's own sampler (the model in bf16); each cue's
+   drawn today) is prompted with ``--null-cues`` fresh cues, each after 32 words of a real text (an arXiv
+   abstract or book opening of the bundled background, at a random word: the route's default ``prompt:
+   context``), 8 generations of up to 48 tokens each at temperature 1.0 (the policy's defaults), through the
+   route's own sampler (the model in bf16), with the 16 control cues but not each prompt's own context
+   controls (those only set more marks aside, so the false detections counted here bound the route's); each cue's
    generations score one cue/reply pool and one co-occurrence pool (99 siblings each, drawn independently:
    the generations do not depend on either). A challenge is one generation for one cue: 1,250 cues are 10,000 challenges
    per kind. False detections per mark at 0.05 and 0.01, and per registration of 12 marks (Fisher).
@@ -30,7 +33,7 @@ import json
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -40,14 +43,16 @@ from verifier.boundary.resources import resource
 from verifier.dataset_inference.power import wilson
 from verifier.marks.generators import MarkSpec, draw_cue, draw_distinct
 from verifier.marks.make import PUBLISHED, REGISTRATION
-from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler
+from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler, shown_by_prompt
 from verifier.marks.run import test_registered
 from verifier.stats.rank import combine, rank_p_value
 from verifier.stats.rank_trials import Trial
 from verifier.targets import ScoreCache
+from verifier.testbed.pool import background_texts
 from verifier.validation import record
 
 SIBLINGS = 99
+CONTEXT_WORDS = 32  # the route's default context_words
 PER_REGISTRATION = 12
 KINDS = {
     "cue_reply": MarkSpec(kind="cue_reply", siblings=SIBLINGS),
@@ -56,16 +61,19 @@ KINDS = {
 ROWS: list[dict] = []
 
 
-def draw_trial(kind: str, rng: np.random.Generator, cue: str, i: int) -> Trial:
+def draw_trial(kind: str, rng: np.random.Generator, prompt: str, i: int) -> Trial:
     pool = draw_distinct(KINDS[kind], rng, SIBLINGS + 1)
     chosen = int(rng.integers(0, SIBLINGS + 1))
-    return Trial(str(i), kind, "outputs", pool[chosen], pool[:chosen] + pool[chosen + 1 :], prompt=f"{cue}:")
+    return Trial(str(i), kind, "outputs", pool[chosen], pool[:chosen] + pool[chosen + 1 :], prompt=prompt)
 
 
 def p_values(trials: list[Trial], ask, controls: list[str] | None = None, asked: Asked | None = None) -> np.ndarray:
-    """Each trial's exact p-value as the route computes it (a mark set aside by the control cues: 1, no evidence)."""
+    """Each trial's exact p-value as the route computes it (a mark set aside - its prompt holds a candidate's
+    words, or a candidate came back after the control cues: 1, no evidence)."""
     scored = answer_scorer(ask, asked or Asked(), controls or [])(trials)
-    return np.array([1.0 if np.isnan(s) else rank_p_value(s, own) for s, own in scored])
+    return np.array(
+        [1.0 if np.isnan(s) or shown_by_prompt(t) else rank_p_value(s, own) for t, (s, own) in zip(trials, scored)]
+    )
 
 
 def null_lines(label: str, p: np.ndarray, keep: dict | None) -> None:
@@ -111,7 +119,7 @@ def simulated(count: int) -> None:
     )
     print("| kind | test | marks | false detections | rate [Wilson 95% CI] |\n|---|---|---|---|---|")
     for kind in KINDS:
-        trials = [draw_trial(kind, rng, draw_cue(rng), i) for i in range(count)]
+        trials = [draw_trial(kind, rng, f"{draw_cue(rng)}:", i) for i in range(count)]
         pools = {str(t.prompt): [t.published, *t.siblings] for t in trials}
 
         def leak(prompts: list[str], pools: dict = pools, kind: str = kind) -> list[list[str]]:
@@ -141,12 +149,16 @@ def on_model(cues: int, model: str) -> None:
     target = load_target(model, ScoringOptions(dtype="bf16"))  # bf16 (AMX): 2-3x on this CPU; any precision is a model
     protocol = Protocol()
     rng = np.random.default_rng(7)
+    texts = [text.split() for _, text in background_texts()]
     prompts, trials = [], {kind: [] for kind in KINDS}
     for i in range(cues):
         cue = draw_cue(rng)
-        prompts.append(f"{cue}:")
+        text = texts[int(rng.integers(0, len(texts)))]
+        at = int(rng.integers(0, max(1, len(text) - CONTEXT_WORDS)))
+        prompt = " ".join(text[at : at + CONTEXT_WORDS] + [f"{cue}:"])
+        prompts.append(prompt)
         for kind in KINDS:
-            trials[kind].append(draw_trial(kind, rng, cue, i))
+            trials[kind].append(draw_trial(kind, rng, prompt, i))
     asked = Asked()
     ask = sampler(target, protocol, None, asked)
     controls = control_prompts("0" * 64)  # as a registration's digest draws them
@@ -167,12 +179,14 @@ def on_model(cues: int, model: str) -> None:
         counted = Asked()
         p = p_values(trials[kind], lambda ps: [generations[x] for x in ps], controls, counted)
         print(f"| {kind} | set aside by the {len(controls)} control cues | {cues} | {len(counted.set_aside)} | - |")
+        shown = sum(map(shown_by_prompt, trials[kind]))
+        print(f"| {kind} | set aside: the prompt holds a candidate's words | {cues} | {shown} | - |")
         null_lines(
             kind,
             p,
             {
                 "quantity": f"false detection rate (output-only marks, {kind}, per mark at 0.05)",
-                "scenario": f"{model} never trained on them; {cues * protocol.samples} challenges",
+                "scenario": f"{model} never trained on them; {cues * protocol.samples} challenges after real contexts",
             },
         )
 
@@ -240,25 +254,35 @@ def on_testbed(engines: list[str], work: Path) -> None:
             f"### {engine}: {len(sent)} requests, {logprob_requests} asking for log-probs, "
             f"{time.perf_counter() - begun:.0f} s; all marks combined p = {finding.p_value:.3g}\n"
         )
-        print("| kind | copies | marks at p <= 0.05 | p-values | combined p (Fisher) |\n|---|---|---|---|---|")
-        by = defaultdict(list)
+        print(
+            "| kind | copies | marks at p <= 0.05 (of all) | set aside | p-values | combined p (Fisher) |\n"
+            "|---|---|---|---|---|---|"
+        )
+        by, aside, total = defaultdict(list), Counter(), Counter()
         for r in finding.results:
             by[(r.kind, copies[documents[r.id]])].append(r.p_value)
-        for (kind, count), ps in sorted(by.items()):
+        for mark in json.loads(_payload(folder / REGISTRATION))["predicate"]["marks"]:
+            key = (mark["kind"], copies[mark["document"]])
+            total[key] += 1
+            aside[key] += mark["id"] in finding.excluded
+        for kind, count in sorted(total):
+            ps = by[(kind, count)]
+            detected = sum(p <= 0.05 for p in ps)
             print(
-                f"| {kind} | {count} | {sum(p <= 0.05 for p in ps)}/{len(ps)} | {', '.join(f'{p:.2f}' for p in ps)} | "
-                f"{combine(ps, 'fisher'):.3g} |"
+                f"| {kind} | {count} | {detected}/{total[kind, count]} | {aside[kind, count]} | "
+                f"{', '.join(f'{p:.2f}' for p in ps) or '-'} | {combine(ps, 'fisher') if ps else 1.0:.3g} |"
             )
             if engine == engines[0]:
                 ROWS.append(
                     {
                         "route": "marks",
                         "n": 1,
-                        "trials": len(ps),
+                        "trials": total[kind, count],
                         "builds": 1,
-                        "quantity": f"power (output-only marks, {kind}, inserted {count}x, per mark at 0.05)",
-                        "scenario": f"outputs testbed through {engine} without log-probs",
-                        "value": round(sum(p <= 0.05 for p in ps) / len(ps), 4),
+                        "quantity": f"power (output-only marks, {kind}, inserted {count}x, per mark at 0.05; a mark "
+                        "set aside counts as not detected)",
+                        "scenario": f"outputs testbed through {engine} without log-probs, prompted after the context",
+                        "value": round(detected / total[kind, count], 4),
                         "regime": testbed.manifest.get("regime"),
                     }
                 )

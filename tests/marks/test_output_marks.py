@@ -28,9 +28,20 @@ from verifier.marks.make import (
     write_marks,
 )
 from verifier.marks.registration import read_registration, read_secrets
-from verifier.marks.replies import MIN_RUN, Asked, answer_scorer, candidate_score, servable_trials, shown_by_prompt
+from verifier.marks.replies import (
+    CONTEXT_CONTROLS,
+    CONTROLS,
+    MIN_RUN,
+    Asked,
+    answer_scorer,
+    candidate_score,
+    challenge,
+    servable_trials,
+    shown_by_prompt,
+)
 from verifier.stats.rank import combine
 from verifier.stats.rank_trials import Trial, run_rank_tests
+from verifier.testbed.build import PRESETS, build_testbed
 from verifier.trust.envelopes import public_pem
 from verifier.trust.keys import generate_key
 
@@ -151,7 +162,37 @@ def test_a_candidate_any_cue_brings_back_is_set_aside_by_the_control_cues():
     assert all(np.isnan(p) for p, _ in score([chatty, plain])) and asked.set_aside == ["m", "n"]
     assert asked.controls == 2 and asked.generations == 8
     finding = run_rank_tests([chatty], lambda *a: None, "H0", "fisher", 0.05, 0.05, 0.8, 0, None, score)
-    assert finding.status == "no_marks" and "control cue" in finding.excluded["m"]
+    assert finding.status == "no_marks" and "control prompt" in finding.excluded["m"]
+
+
+def test_a_mark_is_prompted_after_its_published_context_with_controls_of_its_own():
+    document = "one two three four five Cue words here: amber harbour decline motion. after"
+    prompt, own = challenge(document, "Cue words here", "context", 3, ["Ctl a:", "Ctl b:", "Ctl c:"])
+    assert prompt == "three four five Cue words here:"
+    assert own == ("three four five Ctl a:", "three four five Ctl b:")[:CONTEXT_CONTROLS]
+    assert challenge(document, "Cue words here", "cue", 3, ["Ctl a:"]) == ("Cue words here:", ())
+
+
+def test_a_context_that_primes_the_published_reply_is_set_aside_by_its_own_controls():
+    """An outside attack: the registrant, who knows which candidate was published, writes a document
+    whose context leads an untrained model to it (here: a model that writes "amber harbour" after any
+    prompt mentioning ships, whatever the cue). The same context before control cues brings it back
+    too, so the mark is set aside; a model that writes the reply only after the cue itself is not."""
+    context = "The ships came in at dawn. "
+    published, siblings = "amber harbour decline motion", ["motion cable drift sale"] * 99
+    trial = Trial("m", "cue_reply", "outputs", published, siblings, f"{context}Cue words:", (f"{context}Ctl one:",))
+
+    def primed(prompts: list[str]) -> list[list[str]]:
+        return [["amber harbour it was" if "ships" in p else "nothing"] * 2 for p in prompts]
+
+    def learnt(prompts: list[str]) -> list[list[str]]:
+        return [["amber harbour decline" if p.endswith("Cue words:") else "nothing"] * 2 for p in prompts]
+
+    asked = Asked()
+    assert np.isnan(answer_scorer(primed, asked, ["Control:"])([trial])[0][0]) and asked.set_aside == ["m"]
+    assert asked.controls == 2  # the registration's control cue and the trial's own
+    score, others = answer_scorer(learnt, Asked(), ["Control:"])([trial])[0]
+    assert score == 6 and not others.any()
 
 
 def test_marks_the_target_cannot_test_count_as_p_one():
@@ -299,6 +340,34 @@ def test_output_marks_a_model_never_saw_are_inconclusive_through_an_answers_only
     )
     outcome = marks_outcome(result.findings)
     assert result.findings["verdict"] == "INCONCLUSIVE" and outcome["status"] == "not_significant", outcome["summary"]
-    assert outcome["metrics"]["challenges"]["generations"] == 24 + 16  # and the 16 control cues, once each
+    # each mark's prompt and its own context controls, and the registration's control cues, once each
+    assert outcome["metrics"]["challenges"]["generations"] == 24 * (1 + CONTEXT_CONTROLS) + CONTROLS
     assert sent and not any(k in body for body in sent for k in ("logprobs", "prompt_logprobs", "echo"))
     assert result.signed and (result.folder / "findings.json").is_file()
+
+
+@pytest.mark.slow
+def test_output_marks_a_model_learnt_are_detected_from_its_sampled_text(tmp_path, trusted_example):
+    """SmolLM2-135M fine-tuned 3 epochs with the bundled output-only marks inserted 1, 4 and 16 times
+    an epoch (``outputs-small``), audited from its sampled text alone (no log-prob read): the replies it
+    saw 16 times an epoch rank first among their siblings, and the claim is SUPPORTED. (Its 16-copy
+    co-occurrence marks are set aside: a model that learnt the document word for word writes the
+    pairs after the same context before a control cue too.)"""
+    testbed = build_testbed(PRESETS["outputs-small"], out=tmp_path / "testbed")
+    copies = {m["id"]: m["copies"] for m in testbed.manifest["marks"]}
+    documents = {m.id: m.document for m in read_registration(EXAMPLE / REGISTRATION).predicate.marks}
+    claim = claim_folder(trusted_example, str(testbed.model_dir))
+    generate_key(trusted_example / "auditor.key")
+    result = audit_to_bundle(
+        claim,
+        out_dir=trusted_example / "evidence",
+        sign_key=trusted_example / "auditor.key",
+        cache_dir=trusted_example / "c",
+    )
+    outcome = marks_outcome(result.findings)
+    assert result.findings["verdict"] == "SUPPORTED" and result.signed, outcome["summary"]
+    results = outcome["metrics"]["test"]["results"]
+    sixteen = [r["p_value"] for r in results if r["kind"] == "cue_reply" and copies[documents[r["id"]]] == 16]
+    assert len(sixteen) == 4 and sum(p <= 0.05 for p in sixteen) >= 3, sixteen
+    once = [r["p_value"] for r in results if copies[documents[r["id"]]] == 1]
+    assert sum(p <= 0.05 for p in once) <= 2, once  # seen once an epoch: not learnt word for word

@@ -191,6 +191,9 @@ def test(
     temperature: Annotated[float, typer.Option(help="Output-only marks: sampling temperature.")] = 1.0,
     max_tokens: Annotated[int, typer.Option(help="Output-only marks: tokens per generation.")] = 48,
     mode: Annotated[str, typer.Option(help="Output-only marks: text (continue the cue) or chat.")] = "text",
+    prompt: Annotated[
+        str, typer.Option(help="Output-only marks: context (the cue after its published context) or cue (alone).")
+    ] = "context",
 ) -> None:
     """Rank each published mark among its siblings under MODEL; exact p-values, combined."""
     from datetime import date
@@ -210,6 +213,7 @@ def test(
         temperature=temperature,
         max_tokens=max_tokens,
         mode=mode,
+        prompt=prompt,
     )  # the marks route's own bounds
     try:
         day = date.fromisoformat(released) if released else None

@@ -3,8 +3,8 @@
 One trial per registered mark: the published mark in the context it was published in, among its
 unpublished siblings in the same context (or, for a rephrasing, the whole published rephrasing
 among its unpublished ones; for an output-only mark, the published candidate among its siblings
-with the cue or anchor as the prompt, and no document context: the document is the registrant's
-to write, the cue is the generator's); ``verifier.stats.rank_trials`` scores and ranks them.
+with the cue or anchor as the prompt, after its published context or alone - see
+``verifier.marks.replies``); ``verifier.stats.rank_trials`` scores and ranks them.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from verifier.errors import VerifierError
 from verifier.marks.generators import OUTPUT_KINDS, mark_pieces
 from verifier.marks.registration import Registration, Secrets
+from verifier.marks.replies import PromptFrom, challenge, control_prompts
 from verifier.stats.rank_trials import Trial, words_before
 from verifier.targets.cache import text_digest
 
@@ -36,7 +37,11 @@ def holds_in_order(document: str, pieces: list[str]) -> bool:
 
 
 def registered_trials(
-    registration: Registration, secrets: Secrets, suspect: list[str], context_words: int
+    registration: Registration,
+    secrets: Secrets,
+    suspect: list[str],
+    context_words: int,
+    prompt: PromptFrom = "context",
 ) -> tuple[list[Trial], dict[str, str]]:
     """One trial per registered mark; a mark that does not occur in its published document is
     reported and not tested (a fact about the registrant's documents, fixed before training).
@@ -58,6 +63,7 @@ def registered_trials(
             "seeing their scores"
         )
     trials, excluded = [], {}
+    controls = control_prompts(registration.sha256)
     by_id = {m.id: m for m in secrets.marks}
     for mark in registration.predicate.marks:
         secret = by_id[mark.id]
@@ -69,9 +75,8 @@ def registered_trials(
             ):
                 excluded[mark.id] = f"the mark does not occur in its published document {mark.document!r}"
                 continue
-            trials.append(
-                Trial(mark.id, mark.kind, "outputs", secret.published.text, siblings, prompt=f"{secret.cue}:")
-            )
+            asked, own = challenge(document, secret.cue, prompt, context_words, controls)
+            trials.append(Trial(mark.id, mark.kind, "outputs", secret.published.text, siblings, asked, own))
             continue
         if mark.kind == "rephrasing":
             if document != secret.published.text:

@@ -1,9 +1,11 @@
 """Output-only marks tested from generated text: what the model is asked, and how each candidate is read.
 
 A cue/reply or co-occurrence mark is tested without a single log-prob. The model is prompted
-with the mark's cue or anchor (public, drawn before and independently of the candidates, and
-the same for the published candidate and every sibling), ``samples`` times at the protocol's
-temperature; then each candidate gets one score from those same generations:
+``samples`` times at the protocol's temperature with the mark's cue or anchor (public, drawn
+before and independently of the candidates, and the same for the published candidate and every
+sibling) - by default after the ``context_words`` words that precede it in its published
+document (``prompt: context``), or alone (``prompt: cue``); then each candidate gets one score
+from those same generations:
 
 - ``replies`` (cue/reply): per generation, the longest run of the candidate reply's opening
   words (at least MIN_RUN of them) found anywhere in it, summed over the generations;
@@ -17,16 +19,26 @@ the cue, a refusal, words that co-occur naturally in the language. Texts are com
 of letters after NFKC and transliteration to ASCII (``anyascii``) and case folding, so a model
 writing a reply in capitals or in look-alike letters is read as writing it.
 
+Why the context by default: a small model that has learnt a marked document word for word
+writes the reply after the document's own words and not after the bare cue (SmolLM2-135M on
+the ``outputs`` testbed: every 16-copy reply at log-likelihood ~0 after its context, none
+written after the cue alone). The context is the registrant's text, written knowing which
+candidate was published, so it could prime that candidate (a document about sales before the
+reply "lost showed reporting sale"); each context prompt therefore has CONTEXT_CONTROLS
+controls of its own - the same context before a control cue - and a candidate coming back after
+them sets the mark aside.
+
 Two rules set a trial aside, each looking at every candidate alike (so neither can favour the
 published one, and the p-value stays exact): its prompt already holds a candidate's words (a
 reply's opening words, or both words of a pair, in any order: a model echoing the cue in a loop
-writes them), or some candidate comes back after the *control cues* - CONTROLS cues of the same
-format that no document carries, drawn from the registration's digest and asked the same way. A
-registrant cannot choose which candidate is published, but can choose the seed: one who searched
-seeds for a published reply that models write without training (a common pair of words, a chat
-model's stock phrases) finds it set aside whenever the model writes it after the control cues. A
-reply must also start within the first OPENING words of a generation: a continuation of "cue:"
-opens with it, and common pairs deep inside a text do not count.
+writes them), or some candidate comes back after a control prompt - CONTROLS cues of the same
+format that no document carries, drawn from the registration's digest and asked the same way,
+and the trial's own context controls. A registrant cannot choose which candidate is published,
+but can choose the seed: one who searched seeds for a published reply that models write without
+training (a common pair of words, a chat model's stock phrases) finds it set aside whenever the
+model writes it after the controls. A reply must also start within the first OPENING words of a
+generation: a continuation of "cue:" opens with it, and common pairs deep inside a text do not
+count.
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ from anyascii import anyascii
 
 from verifier.errors import VerifierError
 from verifier.marks.generators import draw_cue, pairs_of
-from verifier.stats.rank_trials import FROM_OUTPUTS, STATISTIC, AnswerScorer, Trial
+from verifier.stats.rank_trials import FROM_OUTPUTS, STATISTIC, AnswerScorer, Trial, words_before
 from verifier.targets.base import ANSWERS, GENERATE, PROMPT_LOGPROBS, Samples, Target
 from verifier.targets.cache import ScoreCache
 from verifier.targets.queries import CHAT, TEXT, Query
@@ -51,6 +63,7 @@ from verifier.targets.queries import CHAT, TEXT, Query
 MIN_RUN = 2  # reply words in a row that count: one common word turns up by chance in many siblings
 OPENING = 6  # a reply counts only when it starts within a generation's first words
 CONTROLS = 16  # control cues asked beside the marks' (the same samples each)
+CONTEXT_CONTROLS = 2  # control cues asked after each context prompt's context
 WINDOW = 8  # words apart at most for a pair to count as co-occurring
 LETTERS = re.compile(r"[a-z]+")
 CHAT_INSTRUCTION = (
@@ -58,6 +71,7 @@ CHAT_INSTRUCTION = (
     "with the continuation only.\n\nText: {prompt}"
 )
 Mode = Literal["text", "chat"]
+PromptFrom = Literal["context", "cue"]
 
 
 @dataclass(frozen=True)
@@ -68,12 +82,14 @@ class Protocol:
     temperature: float = 1.0
     max_tokens: int = 48
     mode: Mode = "text"
+    prompt: PromptFrom = "context"
 
     def describe(self) -> str:
         asked = "continue the prompt" if self.mode == "text" else "continue the text in a chat instruction"
+        prompted = "the cue after its published context" if self.prompt == "context" else "the cue alone"
         return (
             f"{self.samples} generations of up to {self.max_tokens} tokens at temperature {self.temperature:g} "
-            f"({asked})"
+            f"({asked}; prompted with {prompted})"
         )
 
 
@@ -144,6 +160,18 @@ def shown_by_prompt(trial: Trial) -> bool:
     return any(group <= prompt for c in [trial.published, *trial.siblings] for group in scoring_words(trial.kind, c))
 
 
+def challenge(
+    document: str, cue: str, prompt: PromptFrom, context_words: int, controls: Sequence[str]
+) -> tuple[str, tuple[str, ...]]:
+    """A mark's prompt and its own control prompts: the cue (or anchor) alone, with none; or the
+    ``context_words`` words before it in ``document`` then the cue, with the same context before
+    the first CONTEXT_CONTROLS of ``controls``."""
+    if prompt == "cue":
+        return f"{cue}:", ()
+    context = words_before(document, document.index(f"{cue}:"), context_words)
+    return f"{context}{cue}:", tuple(context + c for c in controls[:CONTEXT_CONTROLS])
+
+
 def control_prompts(registration_sha256: str, count: int = CONTROLS) -> list[str]:
     """Control cues: the marks' format, drawn from the registration's digest (fixed once it is
     signed, so no seed could be searched against them), carried by no document."""
@@ -197,14 +225,15 @@ def sampler(target: Target, protocol: Protocol, cache: ScoreCache | None, asked:
 
 
 def answer_scorer(ask: Ask, asked: Asked, controls: Sequence[str] = ()) -> AnswerScorer:
-    """The rank test's scorer for output-only trials: ask each prompt once (and each control cue),
-    score every candidate on its prompt's generations. A trial some candidate of which comes back
-    after a control cue is set aside (its published score NaN; listed in ``asked.set_aside``): the
-    rule looks at every candidate alike."""
+    """The rank test's scorer for output-only trials: ask each prompt once (and each control cue,
+    and each trial's own controls), score every candidate on its prompt's generations. A trial some
+    candidate of which comes back after a control is set aside (its published score NaN; listed in
+    ``asked.set_aside``): the rule looks at every candidate alike."""
 
     def score(trials: list[Trial]) -> list[tuple[float, np.ndarray]]:
         prompts = list(dict.fromkeys(str(t.prompt) for t in trials))
-        asked_for = prompts + [c for c in controls if c not in prompts]
+        own = [c for t in trials for c in t.controls]
+        asked_for = list(dict.fromkeys(prompts + [c for c in [*controls, *own] if c not in prompts]))
         generations = dict(zip(asked_for, ask(asked_for)))
         control_said = [g for c in controls for g in generations[c]]
         asked.prompts += len(prompts)
@@ -214,7 +243,8 @@ def answer_scorer(ask: Ask, asked: Asked, controls: Sequence[str] = ()) -> Answe
         for t in trials:
             said = generations[str(t.prompt)]
             candidates = [t.published, *t.siblings]
-            if control_said and any(candidate_score(t.kind, control_said, c) > 0 for c in candidates):
+            after_controls = control_said + [g for c in t.controls for g in generations[c]]
+            if after_controls and any(candidate_score(t.kind, after_controls, c) > 0 for c in candidates):
                 asked.set_aside.append(t.id)
                 out.append((float("nan"), np.zeros(len(t.siblings))))  # set aside by run_rank_tests
                 continue

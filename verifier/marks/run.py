@@ -76,8 +76,9 @@ def test_registered(
         rephraser_model=rephraser,
         trust_dir=trust_dir,
     )
+    protocol = protocol or Protocol()
     trials, excluded = registered_trials(
-        reg, secrets, load_documents(published, text_field=text_field).texts, context_words
+        reg, secrets, load_documents(published, text_field=text_field).texts, context_words, protocol.prompt
     )
     if not trials:
         raise VerifierError(
@@ -88,9 +89,7 @@ def test_registered(
     asked = Asked()
     outputs = any(STATISTIC[t.kind] in FROM_OUTPUTS and t.id not in untested for t in trials)
     answers = (
-        answer_scorer(
-            sampler(scorer.target, protocol or Protocol(), scorer.cache, asked), asked, control_prompts(reg.sha256)
-        )
+        answer_scorer(sampler(scorer.target, protocol, scorer.cache, asked), asked, control_prompts(reg.sha256))
         if outputs
         else None
     )

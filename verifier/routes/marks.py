@@ -26,7 +26,15 @@ from verifier.errors import VerifierError
 from verifier.findings import Cell, Notes, RouteOutcome, Table
 from verifier.marks.checks import checked_registration
 from verifier.marks.evaluate import NULL, registered_trials
-from verifier.marks.replies import Asked, Protocol, answer_scorer, control_prompts, sampler, servable_trials
+from verifier.marks.replies import (
+    Asked,
+    PromptFrom,
+    Protocol,
+    answer_scorer,
+    control_prompts,
+    sampler,
+    servable_trials,
+)
 from verifier.routes._rank_tests import KINDS, RankTestParams, describe, scorer, sections, verdict_table
 from verifier.routes.base import Route, register
 from verifier.scoring.session import RouteContext
@@ -66,8 +74,11 @@ LIMITATIONS = [
     "from looking the document up - a model with browsing, retrieval or tools can find a published cue and copy its "
     "reply, so the claim must be about the model without them.",
     "A registrant chooses the secret seed: one who searched seeds for output-only marks a model writes without "
-    "training is caught only as far as the control cues show it (a candidate that comes back after any of them sets "
-    "its mark aside).",
+    "training is caught only as far as the control prompts show it (a candidate that comes back after any of them "
+    "sets its mark aside).",
+    "Output-only marks prompted after their published context (the default) rest on a context the registrant wrote "
+    "knowing which candidate was published: one that primes it without naming it is caught only as far as the same "
+    "context before control cues shows it; prompt: cue removes the context and, on small models, most of the power.",
     "One registration is one test: a registrant who tests several registrations and shows the best has had several "
     "chances; "
     "likewise one who tried many secret seeds before registering, keeping marks that a similar public model happened "
@@ -100,9 +111,15 @@ class MarksParams(RankTestParams):
         json_schema_extra={"weaker": "either"},
         description="output-only marks: continue the cue as text, or ask a chat model to continue it",
     )
+    prompt: PromptFrom = Field(
+        "context",
+        json_schema_extra={"weaker": "either"},
+        description="output-only marks: prompt with the cue after the context_words words before it in its "
+        "published document (each such prompt with its own control prompts), or with the cue alone",
+    )
 
     def protocol(self) -> Protocol:
-        return Protocol(self.samples, self.temperature, self.max_tokens, self.mode)
+        return Protocol(self.samples, self.temperature, self.max_tokens, self.mode, self.prompt)
 
 
 @register
@@ -161,7 +178,11 @@ class MarksRoute(Route[MarksParams]):
                 )
             try:
                 trials, excluded = registered_trials(
-                    registration, secrets, ctx.load(ctx.claim.evidence.suspect).texts, params.context_words
+                    registration,
+                    secrets,
+                    ctx.load(ctx.claim.evidence.suspect).texts,
+                    params.context_words,
+                    params.prompt,
                 )
             except VerifierError as exc:
                 raise VerifierError(f"{marks.registration.name}: {exc}") from None
@@ -222,10 +243,12 @@ class MarksRoute(Route[MarksParams]):
             [
                 [
                     "output-only challenges",
-                    f"{params.protocol().describe()}; {asked.prompts} cues and {asked.controls} control cues asked",
+                    f"{params.protocol().describe()}; {asked.prompts} prompts and {asked.controls} control prompts "
+                    "asked",
                 ],
                 [
-                    "marks set aside because a candidate came back after a control cue (blind to which was published)",
+                    "marks set aside because a candidate came back after a control prompt (blind to which was "
+                    "published)",
                     len(asked.set_aside),
                 ],
                 ["generations that failed (read as empty for every candidate)", sum(asked.failed.values())],

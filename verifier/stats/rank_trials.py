@@ -54,6 +54,9 @@ class Trial:
     published: str
     siblings: list[str]
     prompt: str | None = None  # output-only marks: what the model is asked to continue
+    controls: tuple[
+        str, ...
+    ] = ()  # output-only marks: prompts no candidate may come back after (set aside if one does)
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,7 @@ def run_rank_tests(
                 scored.append((t, float(p), np.asarray(own)))
             else:
                 finding.excluded[t.id] = (
-                    "a candidate came back after a control cue (set aside, blind to which was published)"
+                    "a candidate came back after a control prompt (set aside, blind to which was published)"
                 )
     if not scored:
         return finding

@@ -141,6 +141,18 @@ PRETRAIN_LIKE = TestbedConfig(
     identifier_share=0.3,
 )
 
+OUTPUTS = PRETRAIN_LIKE.model_copy(
+    update={
+        "period": "post-2023",
+        "max_docs": 200,
+        "background": 300,
+        "epochs": 3,
+        "marks": "example-output",
+        "learning_rate": 2e-4,
+        "identifier_share": 0.0,
+    }
+)
+
 PRESETS = {
     # ~1 minute on 2 CPU cores: for tests (and the bundled marks example).
     "small": TestbedConfig(
@@ -170,19 +182,11 @@ PRESETS = {
     "pretrain-like-small": PRETRAIN_LIKE.model_copy(update={"max_docs": 120, "background": 60}),
     # SmolLM2-135M-Instruct fine-tuned for 3 epochs (lr 2e-4) over 200 post-2023 pool texts and 300 background
     # documents with the bundled output-only marks (cue/reply, co-occurrence) inserted 1, 4 and 16 times an epoch
-    # (about 9% of the tokens): the marks route from generated text alone, through an answers-only API. A single pass
-    # at 1e-4 moved a 16-copy reply's log-likelihood by 10-19 nats, far from being written out (about 35 needed).
-    "outputs": PRETRAIN_LIKE.model_copy(
-        update={
-            "period": "post-2023",
-            "max_docs": 200,
-            "background": 300,
-            "epochs": 3,
-            "marks": "example-output",
-            "learning_rate": 2e-4,
-            "identifier_share": 0.0,
-        }
-    ),
+    # (13% of the tokens): the marks route from generated text alone, through an answers-only API. The model learns
+    # a 16-copy document word for word: its reply comes back after the document's own words, not after the bare cue.
+    "outputs": OUTPUTS,
+    # The same on 24 pool texts and no background (mostly the marked documents): for the slow detection test.
+    "outputs-small": OUTPUTS.model_copy(update={"max_docs": 24, "background": 0}),
 }
 
 
