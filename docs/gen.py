@@ -119,6 +119,52 @@ def claim_page() -> str:
     return "".join(out)
 
 
+def summary_page() -> str:
+    from verifier.boundary.resources import resource
+    from verifier.summary.fields import SummaryEvidence, plan_fields
+    from verifier.summary.schema import TrainingSummary, load_summary
+
+    schema = TrainingSummary.model_json_schema()
+    defs = schema.get("$defs", {})
+    demo, _ = load_summary(resource("examples", "summary", "demo.yaml"))
+    plans = plan_fields(demo, SummaryEvidence(model="-", corpus=Path("corpus")))
+    out = [
+        HEADER,
+        "# Summary reference\n\n",
+        "A training-content summary is YAML or JSON read by `verifier summary check SUMMARY`; every key below is "
+        "checked when the summary is read, and an error names the file and the key "
+        "(`summary.yaml: modalities.latest_collection: ...`). Unknown keys are errors. `verifier summary template` "
+        "prints the blank template.\n\n",
+        "## The template's fields and what tests them\n\n",
+        table(
+            ["field", "tested by (with a corpus given)", "what the test cannot show"],
+            [
+                [
+                    p.key,
+                    "the model's identity (digest)"
+                    if p.identity
+                    else f"a `{p.claim['kind']}` claim through its route"
+                    if p.claim
+                    else f"not testable: {p.not_testable}",
+                    p.limits or "-",
+                ]
+                for p in plans
+            ],
+        ),
+        "\n## TrainingSummary (the file)\n\n",
+        fields_table(schema, defs),
+    ]
+    for name in sorted(defs):
+        out += [
+            f"\n## {name}\n\n",
+            (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
+            fields_table(defs[name], defs)
+            if "properties" in defs[name]
+            else "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n",
+        ]
+    return "".join(out)
+
+
 def _comment_of(cls: type, member: str) -> str:
     """The trailing comment of ``member = ...`` in ``cls``'s source: the enum members' one-line meanings."""
     for line in inspect.getsource(cls).splitlines():
@@ -338,6 +384,7 @@ def design_page() -> str:
 PAGES = {
     "reference/claim.md": claim_page,
     "reference/policy.md": policy_page,
+    "reference/summary.md": summary_page,
     "reference/signals.md": signals_page,
     "reference/targets.md": targets_page,
     "reference/cli.md": cli_page,

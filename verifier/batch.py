@@ -103,6 +103,7 @@ class Batch:
     claims: list[LoadedClaim]  # loaded and validated once, in manifest order (the audits read them as loaded)
     error_control: str
     policy_sha256: str
+    manifest_sha256: str  # of the manifest file, or of the summary a summary check derived the batch from
 
 
 def load_batch(path: str | Path) -> Batch:
@@ -113,14 +114,23 @@ def load_batch(path: str | Path) -> Batch:
         manifest = BatchManifest.model_validate(load_yaml_file(path, "batch"))
     except ValidationError as exc:
         raise VerifierError(f"{path}: {first_validation_error(exc, model=BatchManifest)}") from None
-    claims, ids, policies = [], {}, {}
+    claims = []
     for i, rel in enumerate(manifest.claims):
         claim_path = path.parent / rel
         if not claim_path.is_file():
             raise VerifierError(f"{path}: claims.{i}: file {rel} not found (paths are relative to the batch's folder)")
         if not claim_path.resolve().is_relative_to(path.parent.resolve()):
             raise VerifierError(f"{path}: claims.{i}: {rel} leads outside the batch's folder (a link?)")
-        loaded = load_claim(claim_path)
+        claims.append(load_claim(claim_path))
+    return batch_of(manifest, path, claims, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def batch_of(manifest: BatchManifest, path: Path, claims: list[LoadedClaim], manifest_sha256: str) -> Batch:
+    """A batch of claims already loaded: each checked (its inputs, before any claim is scored), ids
+    distinct, one policy for all (``path`` names the batch in errors)."""
+    ids: dict[str, int] = {}
+    policies: dict[str, tuple[int, Any]] = {}
+    for i, loaded in enumerate(claims):
         claim = loaded.manifest
         if claim.claim.id in ids:
             raise VerifierError(
@@ -129,7 +139,6 @@ def load_batch(path: str | Path) -> Batch:
         ids[claim.claim.id] = i
         policy = check_claim(loaded)  # every claim's inputs, before any claim is scored
         policies.setdefault(policy.sha256, (i, policy))
-        claims.append(loaded)
     if len(policies) > 1:
         (_, (i, first)), (_, (j, other)) = list(policies.items())[:2]
         raise VerifierError(
@@ -137,7 +146,7 @@ def load_batch(path: str | Path) -> Batch:
             "a batch's error control is one policy's, so every claim must name the same policy"
         )
     ((_, policy),) = policies.values()
-    return Batch(manifest, path, claims, policy.error_control, policy.sha256)
+    return Batch(manifest, path, claims, policy.error_control, policy.sha256, manifest_sha256)
 
 
 # -- parts: one finished claim, kept until the batch is written -----------------------------------
@@ -287,7 +296,7 @@ class BatchResult:
 
 
 def run_batch(
-    path: str | Path,
+    path: str | Path | Batch,
     out_dir: Path,
     key: Any = None,  # an Ed25519PrivateKey, or None for unsigned bundles
     cache_dir: Path | None = None,
@@ -302,7 +311,7 @@ def run_batch(
     docstring); ``tsa``: time-stamping authorities that date each bundle's signature."""
 
     check_tsa(tsa, key is not None, access)
-    batch = load_batch(path)
+    batch = path if isinstance(path, Batch) else load_batch(path)
     folder = out_dir / batch.manifest.batch.id
     if (folder / INDEX).exists() and not force:
         raise VerifierError(
@@ -390,7 +399,7 @@ def write_index(folder: Path, bundles: list[Path], findings: list[dict[str, Any]
         "statement": batch.manifest.batch.statement,
         "error_control": batch.error_control,
         "policy_sha256": batch.policy_sha256,
-        "manifest_sha256": hashlib.sha256(batch.path.read_bytes()).hexdigest(),
+        "manifest_sha256": batch.manifest_sha256,
         "claims": entries,
         "verifier": __version__,
     }

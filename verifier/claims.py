@@ -98,6 +98,23 @@ def hostname(name: str) -> str:
     return host.rstrip(".").removeprefix("www.")
 
 
+def checked_domains(domains: list[str] | None) -> list[str] | None:
+    """Declared domain names in their browser form (``hostname``); ValueError naming names that are
+    not domain names or are public suffixes."""
+    if domains is None:
+        return None
+    forms = [hostname(d) for d in domains]
+    bad = [d for d, f in zip(domains, forms) if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", f)]
+    if bad:
+        raise ValueError(f"not domain names: {bad[:3]}")
+    # A public suffix ("com", "co.uk", "blogspot.com") is no one's domain: declared, it would
+    # cover every site under it. The Public Suffix List ships with publicsuffixlist (offline).
+    suffixes = [d for d, f in zip(domains, forms) if public_suffix_list().privatesuffix(f) is None]
+    if suffixes:
+        raise ValueError(f"not registrable domain names (public suffixes under the Public Suffix List): {suffixes[:3]}")
+    return forms
+
+
 class DeclaredSummary(Strict):
     """What the developer's EU public summary declares, where a declared corpus can check it."""
 
@@ -111,24 +128,23 @@ class DeclaredSummary(Strict):
     latest_collection: str | None = Field(
         None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="section 1.3: latest date of data collection, YYYY-MM"
     )
+    public_datasets: dict[str, list[str]] | None = Field(
+        None,
+        max_length=1000,
+        description="section 2.1: each listed public dataset, by name, with glob patterns of the corpus files that "
+        "hold it (matched against each file's path under the corpus folder)",
+    )
+    elsewhere: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="section 2.1: glob patterns of corpus files the summary declares under other sections "
+        "(crawled, private data): not public datasets, so never missing from the list",
+    )
 
     @field_validator("crawled_domains")
     @classmethod
     def hostnames(cls, domains: list[str] | None) -> list[str] | None:
-        if domains is None:
-            return None
-        forms = [hostname(d) for d in domains]
-        bad = [d for d, f in zip(domains, forms) if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}", f)]
-        if bad:
-            raise ValueError(f"not domain names: {bad[:3]}")
-        # A public suffix ("com", "co.uk", "blogspot.com") is no one's domain: declared, it would
-        # cover every site under it. The Public Suffix List ships with publicsuffixlist (offline).
-        suffixes = [d for d, f in zip(domains, forms) if public_suffix_list().privatesuffix(f) is None]
-        if suffixes:
-            raise ValueError(
-                f"not registrable domain names (public suffixes under the Public Suffix List): {suffixes[:3]}"
-            )
-        return forms
+        return checked_domains(domains)
 
 
 class ModelUnderTest(Strict):
@@ -373,7 +389,13 @@ def load_claim(path: str | Path) -> LoadedClaim:
     """Parse and validate a claim (a file, or ``example:NAME``), its evidence files checked to exist
     inside its folder."""
     path = resolve_claim_path(path)
-    data = read_bounded(path, "claim")
+    return claim_of_bytes(read_bounded(path, "claim"), path)
+
+
+def claim_of_bytes(data: bytes, path: Path) -> LoadedClaim:
+    """A claim from its YAML ``data``, read as if it were the file ``path`` (its folder is where its
+    evidence lies): how a summary check audits the claims it derives without writing them into the
+    auditor's folder."""
     raw = load_yaml_bytes(data, path)
     try:
         claim = ClaimManifest.model_validate(raw)

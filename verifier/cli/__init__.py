@@ -2,7 +2,7 @@
 
 The table below is the whole CLI: top-level commands and command groups, one module each
 (``init``, ``audit``, ``plan``, ``trust``, ``scoring``, ``corpus``, ``marks`` with ``identifiers``,
-``testbed``); shared options are declared once in ``options``, printing goes through ``output``.
+``testbed``, ``summary``); shared options are declared once in ``options``, printing goes through ``output``.
 
 One error handler serves the whole app (``HandledGroup``): a user error (``VerifierError``, or
 an unreadable file) prints one line to stderr and exits 2; a mistyped command or option is the
@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from verifier import __version__
 from verifier.boundary.display import visible
-from verifier.cli import audit, corpus, init, marks, plan, scoring, testbed, trust
+from verifier.cli import audit, corpus, init, marks, plan, scoring, summary, testbed, trust
 from verifier.cli.output import err
 from verifier.errors import Interrupted, VerifierError
 from verifier.verdicts import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED
@@ -157,6 +157,7 @@ GROUPS = {
     "identifiers": marks.identifiers_app,
     "keys": trust.keys,
     "testbed": testbed.app,
+    "summary": summary.app,
 }
 ALIASES = {"index": "corpus"}  # old group names, kept for a release (hidden from the help)
 

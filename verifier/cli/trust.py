@@ -105,8 +105,25 @@ def verify(
             pinned = key.read_bytes()
         except OSError as exc:
             raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
+    from verifier.summary.check import ENVELOPE as SUMMARY_ENVELOPE
+    from verifier.summary.check import verify_summary
     from verifier.trust.bundle import BATCH_INDEX, verify_batch
+    from verifier.trust.keys import trusted_keys
 
+    if (bundle / SUMMARY_ENVELOPE).exists():
+        findings, signer = verify_summary(bundle, pinned, trust_dir)
+        verdicts = ", ".join(f"{r['field']}: {r['verdict']}" for r in findings["rows"])
+        facts = (
+            f"summary check {findings['summary']['id']}: files, claims' bundles and index intact; signer {signer[:16]}"
+        )
+        if pinned is None and signer not in trusted_keys(trust_dir):
+            say(
+                out,
+                f"signature valid but the signer is not pinned: {facts}. Pin the signer's published key with --key.",
+            )
+            raise typer.Exit(3)
+        say(out, f"OK: {facts}; {verdicts}")
+        return
     if (bundle / BATCH_INDEX).exists():
         batch = verify_batch(bundle, pinned, trust_dir)
         facts = (

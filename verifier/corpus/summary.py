@@ -1,5 +1,14 @@
 """An EU training-content summary's corpus facts against the declared corpus (template sections
-2.3, the most relevant domains, and 1.3, the size band and the latest collection date).
+2.1, the large public datasets listed; 2.3, the most relevant domains; and 1.3, the size band and
+the latest collection date).
+
+Section 2.1 is read by files: each listed dataset names the corpus files that hold it. A listed
+dataset no file holds contradicts the list (the corpus is declared to be the training data); a
+file no listed dataset claims that holds more text than the smallest listed dataset contradicts
+it too (a large dataset is missing while a smaller one was judged large enough to list) unless
+the summary declares that file under another section (crawled or private data); smaller
+unlisted files are reported as not established (the template lists only large datasets, and its
+threshold is not in the text this tool reads).
 
 What the corpus establishes, what contradicts the declaration and what it cannot establish, as
 plain data; the corpus route turns them into its outcome. Composition (``composition``) gives the
@@ -9,6 +18,7 @@ facts; this module compares them with what the summary declares.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 from verifier.claims import DeclaredSummary
@@ -155,5 +165,70 @@ def check_summary(index: CorpusIndex, declared: DeclaredSummary, fields: set[str
                     "when a page was collected; a timestamp is no calendar date), or dated so that a later month is "
                     "possible (a year alone, a crawl spanning two months), could have been collected later"
                 )
+    if "eu:2.1" in fields:
+        if declared.public_datasets is None:
+            unchecked.append("2.1 public datasets: none listed to compare")
+        else:
+            datasets(index, declared.public_datasets, declared.elsewhere, rows, problems, unchecked, metrics)
     metrics |= {"problems": problems, "unchecked": unchecked}
     return SummaryCheck(rows, problems, unchecked, metrics)
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Whether the corpus file ``name`` ("<folder>/<path>") matches ``pattern``, given from the
+    corpus folder or from inside it."""
+    inside = name.split("/", 1)[-1]
+    return fnmatchcase(name, pattern) or fnmatchcase(inside, pattern)
+
+
+def datasets(
+    index: CorpusIndex,
+    listed: dict[str, list[str]],
+    elsewhere: list[str],
+    rows: list[list[Any]],
+    problems: list[str],
+    unchecked: list[str],
+    metrics: dict[str, Any],
+) -> None:
+    """Section 2.1: the listed datasets against the corpus's files (see the module docstring)."""
+    sizes = {s.name: s.text_bytes for s in index.manifest.sources}
+    held = {name: [f for f in sizes if any(_matches(f, p) for p in patterns)] for name, patterns in listed.items()}
+    claimed = {f for files in held.values() for f in files}
+    absent = [name for name, files in held.items() if not files]
+    listed_bytes = {name: sum(sizes[f] for f in files) for name, files in held.items() if files}
+    smallest = min(listed_bytes.values(), default=0)
+    other = {f for f in sizes if any(_matches(f, p) for p in elsewhere)}
+    unlisted = sorted(((f, b) for f, b in sizes.items() if f not in claimed | other), key=lambda fb: (-fb[1], fb[0]))
+    larger = [f for f, b in unlisted if listed_bytes and b > smallest]
+    total = sum(sizes.values()) or 1
+    metrics["public_datasets"] = {
+        "listed_bytes": listed_bytes,
+        "absent": absent,
+        "unlisted_files": dict(unlisted),
+        "listed_share": round(sum(listed_bytes.values()) / total, 6),
+    }
+    rows.append(
+        [
+            "2.1 public datasets",
+            f"{len(listed)} listed; {len(listed) - len(absent)} found in the corpus files "
+            f"({sum(listed_bytes.values()) / total:.1%} of its text)"
+            + (f"; not in the corpus: {', '.join(absent[:10])}" if absent else "")
+            + (
+                f"; files no listed dataset holds: {', '.join(f'{f} ({b:,} bytes)' for f, b in unlisted[:10])}"
+                if unlisted
+                else ""
+            ),
+        ]
+    )
+    if absent:
+        problems.append(f"listed public datasets are not in the corpus: {', '.join(absent[:5])}")
+    if larger:
+        problems.append(
+            f"corpus files no listed dataset holds are larger than a listed dataset ({smallest:,} bytes): "
+            + ", ".join(larger[:5])
+        )
+    elif unlisted:
+        unchecked.append(
+            f"2.1 public datasets: {len(unlisted)} corpus files no listed dataset holds, each smaller than every "
+            "listed dataset (the template lists only the large ones)"
+        )

@@ -50,6 +50,16 @@ def render_html(
     )
 
 
+def render_summary_html(findings: dict[str, Any], findings_sha256: str, signer: str | None = None) -> str:
+    """The report of a summary check (``verifier.summary.check``): the template's table first."""
+    css = Markup((TEMPLATES / "report.css").read_text(encoding="utf-8") + _verdict_css())
+    return (
+        _environment()
+        .get_template("summary.html.j2")
+        .render(f=findings, digest=findings_sha256, css=css, signer=signer)
+    )
+
+
 def _verdict_css() -> str:
     """The verdict colours as CSS, from the one table the tree figure also draws with."""
     return "".join(

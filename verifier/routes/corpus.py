@@ -27,7 +27,8 @@ Each suspect document is classed, and the classes say what they mean:
 Absence claims (not_trained_on, decontaminated) are VERIFIED only when every document is clean,
 and CONTRADICTED by one document or its content present; trained_on is VERIFIED only when every
 document is present (content in parts is not the document) and CONTRADICTED when every one is
-clean. A summary_field claim about EU summary sections 2.3 (top domains by size) or 1.3 (size
+clean. A summary_field claim about EU summary sections 2.1 (the public datasets listed, by the
+corpus files holding them), 2.3 (top domains by size) or 1.3 (size
 band, latest collection date) is checked against the corpus's own composition
 (``corpus.composition``, compared in ``corpus.summary``): VERIFIED when every field named agrees
 and can be confirmed from the fields the corpus records, CONTRADICTED when one disagrees.
@@ -391,15 +392,16 @@ def _refused(why: str) -> VerifierError:
 
 
 def summary_outcome(backend: CorpusBackend, identity: dict[str, Any], ctx: RouteContext) -> RouteOutcome:
-    """EU summary sections 2.3 (top domains) and 1.3 (size band, latest collection date) against
-    the declared corpus, for the sections the claim names and the summary declares."""
+    """EU summary sections 2.1 (public datasets), 2.3 (top domains) and 1.3 (size band, latest
+    collection date) against the declared corpus, for the sections the claim names and the summary
+    declares."""
     declared = ctx.claim.model.declared_summary
     fields = set(ctx.claim.claim.regulation_fields)
-    if not isinstance(backend, LocalBackend) or declared is None or not fields & {"eu:2.3", "eu:1.3"}:
+    if not isinstance(backend, LocalBackend) or declared is None or not fields & {"eu:2.1", "eu:2.3", "eu:1.3"}:
         why = (
-            "a remote index cannot list the corpus's domains or size"
+            "a remote index cannot list the corpus's domains, files or size"
             if not isinstance(backend, LocalBackend)
-            else "the claim names neither eu:2.3 nor eu:1.3 with a model.declared_summary to compare"
+            else "the claim names none of eu:2.1, eu:2.3, eu:1.3 with a model.declared_summary to compare"
         )
         return RouteOutcome(
             "summary_uncheckable", f"The corpus cannot check this summary claim: {why}.", {"corpus": identity}

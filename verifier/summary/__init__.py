@@ -1,0 +1,1 @@
+"""An EU training-content summary checked field by field (see ``check``)."""

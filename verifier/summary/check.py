@@ -1,0 +1,371 @@
+"""``verifier summary check``: a provider's whole training-content summary against the model and the
+evidence an auditor has, in one signed bundle.
+
+Each field of the template is planned (``verifier.summary.fields``); the testable ones become
+claims, derived in memory (read as if they lay in the working folder, which must hold the summary
+and every piece of evidence: their paths are then relative, checked like any claim's, and no
+absolute path enters the bundle; nothing is written into the auditor's folder), and are audited
+as one batch: one score cache, the policy's error control across the summary's claims (a
+summary of 20 fields is 20 chances of a false CONTRADICTED), resumable where it stopped. The
+bundle is a folder:
+
+- ``claims/``: the batch (one bundle per claim and the signed batch index);
+- ``summary.yaml``: the provider's summary as read (its SHA-256 in the findings);
+- ``summary.json``: the findings: one row per template field (declared, evidence used, verdict or
+  "not testable" with the reason, what the test cannot show) and how to reproduce the check;
+- ``report.html``: the report, opening with the template's table;
+- ``summary.dsse.json``: a signed statement over those files and the batch index.
+
+``verify_summary`` checks a bundle: the signature, every file's digest, the batch (as
+``verify_batch``), and that every row's verdict is the verdict its claim's bundle holds.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from verifier import __version__
+from verifier.batch import BatchInfo, BatchManifest, batch_of, run_batch
+from verifier.boundary.atomic import atomic_output
+from verifier.boundary.peers import read_json
+from verifier.claims import LoadedClaim, claim_of_bytes
+from verifier.corpus.build import digest_files
+from verifier.errors import VerifierError
+from verifier.report.render import render_summary_html
+from verifier.scoring.table import Progress
+from verifier.summary.fields import FieldPlan, SummaryEvidence, plan_fields
+from verifier.summary.schema import TrainingSummary, load_summary
+from verifier.targets import kind_of
+from verifier.targets.model_source import resolve_model
+from verifier.trust.bundle import BATCH_INDEX, sha256, verify_batch
+from verifier.trust.digests import canonical_json
+from verifier.trust.envelopes import (
+    is_predicate,
+    key_id,
+    load_public_key,
+    predicate_type,
+    public_pem,
+    read_envelope,
+    read_statement,
+    sign_envelope,
+    statement,
+    verify_envelope,
+)
+from verifier.verdicts import Verdict
+
+FORMAT = "verifier-summary-check/1"
+CLAIMS = "claims"  # the batch's folder (and id) inside the bundle
+SUMMARY_COPY, FINDINGS, REPORT, ENVELOPE = "summary.yaml", "summary.json", "report.html", "summary.dsse.json"
+KEY = "public_key.pem"
+PREDICATE = predicate_type("summary-check")
+NOT_TESTABLE = "NOT TESTABLE"
+DOCUMENT_FILES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+@dataclass
+class SummaryResult:
+    folder: Path
+    findings: dict[str, Any]
+    signed: bool
+
+
+def _inside(base: Path, option: str, path: Path | None) -> Path | None:
+    """``path`` (relative to ``base`` or absolute) as a path relative to ``base``, inside it and present."""
+    if path is None:
+        return None
+    resolved = (base / path).resolve()
+    if not resolved.is_relative_to(base.resolve()):
+        raise VerifierError(
+            f"{option} {path}: must lie in the working folder or below it (the derived claims name it relatively)"
+        )
+    if not resolved.exists():
+        raise VerifierError(f"{option} {path}: not found")
+    return resolved.relative_to(base.resolve())
+
+
+def checked_evidence(base: Path, evidence: SummaryEvidence) -> SummaryEvidence:
+    """The evidence with every path relative to ``base``, checked to exist; the corpus's digest (the
+    declared one, or the corpus as given) and one document file of it."""
+    corpus = _inside(base, "--corpus", evidence.corpus)
+    found = replace(
+        evidence,
+        corpus=corpus,
+        opted_out_marks=_inside(base, "--opted-out-marks", evidence.opted_out_marks),
+        user_data_marks=_inside(base, "--user-data-marks", evidence.user_data_marks),
+        removed=_inside(base, "--removed", evidence.removed),
+    )
+    if corpus is None:
+        return found
+    folder = base / corpus
+    files = sorted(p for p in folder.rglob("*") if p.suffix in DOCUMENT_FILES) if folder.is_dir() else [folder]
+    files = [p for p in files if p.is_file() and p.suffix in DOCUMENT_FILES]
+    if not files:
+        raise VerifierError(
+            f"--corpus {evidence.corpus}: holds no JSONL, JSON, CSV or Parquet file (a claim names one as its document "
+            "set; the summary fields read the whole corpus)"
+        )
+    digest = evidence.corpus_sha256 or digest_files([folder])[0]
+    return replace(found, corpus_sha256=digest, corpus_documents=files[0].relative_to(base))
+
+
+def _claim(
+    summary: TrainingSummary, plan: FieldPlan, evidence: SummaryEvidence, policy: str, seed: int
+) -> dict[str, Any]:
+    body = plan.claim or {}
+    model: dict[str, Any] = {"target": evidence.model}
+    if summary.model.market_date is not None:
+        model["released"] = summary.model.market_date.isoformat()
+    if "declared_summary" in body:
+        model["declared_summary"] = {k: v for k, v in body["declared_summary"].items() if v is not None}
+    corpus = {"index": str(evidence.corpus), "sha256": evidence.corpus_sha256}
+    source = body["evidence"]
+    if source == "corpus":
+        found: dict[str, Any] = {"suspect": {"path": str(evidence.corpus_documents), "limit": 1}, "corpus": corpus}
+    elif source == "removed":
+        found = {"suspect": {"path": str(evidence.removed)}, "corpus": corpus}
+    else:
+        marks = evidence.opted_out_marks if source == "opt-out" else evidence.user_data_marks
+        found = {
+            "suspect": {"path": str(Path(str(marks)) / "published.jsonl")},
+            "marks": {
+                "registration": str(Path(str(marks)) / "registration.dsse.json"),
+                "siblings": str(Path(str(marks)) / "siblings.json"),
+            },
+        }
+    return {
+        "claim": {
+            "id": f"{summary.id}.{body['slug']}",
+            "statement": body["statement"],
+            "kind": body["kind"],
+            "made_by": f"the summary of {summary.provider.name} (verifier summary check)",
+            "regulation_fields": body["regulation_fields"],
+        },
+        "model": model,
+        "evidence": found,
+        "policy": policy,
+        "seed": seed,
+    }
+
+
+def _identity(summary: TrainingSummary, spec: str) -> tuple[str, str, str]:
+    """1.2: (evidence, verdict, reason) from the model's identity: a local model's weights digest
+    against the declared one; an API's model id against the declared id."""
+    declared = summary.model
+    if kind_of(spec).remote:
+        served = spec.rpartition("#")[2]
+        evidence = f"API model id {served!r}"
+        if declared.api_model_id is None:
+            return evidence, Verdict.UNVERIFIABLE.value, "no API model id declared to compare"
+        same = served == declared.api_model_id
+        return (
+            evidence,
+            (Verdict.VERIFIED if same else Verdict.CONTRADICTED).value,
+            "the API serves the declared model id" if same else f"the API serves {served!r}, not the declared id",
+        )
+    source = resolve_model(spec)
+    if not source.is_local:
+        return f"hub model {source.public_name}", Verdict.UNVERIFIABLE.value, "a hub model is identified by its commit"
+    digest = source.digest()
+    evidence = f"weights of {source.public_name}: sha256 {digest}"
+    if declared.weights_sha256 is None:
+        return evidence, Verdict.UNVERIFIABLE.value, "no weights digest declared to compare"
+    same = digest == declared.weights_sha256
+    return (
+        evidence,
+        (Verdict.VERIFIED if same else Verdict.CONTRADICTED).value,
+        "the weights tested are the declared weights"
+        if same
+        else f"the weights tested digest to {digest[:16]}..., not the declared {declared.weights_sha256[:16]}...",
+    )
+
+
+def _evidence_used(plan: FieldPlan, evidence: SummaryEvidence) -> str:
+    source = (plan.claim or {}).get("evidence")
+    if source in ("corpus", "removed"):
+        used = f"corpus {evidence.corpus} (sha256 {str(evidence.corpus_sha256)[:16]}...)"
+        return used + (f"; removed documents {evidence.removed}" if source == "removed" else "")
+    if source == "opt-out":
+        return f"marks in opted-out content ({evidence.opted_out_marks})"
+    if source == "user-data":
+        return f"marks in content submitted through the service ({evidence.user_data_marks})"
+    return "-"
+
+
+def reproduce_command(summary: Path, evidence: SummaryEvidence, policy: str, seed: int) -> str:
+    """The one command that re-runs this check from the working folder (``summary`` relative to it)."""
+    words = ["verifier", "summary", "check", str(summary), "--model", evidence.model]
+    for option, value in (
+        ("--corpus", evidence.corpus),
+        ("--corpus-sha256", evidence.corpus_sha256),
+        ("--opted-out-marks", evidence.opted_out_marks),
+        ("--user-data-marks", evidence.user_data_marks),
+        ("--removed", evidence.removed),
+    ):
+        if value is not None:
+            words += [option, str(value)]
+    if policy != "default":
+        words += ["--policy", policy]
+    if seed:
+        words += ["--seed", str(seed)]
+    return shlex.join(words)
+
+
+def check_summary_file(
+    summary_path: Path,
+    evidence: SummaryEvidence,
+    out_dir: Path,
+    key: Any = None,  # an Ed25519PrivateKey, or None for an unsigned bundle
+    policy: str = "default",
+    seed: int = 0,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+    base: Path | None = None,
+) -> SummaryResult:
+    """Check the summary at ``summary_path`` (see the module docstring) into ``out_dir/<summary id>/``;
+    ``base``: the working folder holding the summary and the evidence (default: the current one),
+    which relative paths start from."""
+    base = (base or Path.cwd()).resolve()
+    at = _inside(base, "summary", summary_path)
+    assert at is not None
+    summary_path = base / at
+    summary, summary_sha256 = load_summary(summary_path)
+    evidence = checked_evidence(base, evidence)
+    if kind_of(evidence.model).remote is False:
+        resolve_model(evidence.model)  # a model that cannot be found: one line, before anything runs
+    folder = out_dir / summary.id
+    if (folder / ENVELOPE).exists() and not force:
+        raise VerifierError(f"{folder}: this summary's check exists; refusing to replace it (--force replaces it)")
+    plans = plan_fields(summary, evidence)
+    claims: list[LoadedClaim] = []
+    for plan in plans:
+        if plan.claim is not None:
+            body = yaml.safe_dump(_claim(summary, plan, evidence, policy, seed), sort_keys=False).encode()
+            virtual = base / f".{summary.id}.{plan.claim['slug']}.claim.yaml"
+            claims.append(claim_of_bytes(body, virtual))
+    verdicts: dict[str, dict[str, Any]] = {}
+    batch_info: dict[str, Any] = {"claims": 0}
+    folder.mkdir(parents=True, exist_ok=True)
+    if claims:
+        manifest = BatchManifest(
+            batch=BatchInfo(id=CLAIMS, statement=f"the claims of summary {summary.id}"),
+            claims=[c.path.relative_to(base) for c in claims],
+        )
+        batch = batch_of(manifest, Path(at), claims, summary_sha256)
+        result = run_batch(batch, folder, key, cache_dir, progress, force=force)
+        for bundle, found in zip(result.bundles, result.findings):
+            verdicts[found["claim"]["claim"]["id"]] = {
+                "verdict": found["verdict"],
+                "reason": found.get("verdict_sentence", ""),
+                "bundle": f"{CLAIMS}/{bundle.name}",
+            }
+        batch_info = {"claims": len(claims), "error_control": batch.error_control, "policy_sha256": batch.policy_sha256}
+    rows = []
+    for plan in plans:
+        row = {"field": plan.key, "regulation": plan.regulation, "declared": plan.declared, "limits": plan.limits}
+        if plan.identity:
+            used, verdict, reason = _identity(summary, evidence.model)
+            row |= {"evidence": used, "verdict": verdict, "reason": reason}
+        elif plan.claim is not None:
+            claim_id = f"{summary.id}.{plan.claim['slug']}"
+            row |= {"evidence": _evidence_used(plan, evidence), "claim_id": claim_id, **verdicts[claim_id]}
+        else:
+            row |= {"evidence": "-", "verdict": NOT_TESTABLE, "reason": plan.not_testable or ""}
+        rows.append(row)
+    findings = {
+        "format": FORMAT,
+        "summary": {
+            "id": summary.id,
+            "sha256": summary_sha256,
+            "provider": summary.provider.name,
+            "model_names": summary.model.names,
+        },
+        "model": evidence.model if kind_of(evidence.model).remote else resolve_model(evidence.model).public_name,
+        "rows": rows,
+        "batch": batch_info,
+        "policy": policy,
+        "seed": seed,
+        "reproduce": reproduce_command(at, evidence, policy, seed),
+        "verifier": __version__,
+    }
+    _write(folder, summary_path.read_bytes(), findings, key)
+    return SummaryResult(folder, findings, key is not None)
+
+
+def _write(folder: Path, summary_bytes: bytes, findings: dict[str, Any], key: Any) -> None:
+    signer = key_id(public_pem(key.public_key())) if key is not None else None
+    files = {
+        SUMMARY_COPY: summary_bytes,
+        FINDINGS: json.dumps(findings, indent=1, ensure_ascii=False).encode(),
+    }
+    files[REPORT] = render_summary_html(findings, sha256(files[FINDINGS]), signer).encode()
+    for name, data in files.items():
+        with atomic_output(folder / name) as tmp:
+            tmp.write_bytes(data)
+    if key is None:
+        (folder / ENVELOPE).unlink(missing_ok=True)
+        return
+    subjects = {name: sha256(data) for name, data in files.items()}
+    if (folder / CLAIMS / BATCH_INDEX).is_file():
+        subjects[f"{CLAIMS}/{BATCH_INDEX}"] = sha256((folder / CLAIMS / BATCH_INDEX).read_bytes())
+    predicate = {
+        "summary_id": findings["summary"]["id"],
+        "findings_sha256": subjects[FINDINGS],
+        "verifier": __version__,
+    }
+    body = canonical_json(statement(subjects, predicate, PREDICATE))
+    with atomic_output(folder / KEY) as tmp:
+        tmp.write_bytes(public_pem(key.public_key()))
+    with atomic_output(folder / ENVELOPE) as tmp:
+        tmp.write_bytes(json.dumps(sign_envelope(body, key), indent=1).encode())
+
+
+def verify_summary(
+    folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None
+) -> tuple[dict[str, Any], str]:
+    """Check a summary-check bundle (see the module docstring); return its findings and the signing
+    key's fingerprint. Raises one line naming the first file that differs."""
+    envelope_path = folder / ENVELOPE
+    if not envelope_path.is_file():
+        raise VerifierError(f"{folder}: no {ENVELOPE}: an unsigned summary check cannot be verified")
+    try:
+        envelope = read_envelope(envelope_path.read_bytes())
+        claimed = read_statement(envelope.body())
+    except ValueError:
+        raise VerifierError(f"{ENVELOPE}: differs: not a signed statement") from None
+    if not is_predicate(claimed.predicateType, "summary-check"):
+        raise VerifierError(f"{ENVELOPE}: differs: not a summary check's statement")
+    pem = pinned_key_pem if pinned_key_pem is not None else (folder / KEY).read_bytes()
+    verify_envelope(envelope, load_public_key(pem, KEY), ENVELOPE)
+    subjects = claimed.subjects()
+    for name, digest in subjects.items():
+        path = folder / name
+        if not path.is_file() or path.is_symlink() or sha256(path.read_bytes()) != digest:
+            raise VerifierError(f"{name}: differs: not the file the summary check signed")
+    for name in (SUMMARY_COPY, FINDINGS, REPORT):
+        if name not in subjects:
+            raise VerifierError(f"{ENVELOPE}: differs: does not sign {name}")
+    findings = read_json((folder / FINDINGS).read_bytes())
+    if not isinstance(findings, dict) or not isinstance(findings.get("rows"), list):
+        raise VerifierError(f"{FINDINGS}: differs: not a summary check's findings")
+    claim_rows = [r for r in findings["rows"] if isinstance(r, dict) and r.get("claim_id")]
+    if claim_rows:
+        if f"{CLAIMS}/{BATCH_INDEX}" not in subjects:
+            raise VerifierError(f"{ENVELOPE}: differs: rows name claims but the batch index is not signed")
+        batch = verify_batch(folder / CLAIMS, pem, trust_dir)
+        listed = {entry["claim_id"]: entry["verdict"] for entry in batch.predicate["claims"]}
+        for row in claim_rows:
+            if listed.get(row["claim_id"]) != row.get("verdict"):
+                raise VerifierError(
+                    f"{FINDINGS}: differs: the row {row.get('field')!r} says {row.get('verdict')}, its claim's bundle "
+                    f"says {listed.get(row['claim_id'])}"
+                )
+    elif (folder / CLAIMS).exists():
+        raise VerifierError(f"{CLAIMS}: differs: the findings name no claim")
+    return findings, key_id(pem)
