@@ -134,6 +134,12 @@ class DeclaredSummary(Strict):
         description="section 2.1: each listed public dataset, by name, with glob patterns of the corpus files that "
         "hold it (matched against each file's path under the corpus folder)",
     )
+    languages: list[str] | None = Field(
+        None,
+        max_length=300,
+        description="section 1.3: the languages of the training data, ISO 639-1 codes (the language identifier's "
+        "codes)",
+    )
     elsewhere: list[str] = Field(
         default_factory=list,
         max_length=1000,

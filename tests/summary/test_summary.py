@@ -193,3 +193,22 @@ def test_evidence_outside_the_working_folder_is_refused(tmp_path):
         check_summary_file(
             inside / "demo.yaml", SummaryEvidence(model="smollm2-135m", corpus=tmp_path), tmp_path / "o", base=inside
         )
+
+
+def test_an_undeclared_language_in_the_corpus_is_contradicted(tmp_path, key):
+    """118 real Serbian sentences (Cyrillic) beside the demo's English corpus: a summary declaring
+    only English is contradicted on 1.3 languages; declaring Serbian too, it is verified."""
+    shutil.copytree(EXAMPLES / "data" / "corpus" / "demo-v1", tmp_path / "corpus")
+    serbian = [json.loads(line)["cyrillic"] for line in (EXAMPLES / "data" / "serbian-scripts" / "pairs.jsonl").open()]
+    (tmp_path / "corpus" / "sr.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in serbian))
+    evidence = SummaryEvidence(model="smollm2-135m", corpus=Path("corpus"))
+    verdicts = {}
+    for name, declared in (("en-only", ["en"]), ("en-sr", ["en", "sr"])):
+        body = yaml.safe_load(DEMO.read_text()) | {"id": name}
+        body["modalities"]["languages"] = declared
+        body["sources"]["public_datasets"] = []
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(body))
+        result = check_summary_file(tmp_path / f"{name}.yaml", evidence, tmp_path / "out", key, base=tmp_path)
+        verdicts[name] = rows_by_field(result.findings)["1.3 languages"]
+    assert verdicts["en-only"]["verdict"] == "CONTRADICTED" and "sr" in verdicts["en-only"]["reason"]
+    assert verdicts["en-sr"]["verdict"] == "VERIFIED", verdicts["en-sr"]["reason"]

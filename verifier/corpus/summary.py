@@ -1,6 +1,15 @@
 """An EU training-content summary's corpus facts against the declared corpus (template sections
-2.1, the large public datasets listed; 2.3, the most relevant domains; and 1.3, the size band and
-the latest collection date).
+2.1, the large public datasets listed; 2.3, the most relevant domains; and 1.3, the size band,
+the latest collection date and the languages).
+
+Section 1.3's languages are identified per document by py3langid (langid.py's model of 97
+languages, shipped in the package: offline), on each document's compared text (case and accents
+folded, which costs some accuracy between close languages), over every document or, beyond
+LANGUAGE_SAMPLE documents, a seeded uniform sample of them. A document counts for a language when
+the identifier gives it probability LANGUAGE_CONFIDENCE or more; the others are unidentified. An
+undeclared language holding at least LANGUAGE_SHARE of the identified text contradicts the list
+(the lower end of its Wilson interval over the documents, when sampled); a declared language no
+document is identified as contradicts it only when every document was read.
 
 Section 2.1 is read by files: each listed dataset names the corpus files that hold it. A listed
 dataset no file holds contradicts the list (the corpus is declared to be the training data); a
@@ -17,9 +26,14 @@ facts; this module compares them with what the summary declares.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
 
 from verifier.claims import DeclaredSummary
 from verifier.corpus.composition import composition
@@ -165,6 +179,8 @@ def check_summary(index: CorpusIndex, declared: DeclaredSummary, fields: set[str
                     "when a page was collected; a timestamp is no calendar date), or dated so that a later month is "
                     "possible (a year alone, a crawl spanning two months), could have been collected later"
                 )
+    if "eu:1.3" in fields and declared.languages is not None:
+        languages(index, declared.languages, rows, problems, unchecked, metrics)
     if "eu:2.1" in fields:
         if declared.public_datasets is None:
             unchecked.append("2.1 public datasets: none listed to compare")
@@ -172,6 +188,88 @@ def check_summary(index: CorpusIndex, declared: DeclaredSummary, fields: set[str
             datasets(index, declared.public_datasets, declared.elsewhere, rows, problems, unchecked, metrics)
     metrics |= {"problems": problems, "unchecked": unchecked}
     return SummaryCheck(rows, problems, unchecked, metrics)
+
+
+LANGUAGE_SAMPLE = 5000  # documents identified at most (a seeded uniform sample beyond)
+LANGUAGE_CONFIDENCE = 0.9  # the identifier's probability a document needs to count for a language
+LANGUAGE_SHARE = 0.01  # an undeclared language holding this share of the identified text contradicts the list
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> Any:  # py3langid's LanguageIdentifier, loaded once (its model ships in the package)
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def languages(
+    index: CorpusIndex,
+    declared: list[str],
+    rows: list[list[Any]],
+    problems: list[str],
+    unchecked: list[str],
+    metrics: dict[str, Any],
+) -> None:
+    """Section 1.3's languages: the corpus's documents identified (see the module docstring)."""
+    documents = [(shard, local) for shard in index.shards for local in range(len(shard.starts))]
+    whole = len(documents) <= LANGUAGE_SAMPLE
+    if not whole:
+        rng = np.random.default_rng(0)
+        documents = [documents[i] for i in sorted(rng.choice(len(documents), LANGUAGE_SAMPLE, replace=False))]
+    text_bytes: Counter[str] = Counter()
+    docs: Counter[str] = Counter()
+    unidentified = unidentified_bytes = 0
+    for shard, local in documents:
+        words = shard.words_of(local)
+        language, probability = _identifier().classify(words[:4000])
+        if probability < LANGUAGE_CONFIDENCE or not words:
+            unidentified += 1
+            unidentified_bytes += len(words.encode())
+            continue
+        text_bytes[language] += len(words.encode())
+        docs[language] += 1
+    identified = sum(text_bytes.values()) or 1
+    counted = sum(docs.values())
+    shares = {lang: b / identified for lang, b in text_bytes.most_common()}
+    undeclared = [
+        lang
+        for lang, share in shares.items()
+        if lang not in declared
+        and (share if whole else binomtest(docs[lang], counted).proportion_ci(method="wilson").low) >= LANGUAGE_SHARE
+    ]
+    absent = [lang for lang in declared if lang not in docs]
+    metrics["languages"] = {
+        "documents_read": len(documents),
+        "sampled": not whole,
+        "unidentified": unidentified,
+        "unidentified_bytes": unidentified_bytes,
+        "bytes": dict(text_bytes.most_common()),
+        "documents": dict(docs.most_common()),
+        "identifier": "py3langid",
+    }
+    rows.append(
+        [
+            "1.3 languages",
+            f"{len(documents):,} documents {'read' if whole else 'sampled'} ({unidentified} unidentified): "
+            + ", ".join(f"{lang} {share:.1%}" for lang, share in list(shares.items())[:10])
+            + f" of the identified text; declared {', '.join(declared) or 'none'}",
+        ]
+    )
+    if undeclared:
+        problems.append(
+            f"languages holding {LANGUAGE_SHARE:.0%} or more of the identified text are not declared: "
+            + ", ".join(f"{lang} ({shares[lang]:.1%})" for lang in undeclared[:5])
+        )
+    if absent and whole:
+        problems.append(f"declared languages no document of the corpus is in: {', '.join(absent[:5])}")
+    elif absent:
+        unchecked.append(f"1.3 languages: no sampled document is in {', '.join(absent[:5])} (it may be rare)")
+    if unidentified_bytes >= LANGUAGE_SHARE * (identified + unidentified_bytes):
+        unchecked.append(
+            f"1.3 languages: {unidentified} documents ({unidentified_bytes:,} bytes, {LANGUAGE_SHARE:.0%} or more of "
+            f"the text read) could not be identified with probability {LANGUAGE_CONFIDENCE} or more (short or mixed "
+            "texts): an undeclared language could hide in them"
+        )
 
 
 def _matches(name: str, pattern: str) -> bool:
