@@ -212,3 +212,90 @@ def test_an_undeclared_language_in_the_corpus_is_contradicted(tmp_path, key):
         verdicts[name] = rows_by_field(result.findings)["1.3 languages"]
     assert verdicts["en-only"]["verdict"] == "CONTRADICTED" and "sr" in verdicts["en-only"]["reason"]
     assert verdicts["en-sr"]["verdict"] == "VERIFIED", verdicts["en-sr"]["reason"]
+
+
+def test_outside_attacks_on_the_dataset_list_never_confirm_it(tmp_path, key):
+    """An outside review: a pattern matching every file ("*") beside another dataset, or a file
+    declared under crawled data too, counted a file twice and hid an unlisted large one (VERIFIED);
+    now every file needs one owner, or the list is unconfirmed. A duplicate name (the first
+    entry silently dropped), a dataset without files, and crawled files with crawling declared
+    unused are refused when the summary is read."""
+    web_corpus(tmp_path)
+    evidence = SummaryEvidence(model="smollm2-135m", corpus=Path("corpus"))
+    star = summary_file(
+        tmp_path,
+        "star",
+        sources__public_datasets=[{"name": "Wiki", "files": ["*"]}, {"name": "PG-19", "files": ["books.jsonl"]}],
+    )
+    row = rows_by_field(check_summary_file(star, evidence, tmp_path / "out", key, base=tmp_path).findings)[
+        "2.1 public datasets"
+    ]
+    assert row["verdict"] not in ("VERIFIED", "CONTRADICTED") and "more than one" in row["reason"], row
+    assert row["reason"].startswith("not established")  # the corpus route's reason, not the disclosure route's
+    for changes, message in (
+        (
+            {"sources__public_datasets": [{"name": "W", "files": ["wiki.jsonl"]}, {"name": "W", "files": ["x"]}]},
+            "twice",
+        ),
+        ({"sources__public_datasets": [{"name": "W"}]}, "files"),
+        ({"sources__crawled": {"used": False, "files": ["web.jsonl"]}}, "declare used: true"),
+    ):
+        with pytest.raises(VerifierError, match=message):
+            load_summary(summary_file(tmp_path, "bad", **changes))
+
+
+def test_model_and_digest_options_are_checked_before_anything_runs(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(DEMO, work / "demo.yaml")
+    with pytest.raises(VerifierError, match="--model .*credentials") as info:
+        check_summary_file(
+            work / "demo.yaml",
+            SummaryEvidence(model="openai-compatible:https://alice:s3cret@127.0.0.1:9/v1#m"),
+            tmp_path / "o",
+            base=work,
+        )
+    assert "s3cret" not in str(info.value).split("--model")[0] and "\n" not in str(info.value)
+    outside = tmp_path / "model.gguf"
+    outside.write_bytes(b"GGUF")
+    with pytest.raises(VerifierError, match="--model .*must lie in the working folder"):
+        check_summary_file(work / "demo.yaml", SummaryEvidence(model=str(outside)), tmp_path / "o", base=work)
+    shutil.copytree(EXAMPLES / "data" / "corpus" / "demo-v1", work / "corpus")
+    with pytest.raises(VerifierError, match="--corpus-sha256 'zzz': not a SHA-256"):
+        check_summary_file(
+            work / "demo.yaml",
+            SummaryEvidence(model="smollm2-135m", corpus=Path("corpus"), corpus_sha256="zzz"),
+            tmp_path / "o",
+            base=work,
+        )
+
+
+def test_an_api_model_identity_is_not_taken_from_the_auditors_spec(tmp_path, key):
+    work = tmp_path / "work"
+    work.mkdir()
+    body = yaml.safe_load(DEMO.read_text())
+    body["model"]["api_model_id"] = "demo-model"
+    (work / "s.yaml").write_text(yaml.safe_dump(body))
+    result = check_summary_file(
+        work / "s.yaml",
+        SummaryEvidence(model="openai-compatible:https://127.0.0.1:9/v1#demo-model"),
+        tmp_path / "o",
+        key,
+        base=work,
+    )
+    assert rows_by_field(result.findings)["1.2 model identity"]["verdict"] == "UNVERIFIABLE"
+
+
+def test_a_replaced_check_leaves_nothing_behind_and_extra_files_fail_verification(demo_check, tmp_path, key):
+    copy = tmp_path / "bundle"
+    shutil.copytree(demo_check.folder, copy)
+    (copy / "extra.html").write_text("<p>not signed</p>")
+    with pytest.raises(VerifierError, match="extra.html: differs"):
+        verify_summary(copy)
+    out = tmp_path / "out"
+    shutil.copytree(demo_check.folder, out / "demo-summary")
+    with pytest.raises(VerifierError, match="refusing to replace"):
+        check_summary_file(DEMO, SummaryEvidence(model="smollm2-135m"), out, key, base=EXAMPLES)
+    again = check_summary_file(DEMO, SummaryEvidence(model="smollm2-135m"), out, key, base=EXAMPLES, force=True)
+    assert not (again.folder / "claims").exists()  # the earlier check's claims went with it
+    verify_summary(again.folder)

@@ -144,6 +144,7 @@ COMMANDS = {
     "init": init.init,
     "audit": audit.audit,
     "plan": plan.plan,
+    "reproduce": audit.reproduce,
     "verify": trust.verify,
     "score": scoring.score,
     "evaluate": scoring.evaluate,

@@ -174,3 +174,41 @@ def _batch(
     )
     say(out, f"bundles and {'signed index' if result.signed else 'no index (unsigned)'}: {result.folder}")
     raise typer.Exit(exit_status(counts))
+
+
+def reproduce(
+    bundle: Annotated[Path, typer.Argument(help="An audit's evidence bundle folder.")],
+    inputs: Annotated[
+        Path, typer.Option(help="The folder the claim's relative paths start from (where its documents lie).")
+    ] = Path("."),
+    model: Annotated[
+        str | None,
+        typer.Option(help="The model, when the bundle names a local one by its folder or file name only."),
+    ] = None,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Re-run the audit from what BUNDLE holds and compare every number: exit 0 when all agree within
+    their tolerances (digests, counts and verdicts exactly; floats within 1e-6 + 1e-3 relative),
+    3 listing each that differs."""
+    from verifier.reproduce import ABSOLUTE, RELATIVE, reproduce_bundle
+
+    with progress_bars() as progress:
+        found = reproduce_bundle(bundle, inputs, model, cache_dir, progress)
+    before, after = found.environment
+    if before != after:
+        say(err, f"environment differs (not compared): the bundle's {before}; this run's {after}")
+    for d in found.differences[:50]:
+        say(out, f"differs: {d.path}: bundle {str(d.bundle)[:120]!r}, re-run {str(d.rerun)[:120]!r}")
+    if found.differences:
+        more = len(found.differences) - 50
+        say(
+            out,
+            f"{len(found.differences)} of {found.compared} values differ"
+            + (f" ({more} not shown)" if more > 0 else ""),
+        )
+        raise typer.Exit(3)
+    say(
+        out,
+        f"reproduced: all {found.compared} values agree (digests, counts and verdicts exactly; floats within "
+        f"{ABSOLUTE:g} + {RELATIVE:g} relative)",
+    )

@@ -106,11 +106,12 @@ def verify(
         except OSError as exc:
             raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
     from verifier.summary.check import ENVELOPE as SUMMARY_ENVELOPE
+    from verifier.summary.check import FINDINGS as SUMMARY_FINDINGS
     from verifier.summary.check import verify_summary
     from verifier.trust.bundle import BATCH_INDEX, verify_batch
     from verifier.trust.keys import trusted_keys
 
-    if (bundle / SUMMARY_ENVELOPE).exists():
+    if (bundle / SUMMARY_ENVELOPE).exists() or (bundle / SUMMARY_FINDINGS).exists():
         findings, signer = verify_summary(bundle, pinned, trust_dir)
         verdicts = ", ".join(f"{r['field']}: {r['verdict']}" for r in findings["rows"])
         facts = (

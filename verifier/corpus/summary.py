@@ -288,20 +288,26 @@ def datasets(
     unchecked: list[str],
     metrics: dict[str, Any],
 ) -> None:
-    """Section 2.1: the listed datasets against the corpus's files (see the module docstring)."""
+    """Section 2.1: the listed datasets against the corpus's files (see the module docstring). Every
+    file must have one owner - one dataset, or another section - for sizes to be compared: a file two
+    patterns claim leaves the list unconfirmed, never confirmed twice over."""
     sizes = {s.name: s.text_bytes for s in index.manifest.sources}
-    held = {name: [f for f in sizes if any(_matches(f, p) for p in patterns)] for name, patterns in listed.items()}
-    claimed = {f for files in held.values() for f in files}
-    absent = [name for name, files in held.items() if not files]
+    owners = {f: [name for name, patterns in listed.items() if any(_matches(f, p) for p in patterns)] for f in sizes}
+    other = {f for f in sizes if any(_matches(f, p) for p in elsewhere)}
+    shared = sorted(f for f, names in owners.items() if len(names) + (f in other) > 1)
+    absent = [name for name in listed if not any(name in names for names in owners.values())]
+    held = {name: [f for f in sizes if owners[f] == [name] and f not in other] for name in listed}
     listed_bytes = {name: sum(sizes[f] for f in files) for name, files in held.items() if files}
     smallest = min(listed_bytes.values(), default=0)
-    other = {f for f in sizes if any(_matches(f, p) for p in elsewhere)}
-    unlisted = sorted(((f, b) for f, b in sizes.items() if f not in claimed | other), key=lambda fb: (-fb[1], fb[0]))
+    unlisted = sorted(
+        ((f, b) for f, b in sizes.items() if not owners[f] and f not in other), key=lambda fb: (-fb[1], fb[0])
+    )
     larger = [f for f, b in unlisted if listed_bytes and b > smallest]
     total = sum(sizes.values()) or 1
     metrics["public_datasets"] = {
         "listed_bytes": listed_bytes,
         "absent": absent,
+        "claimed_twice": shared,
         "unlisted_files": dict(unlisted),
         "listed_share": round(sum(listed_bytes.values()) / total, 6),
     }
@@ -320,6 +326,11 @@ def datasets(
     )
     if absent:
         problems.append(f"listed public datasets are not in the corpus: {', '.join(absent[:5])}")
+    if shared:
+        unchecked.append(
+            f"2.1 public datasets: corpus files claimed by more than one dataset or section ({', '.join(shared[:5])}): "
+            "each file needs one owner for the datasets' sizes to be compared"
+        )
     if larger:
         problems.append(
             f"corpus files no listed dataset holds are larger than a listed dataset ({smallest:,} bytes): "

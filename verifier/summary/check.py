@@ -23,20 +23,23 @@ bundle is a folder:
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from verifier import __version__
 from verifier.batch import BatchInfo, BatchManifest, batch_of, run_batch
 from verifier.boundary.atomic import atomic_output
 from verifier.boundary.peers import read_json
-from verifier.claims import LoadedClaim, claim_of_bytes
+from verifier.claims import LoadedClaim, ModelUnderTest, claim_of_bytes
 from verifier.corpus.build import digest_files
-from verifier.errors import VerifierError
+from verifier.errors import VerifierError, first_validation_error
 from verifier.report.render import render_summary_html
 from verifier.scoring.table import Progress
 from verifier.summary.fields import FieldPlan, SummaryEvidence, plan_fields
@@ -93,6 +96,10 @@ def checked_evidence(base: Path, evidence: SummaryEvidence) -> SummaryEvidence:
     """The evidence with every path relative to ``base``, checked to exist; the corpus's digest (the
     declared one, or the corpus as given) and one document file of it."""
     corpus = _inside(base, "--corpus", evidence.corpus)
+    if evidence.corpus_sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", evidence.corpus_sha256):
+        raise VerifierError(
+            f"--corpus-sha256 {evidence.corpus_sha256[:80]!r}: not a SHA-256 (64 lower-case hex digits)"
+        )
     found = replace(
         evidence,
         corpus=corpus,
@@ -112,6 +119,24 @@ def checked_evidence(base: Path, evidence: SummaryEvidence) -> SummaryEvidence:
         )
     digest = evidence.corpus_sha256 or digest_files([folder])[0]
     return replace(found, corpus_sha256=digest, corpus_documents=files[0].relative_to(base))
+
+
+def checked_model(base: Path, spec: str) -> str:
+    """``--model`` as a claim's model.target takes it (an API URL without credentials or query; a
+    model that can be found), a local file or folder named relative to ``base`` and inside it."""
+    try:
+        ModelUnderTest.model_validate({"target": spec})
+    except ValidationError as exc:
+        raise VerifierError(f"--model {spec!r}: {first_validation_error(exc)}") from None
+    if kind_of(spec).remote:
+        return spec
+    local = Path(spec).expanduser()
+    if local.exists():
+        inside = _inside(base, "--model", local)
+        assert inside is not None
+        spec = str(inside)
+    resolve_model(str(base / spec) if local.exists() else spec)  # one line when it cannot be found
+    return spec
 
 
 def _claim(
@@ -158,15 +183,11 @@ def _identity(summary: TrainingSummary, spec: str) -> tuple[str, str, str]:
     against the declared one; an API's model id against the declared id."""
     declared = summary.model
     if kind_of(spec).remote:
-        served = spec.rpartition("#")[2]
-        evidence = f"API model id {served!r}"
-        if declared.api_model_id is None:
-            return evidence, Verdict.UNVERIFIABLE.value, "no API model id declared to compare"
-        same = served == declared.api_model_id
         return (
-            evidence,
-            (Verdict.VERIFIED if same else Verdict.CONTRADICTED).value,
-            "the API serves the declared model id" if same else f"the API serves {served!r}, not the declared id",
+            f"the API at {spec}",
+            Verdict.UNVERIFIABLE.value,
+            "an API's model is named by the auditor's spec, not shown by the server's weights: each derived claim's "
+            "bundle records what the server answered",
         )
     source = resolve_model(spec)
     if not source.is_local:
@@ -183,6 +204,18 @@ def _identity(summary: TrainingSummary, spec: str) -> tuple[str, str, str]:
         if same
         else f"the weights tested digest to {digest[:16]}..., not the declared {declared.weights_sha256[:16]}...",
     )
+
+
+def _reason(findings: dict[str, Any]) -> str:
+    """Why a derived claim got its verdict: the deciding route's sentence, or - when its evidence's
+    route established nothing and a later route (disclosure) decided - what that route said."""
+    tested = next(
+        (r for r in findings["path"] if r.get("route") in ("corpus", "marks") and r.get("outcome")),
+        None,
+    )
+    if tested is None or findings.get("decided_by") == tested["route"]:
+        return str(findings.get("verdict_sentence", ""))
+    return f"not established: {tested['outcome'].get('summary', '')}"
 
 
 def _evidence_used(plan: FieldPlan, evidence: SummaryEvidence) -> str:
@@ -236,12 +269,14 @@ def check_summary_file(
     assert at is not None
     summary_path = base / at
     summary, summary_sha256 = load_summary(summary_path)
-    evidence = checked_evidence(base, evidence)
-    if kind_of(evidence.model).remote is False:
-        resolve_model(evidence.model)  # a model that cannot be found: one line, before anything runs
+    evidence = checked_evidence(base, replace(evidence, model=checked_model(base, evidence.model)))
     folder = out_dir / summary.id
-    if (folder / ENVELOPE).exists() and not force:
-        raise VerifierError(f"{folder}: this summary's check exists; refusing to replace it (--force replaces it)")
+    if folder.exists() and any(folder.iterdir()):
+        if not force:
+            raise VerifierError(f"{folder}: this summary's check exists; refusing to replace it (--force replaces it)")
+        if not (folder / FINDINGS).is_file():
+            raise VerifierError(f"{folder}: holds no summary check; not replaced")
+        shutil.rmtree(folder)  # a replaced check leaves nothing of the old one (claims, key, envelope)
     plans = plan_fields(summary, evidence)
     claims: list[LoadedClaim] = []
     for plan in plans:
@@ -262,15 +297,16 @@ def check_summary_file(
         for bundle, found in zip(result.bundles, result.findings):
             verdicts[found["claim"]["claim"]["id"]] = {
                 "verdict": found["verdict"],
-                "reason": found.get("verdict_sentence", ""),
+                "reason": _reason(found),
                 "bundle": f"{CLAIMS}/{bundle.name}",
             }
         batch_info = {"claims": len(claims), "error_control": batch.error_control, "policy_sha256": batch.policy_sha256}
+    here = str(base / evidence.model) if (base / evidence.model).exists() else evidence.model
     rows = []
     for plan in plans:
         row = {"field": plan.key, "regulation": plan.regulation, "declared": plan.declared, "limits": plan.limits}
         if plan.identity:
-            used, verdict, reason = _identity(summary, evidence.model)
+            used, verdict, reason = _identity(summary, here)
             row |= {"evidence": used, "verdict": verdict, "reason": reason}
         elif plan.claim is not None:
             claim_id = f"{summary.id}.{plan.claim['slug']}"
@@ -286,7 +322,7 @@ def check_summary_file(
             "provider": summary.provider.name,
             "model_names": summary.model.names,
         },
-        "model": evidence.model if kind_of(evidence.model).remote else resolve_model(evidence.model).public_name,
+        "model": evidence.model if kind_of(evidence.model).remote else resolve_model(here).public_name,
         "rows": rows,
         "batch": batch_info,
         "policy": policy,
@@ -332,7 +368,7 @@ def verify_summary(
     """Check a summary-check bundle (see the module docstring); return its findings and the signing
     key's fingerprint. Raises one line naming the first file that differs."""
     envelope_path = folder / ENVELOPE
-    if not envelope_path.is_file():
+    if not envelope_path.is_file() or envelope_path.is_symlink():
         raise VerifierError(f"{folder}: no {ENVELOPE}: an unsigned summary check cannot be verified")
     try:
         envelope = read_envelope(envelope_path.read_bytes())
@@ -344,6 +380,11 @@ def verify_summary(
     pem = pinned_key_pem if pinned_key_pem is not None else (folder / KEY).read_bytes()
     verify_envelope(envelope, load_public_key(pem, KEY), ENVELOPE)
     subjects = claimed.subjects()
+    for entry in sorted(folder.iterdir()):
+        if entry.name not in subjects and entry.name not in (KEY, CLAIMS, ENVELOPE):
+            raise VerifierError(f"{entry.name}: differs: not a file the summary check signed")
+        if entry.is_symlink():
+            raise VerifierError(f"{entry.name}: differs: a link")
     for name, digest in subjects.items():
         path = folder / name
         if not path.is_file() or path.is_symlink() or sha256(path.read_bytes()) != digest:

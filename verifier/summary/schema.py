@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from verifier.boundary.safe_yaml import load_yaml_bytes, read_bounded
 from verifier.claims import Strict, checked_domains
@@ -83,7 +83,7 @@ class PublicDataset(Strict):
     name: str = Field(min_length=1, max_length=300)
     link: str | None = Field(None, max_length=500)
     files: list[str] = Field(
-        default_factory=list,
+        min_length=1,
         max_length=1000,
         description="glob patterns of the corpus files holding this dataset (paths under the corpus folder)",
     )
@@ -121,6 +121,12 @@ class Crawling(Strict):
         # one rule for domain names: the claim schema's (browser form, no public suffixes)
         return checked_domains(domains)
 
+    @model_validator(mode="after")
+    def _used(self) -> Crawling:
+        if not self.used and (self.files or self.top_domains):
+            raise ValueError("files and top_domains describe crawled data: declare used: true, or leave them out")
+        return self
+
 
 class Used(Strict):
     """2.4 user data, 2.5 synthetic data, 2.6 other sources: used or not, and what."""
@@ -131,6 +137,15 @@ class Used(Strict):
 
 class DataSources(Strict):
     public_datasets: list[PublicDataset] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("public_datasets")
+    @classmethod
+    def _distinct(cls, datasets: list[PublicDataset]) -> list[PublicDataset]:
+        names = [d.name for d in datasets]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"datasets listed twice: {twice[:3]}")
+        return datasets
+
     private_data: PrivateData = Field(default_factory=PrivateData)
     crawled: Crawling
     user_data: Used
