@@ -299,3 +299,15 @@ def test_a_replaced_check_leaves_nothing_behind_and_extra_files_fail_verificatio
     again = check_summary_file(DEMO, SummaryEvidence(model="smollm2-135m"), out, key, base=EXAMPLES, force=True)
     assert not (again.folder / "claims").exists()  # the earlier check's claims went with it
     verify_summary(again.folder)
+
+
+@pytest.mark.slow
+def test_without_a_corpus_languages_are_read_from_the_tokenizer_as_evidence_only(tmp_path, key):
+    """SmolLM2's tokenizer (trained mostly on English) read through its merges: English first, and the
+    row stays INCONCLUSIVE - it is evidence about the tokenizer's training data, not the model's."""
+    result = check_summary_file(DEMO, SummaryEvidence(model="smollm2-135m"), tmp_path, key, base=EXAMPLES)
+    row = rows_by_field(result.findings)["1.3 languages"]
+    assert row["verdict"] == "INCONCLUSIVE" and row["reason"].startswith(
+        "the tokenizer's training data is estimated at en"
+    )
+    assert "not the model's" in row["reason"]

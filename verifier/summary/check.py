@@ -60,6 +60,7 @@ from verifier.trust.envelopes import (
     statement,
     verify_envelope,
 )
+from verifier.validation import load_table
 from verifier.verdicts import Verdict
 
 FORMAT = "verifier-summary-check/1"
@@ -206,6 +207,49 @@ def _identity(summary: TrainingSummary, spec: str) -> tuple[str, str, str]:
     )
 
 
+MIXTURE_SHARE = 0.05  # an undeclared language the tokenizer's mixture puts at this byte share or more is named
+
+
+def _tokenizer_languages(summary: TrainingSummary, spec: str) -> tuple[str, str, str]:
+    """1.3 languages without a corpus: the mixture of the tokenizer's training data, inferred from its
+    merges (``verifier.summary.mixture``) - evidence about the tokenizer, so the row is INCONCLUSIVE
+    whatever it shows, with the estimate and its measured error in the reason."""
+    if kind_of(spec).remote:
+        return "-", NOT_TESTABLE, "an API does not give its tokenizer's merges; give the training corpus (--corpus)"
+    from verifier.summary.mixture import MERGES, byte_level_merges, infer_mixture
+    from verifier.targets.model_source import load_tokenizer
+
+    tokenizer, _ = load_tokenizer(spec)
+    try:
+        merges = byte_level_merges(tokenizer.backend_tokenizer.to_str())
+    except (AttributeError, ValueError):
+        return "-", NOT_TESTABLE, "the model's tokenizer is not a byte-level BPE whose merges can be read"
+    found = infer_mixture(merges)
+    declared = summary.modalities.languages
+    top = ", ".join(f"{code} {share:.2f}" for code, share in list(found.shares.items())[:6])
+    undeclared = [c for c, s in found.shares.items() if s >= MIXTURE_SHARE and c not in declared]
+    error = next(
+        (
+            f"; measured error on tokenizers trained here: median MAE {row.value:.3f} over the mixed languages"
+            for row in load_table().rows
+            if row.benchmark == "tokenizer_mixture" and "mixed" in row.quantity
+        ),
+        "",
+    )
+    return (
+        f"the tokenizer's first {min(len(merges), MERGES)} merges (mixture inference over {len(found.languages)} "
+        "languages)",
+        Verdict.INCONCLUSIVE.value,
+        f"the tokenizer's training data is estimated at {top} (byte shares)"
+        + (
+            f"; undeclared languages estimated at {MIXTURE_SHARE:.0%} or more: {', '.join(undeclared)}"
+            if undeclared
+            else ""
+        )
+        + f"{error}. This is evidence about the tokenizer's training data, not the model's: no verdict",
+    )
+
+
 def _reason(findings: dict[str, Any]) -> str:
     """Why a derived claim got its verdict: the deciding route's sentence, or - when its evidence's
     route established nothing and a later route (disclosure) decided - what that route said."""
@@ -307,6 +351,9 @@ def check_summary_file(
         row = {"field": plan.key, "regulation": plan.regulation, "declared": plan.declared, "limits": plan.limits}
         if plan.identity:
             used, verdict, reason = _identity(summary, here)
+            row |= {"evidence": used, "verdict": verdict, "reason": reason}
+        elif plan.tokenizer:
+            used, verdict, reason = _tokenizer_languages(summary, here)
             row |= {"evidence": used, "verdict": verdict, "reason": reason}
         elif plan.claim is not None:
             claim_id = f"{summary.id}.{plan.claim['slug']}"

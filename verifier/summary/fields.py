@@ -39,6 +39,7 @@ class FieldPlan:
     declared: str
     claim: dict[str, Any] | None = None  # the claim that tests it (its model and policy added by the check)
     identity: bool = False  # 1.2: compared with the model's identity
+    tokenizer: bool = False  # 1.3 languages without a corpus: the tokenizer's merges read (evidence, no verdict)
     not_testable: str | None = None  # why no test: outside the weights, or evidence not given
     limits: str = ""  # what the test cannot show
     notes: list[str] = field(default_factory=list)
@@ -142,9 +143,12 @@ def plan_fields(summary: TrainingSummary, evidence: SummaryEvidence) -> list[Fie
             )
             if corpus and m.languages
             else None,
+            tokenizer=bool(m.languages) and not corpus,
             not_testable=None if m.languages else "not declared",
             limits="languages of the corpus given, identified per document (py3langid on case-folded text); a "
-            "language under 1% of the text is not required to be declared",
+            "language under 1% of the text is not required to be declared"
+            if corpus
+            else "the tokenizer's training data, which may differ from the model's: evidence, never a verdict",
         ),
         FieldPlan(
             "2.1 public datasets",
@@ -256,7 +260,7 @@ def plan_fields(summary: TrainingSummary, evidence: SummaryEvidence) -> list[Fie
         FieldPlan("3.3 other information", "eu:3.3", p.other or "none", not_testable="free text: nothing to test"),
     ]
     for plan in plans:
-        if plan.claim is None and not plan.identity and plan.not_testable is None:
+        if plan.claim is None and not plan.identity and not plan.tokenizer and plan.not_testable is None:
             plan.not_testable = NO_CORPUS
     return plans
 
