@@ -52,3 +52,32 @@ def test_floats_agree_within_the_stated_tolerance_and_nothing_else_does():
     found = Reproduction()
     compare({"n": 3, "d": "ab", "p": 0.5, "l": [1, 2]}, {"n": 4, "d": "ab", "p": 0.5000001, "l": [1]}, "", found)
     assert [d.path for d in found.differences] == ["l (length)", "n"]
+
+
+def test_outside_review_holes_in_the_comparison_are_closed():
+    """An outside review: a count 1000 against 1000.9 agreed (a mixed int/float pair got the float
+    tolerance), True agreed with 1, and 0.5 with infinity."""
+    for a, b in ((1000, 1000.9), (True, 1), (False, 0.0), (0.5, float("inf")), (None, 0)):
+        found = Reproduction()
+        compare({"v": a}, {"v": b}, "", found)
+        assert [d.path for d in found.differences] == ["v"], (a, b)
+    assert same_number(float("inf"), float("inf")) and not same_number(float("-inf"), float("inf"))
+
+
+def test_a_forged_batch_record_does_not_hide_the_verdict(corpus_bundle, tmp_path):
+    """An outside review: an unsigned bundle whose findings carry a made-up batch record (verdict
+    SUPPORTED, unadjusted CONTRADICTED) reproduced, because the batch's fields were not compared."""
+    from verifier.trust.bundle import sha256
+
+    forged = tmp_path / "forged"
+    shutil.copytree(corpus_bundle, forged)
+    for name in ("envelope.dsse.json", "public_key.pem", "report.pdf"):
+        (forged / name).unlink(missing_ok=True)
+    findings = json.loads((forged / "findings.json").read_text())
+    findings |= {"verdict": "SUPPORTED", "batch": {"claims": 1, "unadjusted_verdict": "CONTRADICTED"}}
+    (forged / "findings.json").write_text(json.dumps(findings))
+    files = {p.name: sha256(p.read_bytes()) for p in forged.iterdir() if p.name != "manifest.json"}
+    manifest = json.loads((forged / "manifest.json").read_text()) | {"files": files}
+    (forged / "manifest.json").write_text(json.dumps(manifest))
+    found = reproduce_bundle(forged, EXAMPLES)
+    assert any(d.path.startswith("verdict") for d in found.differences)

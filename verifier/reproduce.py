@@ -8,9 +8,9 @@ compares the new findings with the bundle's, leaf by leaf (the inputs' digests f
 than the bundle's are reported and nothing is re-run):
 
 - digests, counts, names, verdicts and every other non-float: exactly;
-- floats within ABSOLUTE + RELATIVE x the larger magnitude: scores computed on another CPU (other
-  kernels, other summation orders) move in their last digits, and a rank statistic fed by them can
-  move by one relabelling in a permutation test;
+- floats (both sides floats) within ABSOLUTE + RELATIVE x the larger magnitude: scores computed on
+  another CPU (other kernels, other summation orders) move in their last digits; a p-value that moves
+  by one relabelling of a permutation test (1/(B+1)) is reported as a difference, to be read;
 - the environment (package versions) is printed, never compared.
 
 A claim audited in a batch is compared with its unadjusted findings (its verdict before the batch's
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from verifier.policy.engine import input_digests
 from verifier.scoring.table import Progress
 from verifier.targets import ScoreCache
 from verifier.trust import verify_bundle
-from verifier.trust.bundle import ENVELOPE, FINDINGS, unsigned_intact
+from verifier.trust.bundle import ENVELOPE, FINDINGS, PLAN, decided_test, unsigned_intact
 
 ABSOLUTE = 1e-6
 RELATIVE = 1e-3
@@ -58,12 +59,15 @@ class Reproduction:
     compared: int = 0  # leaves compared
     differences: list[Difference] = field(default_factory=list)
     environment: tuple[Any, Any] = (None, None)  # (the bundle's, this run's)
+    notes: list[str] = field(default_factory=list)  # what was not compared, and why
 
 
 def same_number(a: float, b: float) -> bool:
     """Whether two floats agree within the module's tolerance (NaN equals NaN: "not computed")."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
     return abs(a - b) <= ABSOLUTE + RELATIVE * max(abs(a), abs(b))
 
 
@@ -87,11 +91,10 @@ def compare(bundle: Any, rerun: Any, path: str, found: Reproduction, skip: froze
             compare(a, b, f"{path}[{i}]", found, skip)
         return
     found.compared += 1
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (bundle, rerun))
-    if numbers and (isinstance(bundle, float) or isinstance(rerun, float)):
-        if not same_number(float(bundle), float(rerun)):
+    if type(bundle) is float and type(rerun) is float:  # the tolerance is for floats only: counts, flags exactly
+        if not same_number(bundle, rerun):
             found.differences.append(Difference(path, bundle, rerun))
-    elif bundle != rerun:
+    elif type(bundle) is not type(rerun) or bundle != rerun:
         found.differences.append(Difference(path, bundle, rerun))
 
 
@@ -103,32 +106,84 @@ def reproduce_bundle(
     progress: Progress | None = None,
 ) -> Reproduction:
     """Re-run the audit of ``bundle`` with its inputs looked up under ``inputs`` (and the model at
-    ``model`` when the bundle names a local model by its folder or file name only)."""
+    ``model`` when the bundle names a local model by its folder or file name only). Nothing is read
+    from a score cache unless ``cache_dir`` is given: a reproduction recomputes every score."""
     if (bundle / ENVELOPE).exists():
         verify_bundle(bundle)  # intact, whoever signed it
     elif not unsigned_intact(bundle):
         raise VerifierError(f"{bundle}: not an intact bundle (its files are not those its manifest lists)")
+    try:
+        return _reproduce(bundle, inputs, model, cache_dir, progress)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise VerifierError(f"{bundle}: not readable as an audit's bundle ({type(exc).__name__}: {exc})") from None
+
+
+def _reproduce(
+    bundle: Path, inputs: Path, model: str | None, cache_dir: Path | None, progress: Progress | None
+) -> Reproduction:
     before = read_json((bundle / FINDINGS).read_bytes())
-    if not isinstance(before, dict) or "claim" not in before:
+    if not isinstance(before, dict) or not isinstance(before.get("claim"), dict):
         raise VerifierError(f"{bundle / FINDINGS}: not an audit's findings")
     claim = load_yaml_bytes((bundle / "claim.yaml").read_bytes(), bundle / "claim.yaml")
     skip: set[str] = set()
     if model is not None:
+        named = before["model"]["target"].get("digests", {}).get("weights")
+        if not named:
+            raise VerifierError(
+                "--model: the bundle records no weights digest to check another spec against; reproduce it with the "
+                "model it names"
+            )
         claim["model"]["target"] = model
         skip |= {"claim.model.target", "model.target.spec"}  # named as given now; the weights digest is compared
     loaded = claim_of_bytes(yaml.safe_dump(claim, sort_keys=False).encode(), inputs / ".reproduced-claim.yaml")
     found = Reproduction()
-    compare(before.get("inputs"), input_digests(loaded), "inputs", found)
+    compare(before.get("inputs"), json.loads(json.dumps(input_digests(loaded))), "inputs", found)
     if found.differences:  # other inputs than the bundle's: no number of the re-run would mean anything
         return found
     batch = before.get("batch")
-    result = run_audit(
-        loaded, cache=ScoreCache(cache_dir), progress=progress, family_size=int(batch["claims"]) if batch else 1
-    )
+    plan = bundle / PLAN
+    with tempfile.TemporaryDirectory(prefix="verifier-reproduce-") as fresh:
+        result = run_audit(
+            loaded,
+            cache=ScoreCache(cache_dir or Path(fresh)),
+            progress=progress,
+            family_size=int(batch["claims"]) if batch else 1,
+            plan=plan if plan.is_file() else None,
+        )
     after = json.loads(json.dumps(result.findings))  # as the bundle stores them (tuples as lists)
+    if model is not None and not after["model"]["target"].get("digests", {}).get("weights"):
+        found.differences.append(Difference("model.target.digests.weights", "(recorded)", "(not computed)"))
     found.environment = (before.get("environment"), after.get("environment"))
     if batch:
-        before = {k: v for k, v in before.items() if k not in ADJUSTED} | {"verdict": batch["unadjusted_verdict"]}
-        after = {k: v for k, v in after.items() if k not in ADJUSTED} | {"verdict": after["verdict"]}
+        before, after = _unadjusted(before, after, batch, found)
     compare(before, after, "", found, frozenset(skip | NOT_COMPARED))
     return found
+
+
+def _unadjusted(
+    before: dict[str, Any], after: dict[str, Any], batch: dict[str, Any], found: Reproduction
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A batch member's findings and the re-run's, compared before the batch's error control: the
+    re-run's p-value must be the one the batch adjusted, and the bundle's verdict the one the
+    adjustment gives from it (the adjusted p-value needs the whole batch: read, not recomputed)."""
+    test = decided_test(after)
+    if test is not None and not same_number(float(batch.get("p_value", math.nan)), test[0]):
+        found.differences.append(Difference("batch.p_value", batch.get("p_value"), test[0]))
+    unadjusted = batch["unadjusted_verdict"]
+    weakened = (
+        test is not None
+        and unadjusted in ("SUPPORTED", "CONTRADICTED")
+        and not float(batch.get("adjusted_p_value", math.nan)) < test[1]
+    )
+    if before["verdict"] != ("INCONCLUSIVE" if weakened else unadjusted):
+        found.differences.append(Difference("verdict (after the batch's adjustment)", before["verdict"], unadjusted))
+    drop = ADJUSTED | ({"path", "method_validation", "regulation"} if weakened else set())
+    if weakened:
+        found.notes.append(
+            "the batch weakened this claim's verdict: its route record, validation rows and regulation map were "
+            "rewritten by the adjustment and are not compared"
+        )
+    return (
+        {k: v for k, v in before.items() if k not in drop} | {"verdict": unadjusted},
+        {k: v for k, v in after.items() if k not in drop} | {"verdict": after["verdict"]},
+    )

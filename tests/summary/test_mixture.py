@@ -36,3 +36,7 @@ def test_words_are_written_as_a_byte_level_pretokeniser_gives_them():
     assert len(word_symbols("é")) == 3  # a space and two UTF-8 bytes
     with pytest.raises(ValueError, match="not a BPE"):
         byte_level_merges('{"model": {"type": "Unigram"}}')
+    with pytest.raises(ValueError, match="not a byte-level BPE"):  # SentencePiece-style BPE (Llama, Mistral)
+        byte_level_merges('{"pre_tokenizer": {"type": "Metaspace"}, "model": {"type": "BPE", "merges": ["▁ t"]}}')
+    with pytest.raises(ValueError, match="not a pair"):
+        byte_level_merges('{"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "merges": ["ab"]}}')

@@ -194,6 +194,8 @@ def reproduce(
 
     with progress_bars() as progress:
         found = reproduce_bundle(bundle, inputs, model, cache_dir, progress)
+    for note in found.notes:
+        say(err, f"note: {note}")
     before, after = found.environment
     if before != after:
         say(err, f"environment differs (not compared): the bundle's {before}; this run's {after}")

@@ -216,18 +216,23 @@ def _tokenizer_languages(summary: TrainingSummary, spec: str) -> tuple[str, str,
     whatever it shows, with the estimate and its measured error in the reason."""
     if kind_of(spec).remote:
         return "-", NOT_TESTABLE, "an API does not give its tokenizer's merges; give the training corpus (--corpus)"
-    from verifier.summary.mixture import MERGES, byte_level_merges, infer_mixture
+    from verifier.summary.mixture import MIN_MERGES, NO_SPACES, byte_level_merges, declared_as, infer_mixture
     from verifier.targets.model_source import load_tokenizer
 
     tokenizer, _ = load_tokenizer(spec)
     try:
-        merges = byte_level_merges(tokenizer.backend_tokenizer.to_str())
-    except (AttributeError, ValueError):
-        return "-", NOT_TESTABLE, "the model's tokenizer is not a byte-level BPE whose merges can be read"
-    found = infer_mixture(merges)
+        found = infer_mixture(byte_level_merges(tokenizer.backend_tokenizer.to_str()))
+    except (AttributeError, ValueError) as exc:
+        return "-", NOT_TESTABLE, f"the model's tokenizer cannot be read for its mixture ({exc})"
+    if found.merges_used < MIN_MERGES:
+        return (
+            "-",
+            NOT_TESTABLE,
+            f"only {found.merges_used} of the tokenizer's first merges are pairs any candidate language writes",
+        )
     declared = summary.modalities.languages
     top = ", ".join(f"{code} {share:.2f}" for code, share in list(found.shares.items())[:6])
-    undeclared = [c for c, s in found.shares.items() if s >= MIXTURE_SHARE and c not in declared]
+    undeclared = [c for c, s in found.shares.items() if s >= MIXTURE_SHARE and not declared_as(c, declared)]
     error = next(
         (
             f"; measured error on tokenizers trained here: median MAE {row.value:.3f} over the mixed languages"
@@ -237,10 +242,11 @@ def _tokenizer_languages(summary: TrainingSummary, spec: str) -> tuple[str, str,
         "",
     )
     return (
-        f"the tokenizer's first {min(len(merges), MERGES)} merges (mixture inference over {len(found.languages)} "
-        "languages)",
+        f"the tokenizer's merges: {found.merges_used} that some candidate language writes (mixture inference over "
+        f"{len(found.languages)} languages)",
         Verdict.INCONCLUSIVE.value,
-        f"the tokenizer's training data is estimated at {top} (byte shares)"
+        f"the tokenizer's training data is estimated at {top} (byte shares among {len(found.languages)} candidate "
+        f"languages; {', '.join(sorted(NO_SPACES))} and code are not estimable; slack {found.slack:.2f} per merge)"
         + (
             f"; undeclared languages estimated at {MIXTURE_SHARE:.0%} or more: {', '.join(undeclared)}"
             if undeclared

@@ -38,6 +38,10 @@ MERGES = 1000  # first merges of the tokenizer used
 TOP_PAIRS = 5  # pairs per language and step a merge must beat
 NO_SPACES = frozenset({"ja", "zh"})  # written without spaces between words
 SCALE = 1e4  # pair counts per byte are small; scaled for the solver
+RESIDUE = 1e-12  # a pair count this close to 0 after subtractions is 0
+MIN_MERGES = 100  # merges some candidate writes, at least, for an estimate to be given
+# wordfreq's codes that are not the ISO 639-1 code a summary would declare
+ALIASES = {"nb": frozenset({"no", "nb"}), "sh": frozenset({"sr", "hr", "bs", "sh"}), "fil": frozenset({"tl", "fil"})}
 
 
 @lru_cache(maxsize=1)
@@ -92,10 +96,12 @@ def language(code: str, words: int = WORDS) -> Language:
 def apply_merge(lang: Language, merge: tuple[str, str]) -> None:
     """Merge ``merge`` in every word holding it, updating the pair counts (BPE's own step)."""
     a, b = merge
+    touched: set[tuple[str, str]] = set()
     for i in list(lang.where.pop(merge, ())):
         word, weight = lang.words[i], lang.weights[i]
         for pair in zip(word, word[1:]):
             lang.pairs[pair] -= weight
+            touched.add(pair)
         merged: list[str] = []
         j = 0
         while j < len(word):
@@ -110,6 +116,9 @@ def apply_merge(lang: Language, merge: tuple[str, str]) -> None:
             lang.pairs[pair] += weight
             lang.where[pair].add(i)
     lang.pairs.pop(merge, None)
+    for pair in touched:  # a pair used up keeps a float residue, not a count
+        if abs(lang.pairs.get(pair, 0.0)) < RESIDUE:
+            lang.pairs.pop(pair, None)
 
 
 @dataclass(frozen=True)
@@ -181,7 +190,18 @@ def byte_level_merges(tokenizer_json: str) -> list[tuple[str, str]]:
     """The ordered merges of a byte-level BPE tokenizer (tokenizers' JSON: "a b" strings or pairs)."""
     import json
 
-    model = json.loads(tokenizer_json).get("model", {})
+    data = json.loads(tokenizer_json)
+    model = data.get("model", {})
     if model.get("type") != "BPE":
         raise ValueError("not a BPE tokenizer")
-    return [tuple(m.split(" ", 1)) if isinstance(m, str) else (m[0], m[1]) for m in model.get("merges", [])]  # type: ignore[misc]
+    if "ByteLevel" not in json.dumps(data.get("pre_tokenizer")):
+        raise ValueError("not a byte-level BPE (its pre-tokenizer is not ByteLevel)")
+    merges = [m.split(" ") if isinstance(m, str) else list(m) for m in model.get("merges", [])]
+    if any(len(m) != 2 for m in merges):
+        raise ValueError("a merge that is not a pair of tokens")
+    return [(a, b) for a, b in merges]
+
+
+def declared_as(code: str, declared: Sequence[str]) -> bool:
+    """Whether wordfreq's language ``code`` is among the ``declared`` ISO 639 codes (aliases read)."""
+    return bool(ALIASES.get(code, frozenset({code})) & set(declared))
