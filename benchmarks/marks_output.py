@@ -22,8 +22,8 @@ through answers-only APIs on a model that was.
    for log-prob fields (none may be sent). Per kind and copies: the marks at p <= 0.05 and the combined
    p-value (Fisher).
 
-Usage: python benchmarks/marks_output.py [--simulated 2000] [--null-cues 1250] [--testbed] [--engines transformers,vllm]
-       [--record]
+Usage: ``python benchmarks/marks_output.py [--simulated 2000] [--null-cues 1250] [--testbed]
+[--engines transformers,vllm] [--record]``
 """
 
 from __future__ import annotations

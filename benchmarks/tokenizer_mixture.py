@@ -13,7 +13,8 @@ of real text is a mean absolute error of about 1e-2.
 Printed per trial: the mean absolute error over every candidate, over the languages in the mixture,
 and the largest error; then the median and range over trials.
 
-Usage: python benchmarks/tokenizer_mixture.py [--trials 10] [--languages 5] [--megabytes 2] [--merges 1500] [--record]
+Usage: ``python benchmarks/tokenizer_mixture.py [--trials 10] [--languages 5] [--megabytes 2] [--merges 1500]
+[--record]``
 """
 
 from __future__ import annotations

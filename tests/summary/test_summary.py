@@ -11,7 +11,8 @@ import yaml
 
 from verifier.boundary.resources import resource
 from verifier.errors import VerifierError
-from verifier.summary.check import FINDINGS, NOT_TESTABLE, check_summary_file, verify_summary
+from verifier.summary.bundle import FINDINGS, verify_summary
+from verifier.summary.check import NOT_TESTABLE, check_summary_file
 from verifier.summary.fields import SummaryEvidence
 from verifier.summary.schema import load_summary
 from verifier.trust.keys import generate_key, signing_key

@@ -105,9 +105,9 @@ def verify(
             pinned = key.read_bytes()
         except OSError as exc:
             raise VerifierError(f"{key}: cannot read ({exc.strerror})") from None
-    from verifier.summary.check import ENVELOPE as SUMMARY_ENVELOPE
-    from verifier.summary.check import FINDINGS as SUMMARY_FINDINGS
-    from verifier.summary.check import verify_summary
+    from verifier.summary.bundle import ENVELOPE as SUMMARY_ENVELOPE
+    from verifier.summary.bundle import FINDINGS as SUMMARY_FINDINGS
+    from verifier.summary.bundle import verify_summary
     from verifier.trust.bundle import BATCH_INDEX, verify_batch
     from verifier.trust.keys import trusted_keys
 

@@ -36,38 +36,29 @@ from pydantic import ValidationError
 from verifier import __version__
 from verifier.batch import BatchInfo, BatchManifest, batch_of, run_batch
 from verifier.boundary.atomic import atomic_output
-from verifier.boundary.peers import read_json
 from verifier.claims import LoadedClaim, ModelUnderTest, claim_of_bytes
 from verifier.corpus.build import digest_files
 from verifier.errors import VerifierError, first_validation_error
 from verifier.report.render import render_summary_html
 from verifier.scoring.table import Progress
+from verifier.summary.bundle import CLAIMS, ENVELOPE, FINDINGS, KEY, PREDICATE, REPORT, SUMMARY_COPY
 from verifier.summary.fields import FieldPlan, SummaryEvidence, plan_fields
+from verifier.summary.mixture import MIN_MERGES, NO_SPACES, byte_level_merges, declared_as, infer_mixture
 from verifier.summary.schema import TrainingSummary, load_summary
 from verifier.targets import kind_of
-from verifier.targets.model_source import resolve_model
-from verifier.trust.bundle import BATCH_INDEX, sha256, verify_batch
+from verifier.targets.model_source import load_tokenizer, resolve_model
+from verifier.trust.bundle import BATCH_INDEX, sha256
 from verifier.trust.digests import canonical_json
 from verifier.trust.envelopes import (
-    is_predicate,
     key_id,
-    load_public_key,
-    predicate_type,
     public_pem,
-    read_envelope,
-    read_statement,
     sign_envelope,
     statement,
-    verify_envelope,
 )
 from verifier.validation import load_table
 from verifier.verdicts import Verdict
 
 FORMAT = "verifier-summary-check/1"
-CLAIMS = "claims"  # the batch's folder (and id) inside the bundle
-SUMMARY_COPY, FINDINGS, REPORT, ENVELOPE = "summary.yaml", "summary.json", "report.html", "summary.dsse.json"
-KEY = "public_key.pem"
-PREDICATE = predicate_type("summary-check")
 NOT_TESTABLE = "NOT TESTABLE"
 DOCUMENT_FILES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -216,9 +207,6 @@ def _tokenizer_languages(summary: TrainingSummary, spec: str) -> tuple[str, str,
     whatever it shows, with the estimate and its measured error in the reason."""
     if kind_of(spec).remote:
         return "-", NOT_TESTABLE, "an API does not give its tokenizer's merges; give the training corpus (--corpus)"
-    from verifier.summary.mixture import MIN_MERGES, NO_SPACES, byte_level_merges, declared_as, infer_mixture
-    from verifier.targets.model_source import load_tokenizer
-
     tokenizer, _ = load_tokenizer(spec)
     try:
         found = infer_mixture(byte_level_merges(tokenizer.backend_tokenizer.to_str()))
@@ -413,53 +401,3 @@ def _write(folder: Path, summary_bytes: bytes, findings: dict[str, Any], key: An
         tmp.write_bytes(public_pem(key.public_key()))
     with atomic_output(folder / ENVELOPE) as tmp:
         tmp.write_bytes(json.dumps(sign_envelope(body, key), indent=1).encode())
-
-
-def verify_summary(
-    folder: Path, pinned_key_pem: bytes | None = None, trust_dir: Path | None = None
-) -> tuple[dict[str, Any], str]:
-    """Check a summary-check bundle (see the module docstring); return its findings and the signing
-    key's fingerprint. Raises one line naming the first file that differs."""
-    envelope_path = folder / ENVELOPE
-    if not envelope_path.is_file() or envelope_path.is_symlink():
-        raise VerifierError(f"{folder}: no {ENVELOPE}: an unsigned summary check cannot be verified")
-    try:
-        envelope = read_envelope(envelope_path.read_bytes())
-        claimed = read_statement(envelope.body())
-    except ValueError:
-        raise VerifierError(f"{ENVELOPE}: differs: not a signed statement") from None
-    if not is_predicate(claimed.predicateType, "summary-check"):
-        raise VerifierError(f"{ENVELOPE}: differs: not a summary check's statement")
-    pem = pinned_key_pem if pinned_key_pem is not None else (folder / KEY).read_bytes()
-    verify_envelope(envelope, load_public_key(pem, KEY), ENVELOPE)
-    subjects = claimed.subjects()
-    for entry in sorted(folder.iterdir()):
-        if entry.name not in subjects and entry.name not in (KEY, CLAIMS, ENVELOPE):
-            raise VerifierError(f"{entry.name}: differs: not a file the summary check signed")
-        if entry.is_symlink():
-            raise VerifierError(f"{entry.name}: differs: a link")
-    for name, digest in subjects.items():
-        path = folder / name
-        if not path.is_file() or path.is_symlink() or sha256(path.read_bytes()) != digest:
-            raise VerifierError(f"{name}: differs: not the file the summary check signed")
-    for name in (SUMMARY_COPY, FINDINGS, REPORT):
-        if name not in subjects:
-            raise VerifierError(f"{ENVELOPE}: differs: does not sign {name}")
-    findings = read_json((folder / FINDINGS).read_bytes())
-    if not isinstance(findings, dict) or not isinstance(findings.get("rows"), list):
-        raise VerifierError(f"{FINDINGS}: differs: not a summary check's findings")
-    claim_rows = [r for r in findings["rows"] if isinstance(r, dict) and r.get("claim_id")]
-    if claim_rows:
-        if f"{CLAIMS}/{BATCH_INDEX}" not in subjects:
-            raise VerifierError(f"{ENVELOPE}: differs: rows name claims but the batch index is not signed")
-        batch = verify_batch(folder / CLAIMS, pem, trust_dir)
-        listed = {entry["claim_id"]: entry["verdict"] for entry in batch.predicate["claims"]}
-        for row in claim_rows:
-            if listed.get(row["claim_id"]) != row.get("verdict"):
-                raise VerifierError(
-                    f"{FINDINGS}: differs: the row {row.get('field')!r} says {row.get('verdict')}, its claim's bundle "
-                    f"says {listed.get(row['claim_id'])}"
-                )
-    elif (folder / CLAIMS).exists():
-        raise VerifierError(f"{CLAIMS}: differs: the findings name no claim")
-    return findings, key_id(pem)

@@ -24,12 +24,14 @@ trained here on known mixtures (``benchmarks/tokenizer_mixture.py``).
 from __future__ import annotations
 
 import heapq
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import wordfreq
 from scipy import sparse
 from scipy.optimize import linprog
 
@@ -54,8 +56,6 @@ def byte_alphabet() -> dict[int, str]:
 
 def candidates() -> list[str]:
     """The languages wordfreq lists that a word list can stand for (written with spaces)."""
-    import wordfreq
-
     return sorted(set(wordfreq.available_languages(wordlist="small")) - NO_SPACES)
 
 
@@ -76,8 +76,6 @@ class Language:
 
 
 def language(code: str, words: int = WORDS) -> Language:
-    import wordfreq
-
     table = wordfreq.get_frequency_dict(code, wordlist="small")  # read as listed: no tokeniser needed
     listed = heapq.nlargest(words, table, key=table.__getitem__)
     frequency = np.array([table[w] for w in listed])
@@ -188,8 +186,6 @@ def infer_mixture(
 
 def byte_level_merges(tokenizer_json: str) -> list[tuple[str, str]]:
     """The ordered merges of a byte-level BPE tokenizer (tokenizers' JSON: "a b" strings or pairs)."""
-    import json
-
     data = json.loads(tokenizer_json)
     model = data.get("model", {})
     if model.get("type") != "BPE":
