@@ -90,6 +90,20 @@ def fields_table(schema: dict[str, Any], defs: dict[str, Any], weaker: bool = Fa
     return table(header, rows)
 
 
+def definition_sections(defs: dict[str, Any]) -> list[str]:
+    """One section per schema definition: its description and its fields (or an enum's values)."""
+    out: list[str] = []
+    for name in sorted(defs):
+        out += [
+            f"\n## {name}\n\n",
+            (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
+            fields_table(defs[name], defs)
+            if "properties" in defs[name]
+            else "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n",
+        ]
+    return out
+
+
 def claim_page() -> str:
     from verifier.claims import ClaimManifest, Role
 
@@ -104,14 +118,7 @@ def claim_page() -> str:
         "## ClaimManifest (the file)\n\n",
         fields_table(schema, defs),
     ]
-    for name in sorted(defs):
-        out += [
-            f"\n## {name}\n\n",
-            (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
-            fields_table(defs[name], defs)
-            if "properties" in defs[name]
-            else "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n",
-        ]
+    out += definition_sections(defs)
     out += [
         "\n## Roles of document sets\n\n",
         table(["role", "what it is"], [[f"`{role.value}`", _comment_of(Role, role.name)] for role in Role]),
@@ -154,14 +161,7 @@ def summary_page() -> str:
         "\n## TrainingSummary (the file)\n\n",
         fields_table(schema, defs),
     ]
-    for name in sorted(defs):
-        out += [
-            f"\n## {name}\n\n",
-            (defs[name].get("description", "") + "\n\n") if defs[name].get("description") else "",
-            fields_table(defs[name], defs)
-            if "properties" in defs[name]
-            else "one of " + ", ".join(f"`{v}`" for v in defs[name].get("enum", [])) + "\n",
-        ]
+    out += definition_sections(defs)
     return "".join(out)
 
 

@@ -302,6 +302,12 @@ def trusted_example(tmp_path, monkeypatch):
     return tmp_path
 
 
+def signed_audit(claim: Path, folder: Path):
+    """The claim audited into a bundle under ``folder``, signed with a fresh auditor's key."""
+    generate_key(folder / "auditor.key")
+    return audit_to_bundle(claim, out_dir=folder / "evidence", sign_key=folder / "auditor.key", cache_dir=folder / "c")
+
+
 def marks_outcome(findings: dict) -> dict:
     return next(r for r in findings["path"] if r["route"] == "marks")["outcome"]
 
@@ -331,13 +337,7 @@ def test_output_marks_a_model_never_saw_are_inconclusive_through_an_answers_only
     (claim.parent / "policy.yaml").write_text(yaml.safe_dump(policy))
     data = yaml.safe_load(claim.read_text()) | {"policy": "policy.yaml"}
     claim.write_text(yaml.safe_dump(data))
-    generate_key(trusted_example / "auditor.key")
-    result = audit_to_bundle(
-        claim,
-        out_dir=trusted_example / "evidence",
-        sign_key=trusted_example / "auditor.key",
-        cache_dir=trusted_example / "c",
-    )
+    result = signed_audit(claim, trusted_example)
     outcome = marks_outcome(result.findings)
     assert result.findings["verdict"] == "INCONCLUSIVE" and outcome["status"] == "not_significant", outcome["summary"]
     # each mark's prompt and its own context controls, and the registration's control cues, once each
@@ -357,13 +357,7 @@ def test_output_marks_a_model_learnt_are_detected_from_its_sampled_text(tmp_path
     copies = {m["id"]: m["copies"] for m in testbed.manifest["marks"]}
     documents = {m.id: m.document for m in read_registration(EXAMPLE / REGISTRATION).predicate.marks}
     claim = claim_folder(trusted_example, str(testbed.model_dir))
-    generate_key(trusted_example / "auditor.key")
-    result = audit_to_bundle(
-        claim,
-        out_dir=trusted_example / "evidence",
-        sign_key=trusted_example / "auditor.key",
-        cache_dir=trusted_example / "c",
-    )
+    result = signed_audit(claim, trusted_example)
     outcome = marks_outcome(result.findings)
     assert result.findings["verdict"] == "SUPPORTED" and result.signed, outcome["summary"]
     results = outcome["metrics"]["test"]["results"]
